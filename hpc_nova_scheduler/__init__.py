@@ -1,0 +1,1 @@
+"""HPC-aware VM placement for OpenStack Nova."""

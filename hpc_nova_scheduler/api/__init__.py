@@ -1,0 +1,1 @@
+"""Adapters that run inside nova-api."""

@@ -1,0 +1,410 @@
+"""The ``hpc-nova-scheduler`` command.
+
+Options are read from the files given with ``--config-file`` (by default
+nova.conf where oslo.config finds it), so the command sees the same
+``[hpc_scheduler] connection`` as nova-scheduler; ``--connection`` overrides
+it for one call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+import prettytable
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler import datafiles
+from hpc_nova_scheduler.core.profile import AppClass, ProfileError
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.db import migration
+
+LOG = logging.getLogger(__name__)
+PROG = "hpc-nova-scheduler"
+
+
+class CommandError(Exception):
+    """A failure to report in one line, without a traceback."""
+
+
+def _load_conf(args: argparse.Namespace) -> cfg.ConfigOpts:
+    conf = cfg.ConfigOpts()
+    hpc_conf.register_opts(conf)
+    logging.register_options(conf)
+    # alembic narrates every migration step at INFO; the command says
+    # what matters itself.
+    logging.set_defaults(
+        default_log_levels=[
+            *logging.get_default_log_levels(),
+            "alembic=WARN",
+            "stevedore=WARN",
+        ]
+    )
+    files = args.config_file or cfg.find_config_files(project="nova", prog=PROG)
+    try:
+        conf(
+            args=[],
+            project=PROG,
+            default_config_files=files,
+            default_config_dirs=[args.config_dir] if args.config_dir else [],
+        )
+    except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError) as error:
+        raise CommandError(str(error)) from None
+    if args.connection:
+        conf.set_override("connection", args.connection, group=hpc_conf.GROUP_NAME)
+    if args.debug:
+        conf.set_override("debug", True)
+    logging.setup(conf, PROG)
+    return conf
+
+
+def _database(args: argparse.Namespace, *, require_schema: bool = True) -> db_api.Database:
+    try:
+        database = db_api.Database.from_conf(args.conf)
+    except db_api.DatabaseUnavailable as error:
+        raise CommandError(str(error)) from None
+    if require_schema:
+        current = migration.current_revision(database.engine)
+        head = migration.head_revision()
+        if current is None:
+            raise CommandError(f"the plugin database has no schema yet; run '{PROG} db sync'")
+        if current != head:
+            raise CommandError(
+                f"the plugin database is at revision {current}, the code needs "
+                f"{head}; run '{PROG} db sync'"
+            )
+    return database
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO) -> None:
+    table = prettytable.PrettyTable(list(columns))
+    table.align = "l"
+    for row in rows:
+        table.add_row(["" if v is None else v for v in row])
+    out.write(table.get_string() + "\n")
+
+
+# -- db ------------------------------------------------------------------
+
+
+def cmd_db_sync(args: argparse.Namespace, out: TextIO) -> int:
+    database = _database(args, require_schema=False)
+    migration.upgrade(database.engine, args.revision)
+    out.write(f"database at revision {migration.current_revision(database.engine)}\n")
+    return 0
+
+
+def cmd_db_version(args: argparse.Namespace, out: TextIO) -> int:
+    database = _database(args, require_schema=False)
+    current = migration.current_revision(database.engine)
+    out.write(f"{current or 'none (run db sync)'}\n")
+    return 0
+
+
+# -- profiles and interference -------------------------------------------
+
+
+def cmd_profile_import(args: argparse.Namespace, out: TextIO) -> int:
+    records = datafiles.read_profiles(args.file, args.format)
+    if args.dry_run:
+        out.write(f"{args.file}: {len(records)} valid profiles; nothing written (--dry-run)\n")
+        return 0
+    result = _database(args).import_profiles(records)
+    out.write(f"{args.file}: {len(records)} profiles: {result}\n")
+    return 0
+
+
+def cmd_profile_list(args: argparse.Namespace, out: TextIO) -> int:
+    records = _database(args).list_profiles()
+    if args.app_class:
+        wanted = AppClass.parse(args.app_class, key="--app-class")
+        records = [r for r in records if r.app_class is wanted]
+    _table(
+        (
+            "name",
+            "class",
+            "cache score",
+            "SLLC",
+            "DRAM",
+            "NET",
+            "solo runtime (s)",
+            "counters",
+        ),
+        [
+            (
+                r.name,
+                r.app_class.value,
+                r.cache_score,
+                r.sllc_score,
+                r.dram_score,
+                r.net_score,
+                r.solo_runtime,
+                len(r.counters) or None,
+            )
+            for r in records
+        ],
+        out,
+    )
+    return 0
+
+
+def cmd_profile_show(args: argparse.Namespace, out: TextIO) -> int:
+    record = _database(args).get_profile(args.name)
+    if record is None:
+        raise CommandError(f"no profile named {args.name!r}")
+    rows = [(k, v) for k, v in record.to_mapping().items() if k != "counters"]
+    rows += [(f"counter {k}", v) for k, v in record.counters.items()]
+    _table(("field", "value"), rows, out)
+    return 0
+
+
+def _export(args: argparse.Namespace, out: TextIO, write: Callable[[TextIO, str], None]) -> int:
+    fmt = (
+        datafiles.detect_format(args.file, args.format)
+        if args.file != "-"
+        else (args.format or "yaml")
+    )
+    if args.file == "-":
+        write(out, fmt)
+        return 0
+    with open(args.file, "w", encoding="utf-8", newline="") as stream:
+        write(stream, fmt)
+    return 0
+
+
+def cmd_profile_export(args: argparse.Namespace, out: TextIO) -> int:
+    records = _database(args).list_profiles()
+    return _export(args, out, lambda stream, fmt: datafiles.write_profiles(stream, records, fmt))
+
+
+def cmd_interference_import(args: argparse.Namespace, out: TextIO) -> int:
+    records = datafiles.read_interferences(args.file, args.format)
+    if args.dry_run:
+        out.write(
+            f"{args.file}: {len(records)} valid interference records; nothing written (--dry-run)\n"
+        )
+        return 0
+    result = _database(args).import_interferences(records)
+    out.write(f"{args.file}: {len(records)} interference records: {result}\n")
+    return 0
+
+
+def cmd_interference_list(args: argparse.Namespace, out: TextIO) -> int:
+    records = _database(args).list_interferences([args.app] if args.app else None)
+    tolerance = args.conf[hpc_conf.GROUP_NAME].interference_tolerance
+    _table(
+        (
+            "app a",
+            "app b",
+            "slowdown a (%)",
+            "slowdown b (%)",
+            "source",
+            "measured at",
+            f"harmful (> {tolerance:g}%)",
+        ),
+        [
+            (
+                r.app_a,
+                r.app_b,
+                r.slowdown_a,
+                r.slowdown_b,
+                r.source,
+                r.measured_at,
+                "yes" if r.is_harmful(tolerance) else "no",
+            )
+            for r in records
+        ],
+        out,
+    )
+    return 0
+
+
+def cmd_interference_export(args: argparse.Namespace, out: TextIO) -> int:
+    records = _database(args).list_interferences()
+    return _export(
+        args,
+        out,
+        lambda stream, fmt: datafiles.write_interferences(stream, records, fmt),
+    )
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.cmd import demo
+
+    return demo.run(args, out)
+
+
+# -- parser --------------------------------------------------------------
+
+
+def _add_file_commands(
+    sub: argparse._SubParsersAction,
+    noun: str,
+    plural: str,
+    handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]],
+) -> None:
+    parser = sub.add_parser(
+        noun,
+        help=f"import, list and export {plural}",
+        description=f"Manage {plural} in the plugin database.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    imp = actions.add_parser(
+        "import",
+        help=f"import {plural} from a CSV or YAML file",
+        description=(
+            f"Validate every {noun} record of FILE, then create or "
+            "update them in one transaction. A file with any bad "
+            "row is rejected whole; importing the same file again "
+            "changes nothing."
+        ),
+    )
+    imp.add_argument("file", metavar="FILE", help="CSV or YAML file, or - for standard input")
+    imp.add_argument(
+        "--format",
+        choices=datafiles.FORMATS,
+        help="file format (default: from the name)",
+    )
+    imp.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    imp.set_defaults(func=handlers["import"])
+
+    lst = actions.add_parser(
+        "list",
+        help=f"list the {plural} in the database",
+        description=f"List the {plural} in the database as a table.",
+    )
+    lst.set_defaults(func=handlers["list"])
+    if noun == "profile":
+        lst.add_argument("--app-class", help="only profiles of this application class")
+        show = actions.add_parser("show", help="show one profile", description="Show one profile.")
+        show.add_argument("name", metavar="NAME")
+        show.set_defaults(func=handlers["show"])
+    else:
+        lst.add_argument("--app", help="only records involving this application")
+
+    exp = actions.add_parser(
+        "export",
+        help=f"export the {plural} to a CSV or YAML file",
+        description=(
+            f"Write every {noun} record to FILE in a form that 'import' reads back unchanged."
+        ),
+    )
+    exp.add_argument("file", metavar="FILE", help="output file, or - for standard output")
+    exp.add_argument(
+        "--format",
+        choices=datafiles.FORMATS,
+        help="file format (default: from the name; yaml for standard output)",
+    )
+    exp.set_defaults(func=handlers["export"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Manage the HPC-aware Nova scheduler plugin: its database, application "
+        "profiles and interference records, and its demo.",
+    )
+    parser.add_argument(
+        "--config-file",
+        action="append",
+        metavar="PATH",
+        help="configuration file with an [hpc_scheduler] section, such as "
+        "nova.conf; repeatable (default: nova.conf where oslo.config finds it)",
+    )
+    parser.add_argument("--config-dir", metavar="DIR", help="directory of *.conf files to read too")
+    parser.add_argument(
+        "--connection",
+        metavar="URL",
+        help="plugin database URL, overriding [hpc_scheduler] connection",
+    )
+    parser.add_argument("--debug", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    db = sub.add_parser(
+        "db",
+        help="create or upgrade the plugin database schema",
+        description="Manage the plugin database schema (alembic migrations).",
+    )
+    db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sync = db_actions.add_parser(
+        "sync",
+        help="upgrade the schema to the newest revision",
+        description="Create the plugin's tables, or upgrade them.",
+    )
+    sync.add_argument("--revision", default="head", help="target revision (default: head)")
+    sync.set_defaults(func=cmd_db_sync)
+    version = db_actions.add_parser(
+        "version",
+        help="print the schema revision",
+        description="Print the schema's current revision.",
+    )
+    version.set_defaults(func=cmd_db_version)
+
+    _add_file_commands(
+        sub,
+        "profile",
+        "application profiles",
+        {
+            "import": cmd_profile_import,
+            "list": cmd_profile_list,
+            "show": cmd_profile_show,
+            "export": cmd_profile_export,
+        },
+    )
+    _add_file_commands(
+        sub,
+        "interference",
+        "pairwise interference records",
+        {
+            "import": cmd_interference_import,
+            "list": cmd_interference_list,
+            "export": cmd_interference_export,
+        },
+    )
+
+    demo = sub.add_parser(
+        "demo",
+        help="run the all-in-one demo",
+        description="Run the all-in-one demo on a throw-away SQLite database "
+        "(unless --connection is given).",
+    )
+    demo.add_argument("--keep", metavar="DIR", help="keep the demo's files in DIR")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.conf = _load_conf(args)
+        return args.func(args, out)
+    except datafiles.DataFileError as error:
+        err.write(f"{PROG}: {len(error.errors)} problem(s), nothing written:\n{error}\n")
+    except (CommandError, ProfileError, db_api.DatabaseUnavailable, OSError) as error:
+        err.write(f"{PROG}: {error}\n")
+    except db_exc.DBConnectionError as error:
+        err.write(
+            f"{PROG}: cannot connect to the plugin database: {error.inner_exception or error}\n"
+        )
+    except db_exc.DBError as error:
+        err.write(f"{PROG}: database error: {error.inner_exception or error}\n")
+    return 1
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

@@ -1,0 +1,155 @@
+"""Configuration options of the plugin, all in the ``[hpc_scheduler]`` group.
+
+The options are read from nova.conf by the scheduler and from the files given
+to the ``hpc-nova-scheduler`` command. ``oslo-config-generator`` finds them
+through the ``oslo.config.opts`` entry point (:func:`list_opts`).
+"""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+GROUP_NAME = "hpc_scheduler"
+
+hpc_group = cfg.OptGroup(
+    name=GROUP_NAME,
+    title="HPC-aware scheduling",
+    help="""
+Options of hpc-nova-scheduler, the HPC-aware placement plugin for
+nova-scheduler. Flavors opt in through extra specs in the ``hpc`` namespace
+(``hpc:app_class``, ``hpc:cache_score``, ``hpc:app_name``); hosts are tagged
+through host aggregate metadata (``hpc:rack``, ``hpc:cpu_group``).
+""",
+)
+
+REJECT = "reject"
+DEGRADE = "degrade"
+
+threshold_opts = [
+    cfg.FloatOpt(
+        "cache_threshold",
+        default=200.0,
+        min=0.0,
+        help="""
+Total cache score any host may carry (seed 003's alpha).
+
+A VM is not placed on a host if the cache scores of the VMs already there
+plus its own would exceed this value. Cache scores are in units of 100K
+last-level cache misses per second. Seed 003 gives no number beyond
+"alpha >> beta"; the default is a little over three times the default
+``sync_cache_threshold``. It must not be below ``sync_cache_threshold``.
+""",
+    ),
+    cfg.FloatOpt(
+        "sync_cache_threshold",
+        default=60.0,
+        min=0.0,
+        help="""
+Total cache score allowed on a host that runs or receives SyncHPC VMs (seed
+003's beta).
+
+SyncHPC applications tolerate less interference: when the request is SyncHPC
+or the host already runs a SyncHPC VM, the host's cache total after placement
+must not exceed this value. 60 performed best in seed 003's case study (beta
+= 100 packed cache-heavy applications too tightly, beta = 40 left cores idle).
+""",
+    ),
+    cfg.FloatOpt(
+        "interference_tolerance",
+        default=10.0,
+        min=0.0,
+        help="""
+Slowdown, in percent, above which a recorded pair of applications counts as
+harmful and is never co-located.
+
+A pair in the ``app_interferences`` table is harmful when either application
+suffers a slowdown above this value when sharing a host with the other.
+""",
+    ),
+]
+
+database_opts = [
+    cfg.StrOpt(
+        "connection",
+        secret=True,
+        help="""
+SQLAlchemy URL of the plugin's own database, which holds application
+profiles, running-application records and interference measurements; for
+example ``mysql+pymysql://hpc:secret@db.example.org/hpc_scheduler``. Create or
+upgrade its tables with ``hpc-nova-scheduler db sync``. When unset the
+database counts as unreachable and ``database_failure_policy`` applies.
+""",
+    ),
+    cfg.StrOpt(
+        "database_failure_policy",
+        default=REJECT,
+        choices=[
+            (
+                REJECT,
+                "HPC requests fail with NoValidHost until the database "
+                "answers again; nothing is placed on guesses.",
+            ),
+            (
+                DEGRADE,
+                "HPC requests are placed from what Nova itself knows "
+                "(flavor extra specs of the request and of running VMs); the "
+                "profile database and the interference table are skipped.",
+            ),
+        ],
+        help="""
+What happens to requests of an HPC class (ExtremeHPC, SyncHPC, AsyncHPC) when
+the plugin's database cannot be reached or holds an unusable record.
+
+NonHPC requests always fail open: they are placed as Nova would place them.
+Every occurrence is logged with the reason.
+""",
+    ),
+    cfg.IntOpt(
+        "max_retries",
+        default=0,
+        min=-1,
+        help="""
+How many times to retry the first connection to the plugin's database
+(-1 retries forever). The default does not retry, so that a database outage
+costs the scheduler one failed attempt rather than a stall; add
+``connect_timeout`` to the URL's query string to bound that attempt.
+""",
+    ),
+    cfg.IntOpt(
+        "retry_interval",
+        default=1,
+        min=0,
+        help="Seconds between retries of the first connection to the database.",
+    ),
+]
+
+ALL_OPTS = threshold_opts + database_opts
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register the plugin's options on ``conf`` (idempotent)."""
+    conf.register_group(hpc_group)
+    conf.register_opts(ALL_OPTS, group=hpc_group)
+
+
+def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
+    """Entry point for oslo-config-generator."""
+    return [(hpc_group, ALL_OPTS)]
+
+
+class ConfigurationError(ValueError):
+    """The options contradict each other."""
+
+
+def check_thresholds(conf: cfg.ConfigOpts) -> None:
+    """Raise :class:`ConfigurationError` unless alpha >= beta."""
+    group = conf[GROUP_NAME]
+    if group.cache_threshold < group.sync_cache_threshold:
+        raise ConfigurationError(
+            f"[{GROUP_NAME}] cache_threshold ({group.cache_threshold}) is below "
+            f"sync_cache_threshold ({group.sync_cache_threshold}); alpha must be >= beta"
+        )
+
+
+CONF = cfg.CONF
+register_opts(CONF)

@@ -1,0 +1,276 @@
+"""Reading and writing profile and interference files (CSV and YAML).
+
+A file is read whole and checked whole: every bad row is reported with file,
+line and reason, and a file with any bad row yields no records at all, so an
+import either takes the entire file or nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TextIO, TypeVar
+
+import yaml
+
+from hpc_nova_scheduler.core.profile import ProfileError
+from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+
+FORMATS = ("csv", "yaml")
+PROFILES = "profiles"
+INTERFERENCES = "interferences"
+SECTIONS = (PROFILES, INTERFERENCES)
+COUNTER_PREFIX = "counter:"
+_LINE_KEY = "__line__"
+
+Record = TypeVar("Record", ProfileRecord, InterferenceRecord)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowError:
+    path: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.reason}"
+
+
+class DataFileError(Exception):
+    """A data file could not be used; ``errors`` lists every problem."""
+
+    def __init__(self, errors: Sequence[RowError]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+def detect_format(path: str, fmt: str | None = None) -> str:
+    if fmt:
+        if fmt not in FORMATS:
+            raise DataFileError(
+                [
+                    RowError(
+                        path,
+                        None,
+                        f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}",
+                    )
+                ]
+            )
+        return fmt
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    raise DataFileError(
+        [
+            RowError(
+                path,
+                None,
+                "cannot tell the format from the file name; pass --format csv or yaml",
+            )
+        ]
+    )
+
+
+class _LineLoader(yaml.SafeLoader):
+    """Safe loader that remembers the line of every mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping[_LINE_KEY] = node.start_mark.line + 1
+        return mapping
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8-sig") as stream:
+            return stream.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataFileError([RowError(path, None, f"cannot read: {error}")]) from None
+
+
+def _yaml_rows(path: str, text: str, section: str) -> list[tuple[int | None, Mapping[str, Any]]]:
+    try:
+        document = yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass: safe
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        raise DataFileError([RowError(path, line, f"not valid YAML: {problem}")]) from None
+    if document is None:
+        return []
+    if isinstance(document, dict):
+        document.pop(_LINE_KEY, None)
+        unknown = sorted(str(k) for k in document if k not in SECTIONS)
+        if unknown:
+            raise DataFileError(
+                [
+                    RowError(
+                        path,
+                        None,
+                        f"unknown top-level key {unknown[0]!r}; expected {' or '.join(SECTIONS)}",
+                    )
+                ]
+            )
+        if section not in document:
+            raise DataFileError([RowError(path, None, f"no {section!r} section")])
+        items = document[section] or []
+    else:
+        items = document
+    if not isinstance(items, list):
+        raise DataFileError([RowError(path, None, f"{section!r} must be a list")])
+    rows = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise DataFileError(
+                [
+                    RowError(
+                        path,
+                        None,
+                        f"each entry of {section!r} must be a mapping, got {item!r}",
+                    )
+                ]
+            )
+        line = item.pop(_LINE_KEY, None)
+        for value in item.values():
+            if isinstance(value, dict):
+                value.pop(_LINE_KEY, None)
+        rows.append((line, item))
+    return rows
+
+
+def _csv_rows(path: str, text: str) -> list[tuple[int | None, Mapping[str, Any]]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            return []
+        header = [h.strip() for h in header]
+        if len(set(header)) != len(header):
+            raise DataFileError([RowError(path, 1, "duplicate column names in the header")])
+        rows = []
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                rows.append(
+                    (
+                        line,
+                        {"__bad__": f"expected {len(header)} cells, found {len(cells)}"},
+                    )
+                )
+                continue
+            rows.append((line, _fold_counters(dict(zip(header, cells, strict=True)))))
+        return rows
+    except csv.Error as error:
+        raise DataFileError([RowError(path, reader.line_num, f"not valid CSV: {error}")]) from None
+
+
+def _fold_counters(row: dict[str, str]) -> dict[str, Any]:
+    counters = {}
+    folded: dict[str, Any] = {}
+    for column, value in row.items():
+        if column.startswith(COUNTER_PREFIX):
+            if value.strip():
+                counters[column[len(COUNTER_PREFIX) :]] = value
+        else:
+            folded[column] = value
+    if counters:
+        folded["counters"] = counters
+    return folded
+
+
+def _read(
+    path: str,
+    fmt: str | None,
+    section: str,
+    build: Callable[[Mapping[str, Any]], Record],
+) -> list[Record]:
+    fmt = detect_format(path, fmt)
+    text = _read_text(path)
+    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, section)
+    errors: list[RowError] = []
+    records: list[Record] = []
+    first_line: dict[Any, int | None] = {}
+    for line, row in rows:
+        if "__bad__" in row:
+            errors.append(RowError(path, line, row["__bad__"]))
+            continue
+        try:
+            record = build(row)
+        except ProfileError as error:
+            errors.append(RowError(path, line, str(error)))
+            continue
+        key = record.key if isinstance(record, InterferenceRecord) else record.name
+        if key in first_line:
+            errors.append(
+                RowError(
+                    path,
+                    line,
+                    f"duplicate of the entry on line {first_line[key]}: {key!r}",
+                )
+            )
+            continue
+        first_line[key] = line
+        records.append(record)
+    if errors:
+        raise DataFileError(errors)
+    return records
+
+
+def read_profiles(path: str, fmt: str | None = None) -> list[ProfileRecord]:
+    """Read and validate every profile in ``path`` (``-`` is stdin)."""
+    return _read(path, fmt, PROFILES, ProfileRecord.from_mapping)
+
+
+def read_interferences(path: str, fmt: str | None = None) -> list[InterferenceRecord]:
+    """Read and validate every interference record in ``path``."""
+    return _read(path, fmt, INTERFERENCES, InterferenceRecord.from_mapping)
+
+
+def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v not in (None, {})}
+
+
+def _write_csv(stream: TextIO, columns: list[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+def write_profiles(stream: TextIO, records: Iterable[ProfileRecord], fmt: str) -> None:
+    records = list(records)
+    if fmt == "yaml":
+        yaml.safe_dump(
+            {PROFILES: [_plain(r.to_mapping()) for r in records]},
+            stream,
+            sort_keys=False,
+        )
+        return
+    counters = sorted({c for r in records for c in r.counters})
+    columns = list(ProfileRecord.FIELDS) + [COUNTER_PREFIX + c for c in counters]
+    rows = []
+    for record in records:
+        row = record.to_mapping()
+        for counter, value in row.pop("counters").items():
+            row[COUNTER_PREFIX + counter] = value
+        rows.append(row)
+    _write_csv(stream, columns, rows)
+
+
+def write_interferences(stream: TextIO, records: Iterable[InterferenceRecord], fmt: str) -> None:
+    mappings = [r.to_mapping() for r in records]
+    if fmt == "yaml":
+        yaml.safe_dump({INTERFERENCES: [_plain(m) for m in mappings]}, stream, sort_keys=False)
+        return
+    _write_csv(stream, list(InterferenceRecord.FIELDS), mappings)

@@ -1,0 +1,121 @@
+"""SQLAlchemy models of the plugin database.
+
+The alembic migrations under ``migrations/`` create exactly this schema; a
+test compares the two on every backend.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from oslo_db.sqlalchemy import types as oslo_types
+from oslo_utils import timeutils
+from sqlalchemy import (
+    DateTime,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAME_LENGTH = 255
+CLASS_LENGTH = 16
+SOURCE_LENGTH = 32
+
+# Explicit names keep constraints identical across SQLite, MariaDB and
+# PostgreSQL, so later migrations can drop or alter them by name.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _now() -> datetime.datetime:
+    return timeutils.utcnow()
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, onupdate=_now)
+
+
+class AppProfile(TimestampMixin, Base):
+    """An application measured alone: what every placement model reads.
+
+    ``cache_score`` is seed 003's (100K LLC misses/s); ``sllc_score``,
+    ``dram_score`` and ``net_score`` are seed 004's shared-resource access
+    scores in [0, 1]; ``solo_runtime`` (s) and ``counters`` (mean of each
+    counter or metric, by name) feed seeds 001 and 000.
+    """
+
+    __tablename__ = "app_profiles"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False, unique=True)
+    app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    cache_score: Mapped[float] = mapped_column(Double, nullable=False, default=0.0)
+    sllc_score: Mapped[float | None] = mapped_column(Double)
+    dram_score: Mapped[float | None] = mapped_column(Double)
+    net_score: Mapped[float | None] = mapped_column(Double)
+    solo_runtime: Mapped[float | None] = mapped_column(Double)
+    counters: Mapped[dict | None] = mapped_column(oslo_types.JsonEncodedDict)
+    description: Mapped[str | None] = mapped_column(Text)
+
+
+class AppRunning(TimestampMixin, Base):
+    """One VM of an application placed by (or known to) the scheduler.
+
+    ``request_id`` ties together the VMs of one application instance (one
+    multi-create request or one server group); ``created_at`` is when the VM
+    was placed.
+    """
+
+    __tablename__ = "app_running"
+    __table_args__ = (
+        Index(None, "host"),
+        Index(None, "app_name"),
+        Index(None, "request_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    nodename: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    app_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    cache_score: Mapped[float] = mapped_column(Double, nullable=False, default=0.0)
+    request_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+
+
+class AppInterference(TimestampMixin, Base):
+    """Pairwise interference of two applications sharing a host.
+
+    Stored once per unordered pair and source, with ``app_a <= app_b``;
+    ``slowdown_a`` is how much slower (percent) ``app_a`` runs next to
+    ``app_b`` than alone, ``slowdown_b`` the converse. A negative slowdown
+    is a speed-up. ``source`` says whether the record was measured in a
+    characterisation run, predicted by a model, or set by an operator.
+    """
+
+    __tablename__ = "app_interferences"
+    __table_args__ = (UniqueConstraint("app_a", "app_b", "source"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app_a: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    app_b: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    slowdown_a: Mapped[float] = mapped_column(Double, nullable=False)
+    slowdown_b: Mapped[float] = mapped_column(Double, nullable=False)
+    source: Mapped[str] = mapped_column(String(SOURCE_LENGTH), nullable=False)
+    measured_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
