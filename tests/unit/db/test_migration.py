@@ -1,0 +1,59 @@
+"""Migrations from an empty database, and models against the migrated schema."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from oslo_db.sqlalchemy import test_migrations
+
+from hpc_nova_scheduler.db import migration, models
+from tests import db_backends
+
+TABLES = {"app_profiles", "app_running", "app_interferences"}
+
+
+class MigrationTests:
+    def test_empty_database_has_no_revision(self) -> None:
+        self.assertIsNone(migration.current_revision(self.database.engine))
+
+    def test_upgrade_from_empty_reaches_head(self) -> None:
+        migration.upgrade(self.database.engine)
+        self.assertEqual(migration.head_revision(), migration.current_revision(self.database.engine))
+        tables = set(sa.inspect(self.database.engine).get_table_names())
+        self.assertTrue(TABLES <= tables, tables)
+
+    def test_upgrade_twice_is_a_no_op(self) -> None:
+        migration.upgrade(self.database.engine)
+        migration.upgrade(self.database.engine)
+        self.assertEqual(migration.head_revision(), migration.current_revision(self.database.engine))
+
+    def test_unique_constraints_exist(self) -> None:
+        migration.upgrade(self.database.engine)
+        inspector = sa.inspect(self.database.engine)
+        uniques = {
+            table: {tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)}
+            | {tuple(i["column_names"]) for i in inspector.get_indexes(table) if i["unique"]}
+            for table in TABLES
+        }
+        self.assertIn(("name",), uniques["app_profiles"])
+        self.assertIn(("instance_uuid",), uniques["app_running"])
+        self.assertIn(("app_a", "app_b", "source"), uniques["app_interferences"])
+
+
+class ModelsMatchMigrations(test_migrations.ModelsMigrationsSync):
+    """oslo.db's comparison of the models with what the migrations built."""
+
+    def get_engine(self) -> sa.Engine:
+        return self.database.engine
+
+    def get_metadata(self) -> sa.MetaData:
+        return models.Base.metadata
+
+    def db_sync(self, engine: sa.Engine) -> None:
+        migration.upgrade(engine)
+
+    def include_object(self, object_, name, type_, reflected, compare_to) -> bool:
+        return not (type_ == "table" and name == "alembic_version")
+
+
+db_backends.for_each_backend(globals(), MigrationTests, "TestMigrations")
+db_backends.for_each_backend(globals(), ModelsMatchMigrations, "TestModelsMatchMigrations")
