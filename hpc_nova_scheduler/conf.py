@@ -11,16 +11,20 @@ from oslo_config import cfg
 
 GROUP_NAME = "hpc_scheduler"
 
-hpc_group = cfg.OptGroup(
-    name=GROUP_NAME,
-    title="HPC-aware scheduling",
-    help="""
+GROUP_HELP = """
 Options of hpc-nova-scheduler, the HPC-aware placement plugin for
 nova-scheduler. Flavors opt in through extra specs in the ``hpc`` namespace
 (``hpc:app_class``, ``hpc:cache_score``, ``hpc:app_name``); hosts are tagged
 through host aggregate metadata (``hpc:rack``, ``hpc:cpu_group``).
-""",
-)
+"""
+
+
+def _group() -> cfg.OptGroup:
+    # A fresh group each time: oslo.config copies a registered group only
+    # shallowly, so one shared OptGroup would share option overrides
+    # between ConfigOpts instances.
+    return cfg.OptGroup(name=GROUP_NAME, title="HPC-aware scheduling", help=GROUP_HELP)
+
 
 REJECT = "reject"
 DEGRADE = "degrade"
@@ -74,10 +78,11 @@ database_opts = [
         secret=True,
         help="""
 SQLAlchemy URL of the plugin's own database, which holds application
-profiles, running-application records and interference measurements; for
-example ``mysql+pymysql://hpc:secret@db.example.org/hpc_scheduler``. Create or
-upgrade its tables with ``hpc-nova-scheduler db sync``. When unset the
-database counts as unreachable and ``database_failure_policy`` applies.
+profiles, running-application records and interference measurements, for
+example ``mysql+pymysql://hpc:secret@db.example.org/hpc_scheduler``.
+Create or upgrade its tables with ``hpc-nova-scheduler db sync``. When
+unset the database counts as unreachable and ``database_failure_policy``
+applies.
 """,
     ),
     cfg.StrOpt(
@@ -128,13 +133,13 @@ ALL_OPTS = threshold_opts + database_opts
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register the plugin's options on ``conf`` (idempotent)."""
-    conf.register_group(hpc_group)
-    conf.register_opts(ALL_OPTS, group=hpc_group)
+    conf.register_group(_group())
+    conf.register_opts(ALL_OPTS, group=GROUP_NAME)
 
 
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Entry point for oslo-config-generator."""
-    return [(hpc_group, ALL_OPTS)]
+    return [(_group(), ALL_OPTS)]
 
 
 class ConfigurationError(ValueError):

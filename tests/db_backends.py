@@ -9,7 +9,6 @@ skips, unless ``HPC_REQUIRE_DB_BACKENDS`` (set in CI) makes it a failure.
 from __future__ import annotations
 
 import os
-import tempfile
 
 import fixtures
 import testtools
@@ -83,5 +82,8 @@ def for_each_backend(namespace: dict, base: type, name: str) -> None:
     """
     for backend, label in ((SQLITE, "SQLite"), (MYSQL, "MariaDB"), (POSTGRESQL, "PostgreSQL")):
         cls_name = f"{name}{label}"
-        namespace[cls_name] = type(cls_name, (base, DatabaseTestCase),
-                                   {"BACKEND": backend, "__module__": namespace["__name__"]})
+        namespace[cls_name] = type(
+            cls_name,
+            (base, DatabaseTestCase),
+            {"BACKEND": backend, "__module__": namespace["__name__"]},
+        )

@@ -18,6 +18,7 @@ import prettytable
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler import datafiles
@@ -70,7 +71,7 @@ def _database(args: argparse.Namespace, *, require_schema: bool = True) -> db_ap
     except db_api.DatabaseUnavailable as error:
         raise CommandError(str(error)) from None
     if require_schema:
-        current = migration.current_revision(database.engine)
+        current = database.revision()
         head = migration.head_revision()
         if current is None:
             raise CommandError(f"the plugin database has no schema yet; run '{PROG} db sync'")
@@ -95,14 +96,12 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO
 
 def cmd_db_sync(args: argparse.Namespace, out: TextIO) -> int:
     database = _database(args, require_schema=False)
-    migration.upgrade(database.engine, args.revision)
-    out.write(f"database at revision {migration.current_revision(database.engine)}\n")
+    out.write(f"database at revision {database.sync(args.revision)}\n")
     return 0
 
 
 def cmd_db_version(args: argparse.Namespace, out: TextIO) -> int:
-    database = _database(args, require_schema=False)
-    current = migration.current_revision(database.engine)
+    current = _database(args, require_schema=False).revision()
     out.write(f"{current or 'none (run db sync)'}\n")
     return 0
 
@@ -396,12 +395,14 @@ def main(
         err.write(f"{PROG}: {len(error.errors)} problem(s), nothing written:\n{error}\n")
     except (CommandError, ProfileError, db_api.DatabaseUnavailable, OSError) as error:
         err.write(f"{PROG}: {error}\n")
-    except db_exc.DBConnectionError as error:
+    except (db_exc.DBConnectionError, sa_exc.OperationalError) as error:
         err.write(
             f"{PROG}: cannot connect to the plugin database: {error.inner_exception or error}\n"
         )
     except db_exc.DBError as error:
         err.write(f"{PROG}: database error: {error.inner_exception or error}\n")
+    except sa_exc.SQLAlchemyError as error:
+        err.write(f"{PROG}: database error: {error}\n")
     return 1
 
 

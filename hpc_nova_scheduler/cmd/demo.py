@@ -18,7 +18,6 @@ from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.cmd import cli
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.db import migration
 
 EXAMPLE_FILE = "seed-applications.yaml"
 
@@ -48,8 +47,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     example = str(resources.example_profiles_dir() / EXAMPLE_FILE)
 
     _section(out, "1. Plugin database")
-    migration.upgrade(database.engine)
-    out.write(f"schema at revision {migration.current_revision(database.engine)} in {workdir}\n")
+    out.write(f"schema at revision {database.sync()} in {workdir}\n")
 
     _section(out, f"2. Import {EXAMPLE_FILE}")
     profiles = datafiles.read_profiles(example)

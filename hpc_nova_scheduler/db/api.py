@@ -17,12 +17,13 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
 from sqlalchemy import delete, select
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
-from hpc_nova_scheduler.db import models
+from hpc_nova_scheduler.db import migration, models
 
 LOG = logging.getLogger(__name__)
 
@@ -150,6 +151,19 @@ class Database:
             return self._tx.writer.get_engine()
         except db_exc.DBConnectionError as error:
             raise DatabaseUnavailable(f"cannot connect to the plugin database: {error}") from error
+
+    def revision(self) -> str | None:
+        """The schema revision, ``None`` before the first ``db sync``."""
+        try:
+            return migration.current_revision(self.engine)
+        except (db_exc.DBConnectionError, sa_exc.OperationalError) as error:
+            raise DatabaseUnavailable(f"cannot connect to the plugin database: {error}") from error
+
+    def sync(self, revision: str = "head") -> str | None:
+        """Create or upgrade the schema; return the revision reached."""
+        self.revision()
+        migration.upgrade(self.engine, revision)
+        return self.revision()
 
     def dispose(self) -> None:
         self._tx.dispose_pool()

@@ -13,10 +13,13 @@ from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
 
-PROFILES_CSV = """name,app_class,cache_score,sllc_score,dram_score,net_score,solo_runtime,description,counter:cycles
-IS.B.4,ExtremeHPC,47,,,,89.5,NPB IS,
+PROFILES_CSV = (
+    "name,app_class,cache_score,sllc_score,dram_score,net_score,solo_runtime,description,"
+    "counter:cycles\n"
+    """IS.B.4,ExtremeHPC,47,,,,89.5,NPB IS,
 LU.C.16,synchpc,16,0.053,0.127,0.004,,"LU, class C",3.2e9
 """
+)
 
 
 class FileTestCase(testtools.TestCase):
@@ -34,12 +37,24 @@ class FileTestCase(testtools.TestCase):
 class TestReadProfiles(FileTestCase):
     def test_csv(self) -> None:
         records = datafiles.read_profiles(self.write("p.csv", PROFILES_CSV))
-        self.assertEqual([
-            ProfileRecord("IS.B.4", AppClass.EXTREME_HPC, 47.0, solo_runtime=89.5,
-                          description="NPB IS"),
-            ProfileRecord("LU.C.16", AppClass.SYNC_HPC, 16.0, 0.053, 0.127, 0.004,
-                          counters={"cycles": 3.2e9}, description="LU, class C"),
-        ], records)
+        self.assertEqual(
+            [
+                ProfileRecord(
+                    "IS.B.4", AppClass.EXTREME_HPC, 47.0, solo_runtime=89.5, description="NPB IS"
+                ),
+                ProfileRecord(
+                    "LU.C.16",
+                    AppClass.SYNC_HPC,
+                    16.0,
+                    0.053,
+                    0.127,
+                    0.004,
+                    counters={"cycles": 3.2e9},
+                    description="LU, class C",
+                ),
+            ],
+            records,
+        )
 
     def test_yaml_list_or_section(self) -> None:
         text = "- name: EP.B.4\n  app_class: AsyncHPC\n  cache_score: 2.5\n"
@@ -49,13 +64,15 @@ class TestReadProfiles(FileTestCase):
         self.assertEqual(expected, datafiles.read_profiles(self.write("b.yml", sectioned)))
 
     def test_every_bad_row_is_reported_with_its_line(self) -> None:
-        text = ("name,app_class,cache_score\n"
-                "good,SyncHPC,1\n"
-                "bad1,Weird,1\n"
-                "\n"
-                "bad2,SyncHPC,-5\n"
-                "good,SyncHPC,2\n"
-                "short,SyncHPC\n")
+        text = (
+            "name,app_class,cache_score\n"
+            "good,SyncHPC,1\n"
+            "bad1,Weird,1\n"
+            "\n"
+            "bad2,SyncHPC,-5\n"
+            "good,SyncHPC,2\n"
+            "short,SyncHPC\n"
+        )
         path = self.write("p.csv", text)
         error = self.assertRaises(datafiles.DataFileError, datafiles.read_profiles, path)
         self.assertEqual([3, 5, 6, 7], [e.line for e in error.errors])
@@ -67,24 +84,31 @@ class TestReadProfiles(FileTestCase):
 
     def test_yaml_errors_carry_lines(self) -> None:
         text = "profiles:\n  - name: a\n    cache_score: 1\n  - name: b\n    cache_score: nan\n"
-        error = self.assertRaises(datafiles.DataFileError, datafiles.read_profiles,
-                                  self.write("p.yaml", text))
+        error = self.assertRaises(
+            datafiles.DataFileError, datafiles.read_profiles, self.write("p.yaml", text)
+        )
         self.assertEqual(4, error.errors[0].line)
         self.assertIn("cache_score", error.errors[0].reason)
 
     def test_malformed_yaml(self) -> None:
-        error = self.assertRaises(datafiles.DataFileError, datafiles.read_profiles,
-                                  self.write("p.yaml", "profiles:\n  - name: [unclosed\n"))
+        error = self.assertRaises(
+            datafiles.DataFileError,
+            datafiles.read_profiles,
+            self.write("p.yaml", "profiles:\n  - name: [unclosed\n"),
+        )
         self.assertIn("not valid YAML", str(error))
         self.assertIsNotNone(error.errors[0].line)
 
     def test_structure_errors(self) -> None:
-        for text, needle in (("colours: []\n", "unknown top-level key 'colours'"),
-                             ("interferences: []\n", "no 'profiles' section"),
-                             ("profiles: 3\n", "must be a list"),
-                             ("profiles:\n  - just a string\n", "must be a mapping")):
-            error = self.assertRaises(datafiles.DataFileError, datafiles.read_profiles,
-                                      self.write("p.yaml", text))
+        for text, needle in (
+            ("colours: []\n", "unknown top-level key 'colours'"),
+            ("interferences: []\n", "no 'profiles' section"),
+            ("profiles: 3\n", "must be a list"),
+            ("profiles:\n  - just a string\n", "must be a mapping"),
+        ):
+            error = self.assertRaises(
+                datafiles.DataFileError, datafiles.read_profiles, self.write("p.yaml", text)
+            )
             self.assertIn(needle, str(error))
 
     def test_format_detection(self) -> None:
@@ -94,8 +118,9 @@ class TestReadProfiles(FileTestCase):
         self.assertRaises(datafiles.DataFileError, datafiles.detect_format, "x.csv", "xml")
 
     def test_missing_file(self) -> None:
-        error = self.assertRaises(datafiles.DataFileError, datafiles.read_profiles,
-                                  os.path.join(self.dir, "absent.csv"))
+        error = self.assertRaises(
+            datafiles.DataFileError, datafiles.read_profiles, os.path.join(self.dir, "absent.csv")
+        )
         self.assertIn("cannot read", str(error))
 
     def test_empty_files_hold_no_records(self) -> None:
@@ -113,14 +138,21 @@ class TestRoundTrips(FileTestCase):
             self.assertEqual(records, datafiles.read_profiles(path), fmt)
 
     def test_interferences_round_trip_in_both_formats(self) -> None:
-        text = ("app_a,app_b,slowdown_a,slowdown_b,source,measured_at\n"
-                "LU,EP,12.5,-3,measured,2011-06-01T10:00:00\n"
-                "LU,EP,10,1,predicted,\n")
+        text = (
+            "app_a,app_b,slowdown_a,slowdown_b,source,measured_at\n"
+            "LU,EP,12.5,-3,measured,2011-06-01T10:00:00\n"
+            "LU,EP,10,1,predicted,\n"
+        )
         records = datafiles.read_interferences(self.write("i.csv", text))
-        self.assertEqual([
-            InterferenceRecord("EP", "LU", -3.0, 12.5, "measured", datetime.datetime(2011, 6, 1, 10)),
-            InterferenceRecord("EP", "LU", 1.0, 10.0, "predicted"),
-        ], records)
+        self.assertEqual(
+            [
+                InterferenceRecord(
+                    "EP", "LU", -3.0, 12.5, "measured", datetime.datetime(2011, 6, 1, 10)
+                ),
+                InterferenceRecord("EP", "LU", 1.0, 10.0, "predicted"),
+            ],
+            records,
+        )
         for fmt in datafiles.FORMATS:
             stream = io.StringIO()
             datafiles.write_interferences(stream, records, fmt)
@@ -128,11 +160,10 @@ class TestRoundTrips(FileTestCase):
             self.assertEqual(records, datafiles.read_interferences(path), fmt)
 
     def test_duplicate_interference_pair_in_either_order(self) -> None:
-        text = ("app_a,app_b,slowdown_a,slowdown_b\n"
-                "LU,EP,1,2\n"
-                "EP,LU,2,1\n")
-        error = self.assertRaises(datafiles.DataFileError, datafiles.read_interferences,
-                                  self.write("i.csv", text))
+        text = "app_a,app_b,slowdown_a,slowdown_b\nLU,EP,1,2\nEP,LU,2,1\n"
+        error = self.assertRaises(
+            datafiles.DataFileError, datafiles.read_interferences, self.write("i.csv", text)
+        )
         self.assertEqual([3], [e.line for e in error.errors])
 
 
@@ -145,13 +176,20 @@ class TestShippedExamples(testtools.TestCase):
         for name in ("LU.C.16", "LU.B.4", "ChaNGa.4"):
             self.assertEqual(AppClass.SYNC_HPC, profiles[name].app_class)
         self.assertEqual(AppClass.ASYNC_HPC, profiles["EP.B.4"].app_class)
-        self.assertEqual((0.183, 0.214, 0.322), (profiles["PTRANS.I1.P6"].sllc_score,
-                                                  profiles["PTRANS.I1.P6"].dram_score,
-                                                  profiles["PTRANS.I1.P6"].net_score))
+        self.assertEqual(
+            (0.183, 0.214, 0.322),
+            (
+                profiles["PTRANS.I1.P6"].sllc_score,
+                profiles["PTRANS.I1.P6"].dram_score,
+                profiles["PTRANS.I1.P6"].net_score,
+            ),
+        )
         self.assertEqual(34, len(profiles))
         interferences = datafiles.read_interferences(path)
-        self.assertIn(InterferenceRecord("PTRANS.I1.P6", "PTRANS.I1.P6", 44.5, 44.5, "measured"),
-                      interferences)
+        self.assertIn(
+            InterferenceRecord("PTRANS.I1.P6", "PTRANS.I1.P6", 44.5, 44.5, "measured"),
+            interferences,
+        )
 
     def test_csv_examples_are_valid(self) -> None:
         directory = resources.example_profiles_dir()

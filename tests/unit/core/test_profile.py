@@ -28,15 +28,17 @@ class TestAppClass(testtools.TestCase):
 
     def test_class_properties_follow_seed_003(self) -> None:
         self.assertEqual([AppClass.EXTREME_HPC], [c for c in AppClass if c.needs_dedicated_hosts])
-        self.assertEqual({AppClass.EXTREME_HPC, AppClass.SYNC_HPC},
-                         {c for c in AppClass if c.topology_aware})
+        self.assertEqual(
+            {AppClass.EXTREME_HPC, AppClass.SYNC_HPC}, {c for c in AppClass if c.topology_aware}
+        )
         self.assertEqual([AppClass.NON_HPC], [c for c in AppClass if not c.needs_homogeneity])
         self.assertFalse(AppClass.NON_HPC.is_hpc)
 
     @given(st.sampled_from(list(AppClass)), st.lists(st.booleans(), min_size=1, max_size=12))
     def test_any_capitalisation_parses(self, member: AppClass, upper: list[bool]) -> None:
-        text = "".join(ch.upper() if upper[i % len(upper)] else ch.lower()
-                       for i, ch in enumerate(member.value))
+        text = "".join(
+            ch.upper() if upper[i % len(upper)] else ch.lower() for i, ch in enumerate(member.value)
+        )
         self.assertIs(member, AppClass.parse(text))
 
 
@@ -77,19 +79,31 @@ class TestProfileFromRequest(testtools.TestCase):
 
     def test_specs_make_one_immutable_profile(self) -> None:
         found = profile.profile_from_request(
-            {"hpc:app_class": "synchpc", "hpc:cache_score": "16", "hpc:app_name": "LU.C.16"})
+            {"hpc:app_class": "synchpc", "hpc:cache_score": "16", "hpc:app_name": "LU.C.16"}
+        )
         self.assertEqual(ApplicationProfile(AppClass.SYNC_HPC, 16.0, "LU.C.16"), found)
         self.assertRaises(AttributeError, setattr, found, "cache_score", 1.0)
 
     def test_hint_overrides_flavor_app_name(self) -> None:
         specs = {"hpc:app_class": "AsyncHPC", "hpc:app_name": "EP.B.4"}
-        self.assertEqual("EP.C.4", profile.profile_from_request(specs, {"hpc_app_name": ["EP.C.4"]}).app_name)
-        self.assertEqual("EP.C.4", profile.profile_from_request(specs, {"hpc_app_name": "EP.C.4"}).app_name)
+        self.assertEqual(
+            "EP.C.4", profile.profile_from_request(specs, {"hpc_app_name": ["EP.C.4"]}).app_name
+        )
+        self.assertEqual(
+            "EP.C.4", profile.profile_from_request(specs, {"hpc_app_name": "EP.C.4"}).app_name
+        )
 
     def test_bad_hint_names_the_hint(self) -> None:
-        for hint in (["", ], ["a", "b"], [" "]):
-            error = self.assertRaises(ProfileError, profile.profile_from_request, {},
-                                      {"hpc_app_name": hint})
+        for hint in (
+            [
+                "",
+            ],
+            ["a", "b"],
+            [" "],
+        ):
+            error = self.assertRaises(
+                ProfileError, profile.profile_from_request, {}, {"hpc_app_name": hint}
+            )
             self.assertEqual("hpc_app_name", error.key)
 
     def test_unknown_hpc_key_is_an_error(self) -> None:
@@ -99,13 +113,19 @@ class TestProfileFromRequest(testtools.TestCase):
     def test_to_extra_specs_is_canonical_and_round_trips(self) -> None:
         original = ApplicationProfile(AppClass.EXTREME_HPC, 47.0, "IS.B.4")
         specs = original.to_extra_specs()
-        self.assertEqual({"hpc:app_class": "ExtremeHPC", "hpc:cache_score": "47",
-                          "hpc:app_name": "IS.B.4"}, specs)
+        self.assertEqual(
+            {"hpc:app_class": "ExtremeHPC", "hpc:cache_score": "47", "hpc:app_name": "IS.B.4"},
+            specs,
+        )
         self.assertEqual(original, profile.profile_from_request(specs))
 
-    @given(st.sampled_from(list(AppClass)),
-           st.floats(min_value=0, max_value=1e9, allow_nan=False),
-           st.one_of(st.none(), st.text(min_size=1, max_size=40).filter(lambda s: s.strip() == s and s)))
+    @given(
+        st.sampled_from(list(AppClass)),
+        st.floats(min_value=0, max_value=1e9, allow_nan=False),
+        st.one_of(
+            st.none(), st.text(min_size=1, max_size=40).filter(lambda s: s.strip() == s and s)
+        ),
+    )
     def test_profiles_round_trip_through_extra_specs(self, app_class, score, name) -> None:
         original = ApplicationProfile(app_class, score, name)
         self.assertEqual(original, profile.profile_from_request(original.to_extra_specs()))

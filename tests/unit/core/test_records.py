@@ -14,12 +14,25 @@ from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, p
 
 class TestProfileRecord(testtools.TestCase):
     def test_from_mapping_with_strings(self) -> None:
-        record = ProfileRecord.from_mapping({
-            "name": "LU.C.16", "app_class": "synchpc", "cache_score": "16", "sllc_score": "0.05",
-            "dram_score": "", "net_score": None, "solo_runtime": "12.5",
-            "counters": {"cycles": "3e9"}, "description": " LU "})
-        self.assertEqual(ProfileRecord("LU.C.16", AppClass.SYNC_HPC, 16.0, 0.05, None, None, 12.5,
-                                       {"cycles": 3e9}, "LU"), record)
+        record = ProfileRecord.from_mapping(
+            {
+                "name": "LU.C.16",
+                "app_class": "synchpc",
+                "cache_score": "16",
+                "sllc_score": "0.05",
+                "dram_score": "",
+                "net_score": None,
+                "solo_runtime": "12.5",
+                "counters": {"cycles": "3e9"},
+                "description": " LU ",
+            }
+        )
+        self.assertEqual(
+            ProfileRecord(
+                "LU.C.16", AppClass.SYNC_HPC, 16.0, 0.05, None, None, 12.5, {"cycles": 3e9}, "LU"
+            ),
+            record,
+        )
 
     def test_defaults(self) -> None:
         self.assertEqual(ProfileRecord("x"), ProfileRecord.from_mapping({"name": "x"}))
@@ -41,34 +54,53 @@ class TestProfileRecord(testtools.TestCase):
             error = self.assertRaises(ProfileError, ProfileRecord.from_mapping, data)
             self.assertEqual(key, error.key, data)
 
-    @given(st.builds(
-        ProfileRecord,
-        name=st.text(min_size=1, max_size=30).map(str.strip).filter(bool),
-        app_class=st.sampled_from(list(AppClass)),
-        cache_score=st.floats(min_value=0, max_value=1e6),
-        sllc_score=st.one_of(st.none(), st.floats(min_value=0, max_value=1)),
-        counters=st.dictionaries(st.sampled_from(["cycles", "instructions", "cache_misses"]),
-                                 st.floats(allow_nan=False, allow_infinity=False)),
-    ))
+    @given(
+        st.builds(
+            ProfileRecord,
+            name=st.text(min_size=1, max_size=30).map(str.strip).filter(bool),
+            app_class=st.sampled_from(list(AppClass)),
+            cache_score=st.floats(min_value=0, max_value=1e6),
+            sllc_score=st.one_of(st.none(), st.floats(min_value=0, max_value=1)),
+            counters=st.dictionaries(
+                st.sampled_from(["cycles", "instructions", "cache_misses"]),
+                st.floats(allow_nan=False, allow_infinity=False),
+            ),
+        )
+    )
     def test_mapping_round_trip(self, record: ProfileRecord) -> None:
-        record = ProfileRecord(**{**record.__dict__, "counters": dict(sorted(record.counters.items()))})
+        record = ProfileRecord(
+            **{**record.__dict__, "counters": dict(sorted(record.counters.items()))}
+        )
         self.assertEqual(record, ProfileRecord.from_mapping(record.to_mapping()))
 
 
 class TestInterferenceRecord(testtools.TestCase):
     def test_pairs_are_held_in_canonical_order(self) -> None:
         record = InterferenceRecord("LU", "EP", 3.0, 1.0)
-        self.assertEqual(("EP", "LU", 1.0, 3.0), (record.app_a, record.app_b, record.slowdown_a,
-                                                   record.slowdown_b))
+        self.assertEqual(
+            ("EP", "LU", 1.0, 3.0),
+            (record.app_a, record.app_b, record.slowdown_a, record.slowdown_b),
+        )
         self.assertEqual(record, InterferenceRecord("EP", "LU", 1.0, 3.0))
         self.assertEqual(("EP", "LU", "measured"), record.key)
 
     def test_from_mapping(self) -> None:
-        record = InterferenceRecord.from_mapping({
-            "app_a": "B", "app_b": "A", "slowdown_a": "10", "slowdown_b": "-20",
-            "source": "Predicted", "measured_at": "2011-06-01T12:00:00.123+02:00"})
-        self.assertEqual(InterferenceRecord("A", "B", -20.0, 10.0, "predicted",
-                                            datetime.datetime(2011, 6, 1, 10, 0, 0)), record)
+        record = InterferenceRecord.from_mapping(
+            {
+                "app_a": "B",
+                "app_b": "A",
+                "slowdown_a": "10",
+                "slowdown_b": "-20",
+                "source": "Predicted",
+                "measured_at": "2011-06-01T12:00:00.123+02:00",
+            }
+        )
+        self.assertEqual(
+            InterferenceRecord(
+                "A", "B", -20.0, 10.0, "predicted", datetime.datetime(2011, 6, 1, 10, 0, 0)
+            ),
+            record,
+        )
 
     def test_bad_fields_are_named(self) -> None:
         good = {"app_a": "A", "app_b": "B", "slowdown_a": 1, "slowdown_b": 2}
@@ -90,5 +122,7 @@ class TestInterferenceRecord(testtools.TestCase):
 
     def test_timestamps(self) -> None:
         self.assertIsNone(parse_timestamp("", "t"))
-        self.assertEqual(datetime.datetime(2011, 6, 1), parse_timestamp(datetime.date(2011, 6, 1), "t"))
+        self.assertEqual(
+            datetime.datetime(2011, 6, 1), parse_timestamp(datetime.date(2011, 6, 1), "t")
+        )
         self.assertRaises(ProfileError, parse_timestamp, 12, "t")

@@ -12,11 +12,22 @@ from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db import migration
 from tests import db_backends
 
-IS = ProfileRecord(name="IS.B.4", app_class=AppClass.EXTREME_HPC, cache_score=47.0,
-                   solo_runtime=89.5, description="NPB IS")
-LU = ProfileRecord(name="LU.C.16", app_class=AppClass.SYNC_HPC, cache_score=16.0,
-                   sllc_score=0.053, dram_score=0.127, net_score=0.004,
-                   counters={"cache_misses": 1.5e6, "cycles": 3.25e9})
+IS = ProfileRecord(
+    name="IS.B.4",
+    app_class=AppClass.EXTREME_HPC,
+    cache_score=47.0,
+    solo_runtime=89.5,
+    description="NPB IS",
+)
+LU = ProfileRecord(
+    name="LU.C.16",
+    app_class=AppClass.SYNC_HPC,
+    cache_score=16.0,
+    sllc_score=0.053,
+    dram_score=0.127,
+    net_score=0.004,
+    counters={"cache_misses": 1.5e6, "cycles": 3.25e9},
+)
 
 
 class DatabaseTests:
@@ -65,27 +76,47 @@ class DatabaseTests:
         self.assertEqual(2, result.created)
         stored = self.database.list_interferences()
         self.assertEqual([measured, predicted], stored)
-        self.assertEqual(("IS.B.4", "LU.C.16", 5.0, 30.0),
-                         (stored[0].app_a, stored[0].app_b, stored[0].slowdown_a, stored[0].slowdown_b))
+        self.assertEqual(
+            ("IS.B.4", "LU.C.16", 5.0, 30.0),
+            (stored[0].app_a, stored[0].app_b, stored[0].slowdown_a, stored[0].slowdown_b),
+        )
         self.assertEqual(when, stored[0].measured_at)
         again = self.database.import_interferences(
-            [InterferenceRecord("IS.B.4", "LU.C.16", 5.0, 30.0, "measured", when), predicted])
+            [InterferenceRecord("IS.B.4", "LU.C.16", 5.0, 30.0, "measured", when), predicted]
+        )
         self.assertEqual((0, 0, 2), (again.created, again.updated, again.unchanged))
 
     def test_interferences_filtered_by_application(self) -> None:
-        records = [InterferenceRecord("A", "B", 1.0, 2.0), InterferenceRecord("B", "C", 3.0, 4.0),
-                   InterferenceRecord("C", "D", 5.0, 6.0)]
+        records = [
+            InterferenceRecord("A", "B", 1.0, 2.0),
+            InterferenceRecord("B", "C", 3.0, 4.0),
+            InterferenceRecord("C", "D", 5.0, 6.0),
+        ]
         self.database.import_interferences(records)
         self.assertEqual(records[:2], self.database.list_interferences(["B"]))
         self.assertEqual([], self.database.list_interferences(["Z"]))
 
     def test_running_vms_are_keyed_by_instance(self) -> None:
-        first = db_api.RunningVM("uuid-1", "host1", AppClass.SYNC_HPC, 16.0, "LU.C.16",
-                                 request_id="req-1", project_id="p1")
+        first = db_api.RunningVM(
+            "uuid-1",
+            "host1",
+            AppClass.SYNC_HPC,
+            16.0,
+            "LU.C.16",
+            request_id="req-1",
+            project_id="p1",
+        )
         second = db_api.RunningVM("uuid-2", "host2", AppClass.NON_HPC, 0.0)
         self.database.record_running([first, second])
-        moved = db_api.RunningVM("uuid-1", "host3", AppClass.SYNC_HPC, 16.0, "LU.C.16",
-                                 request_id="req-1", project_id="p1")
+        moved = db_api.RunningVM(
+            "uuid-1",
+            "host3",
+            AppClass.SYNC_HPC,
+            16.0,
+            "LU.C.16",
+            request_id="req-1",
+            project_id="p1",
+        )
         self.database.record_running([moved])
         self.assertEqual([second, moved], self.database.list_running())
         self.assertEqual([moved], self.database.list_running(["host3"]))

@@ -1,0 +1,89 @@
+"""Options, the generated sample, and the nova.conf snippet."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import sys
+
+import fixtures
+import testtools
+from oslo_config import cfg
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler import resources
+
+ETC = resources.SOURCE_ROOT / "etc"
+
+
+class TestOptions(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.conf = cfg.ConfigOpts()
+        hpc_conf.register_opts(self.conf)
+        self.conf([], default_config_files=[])
+
+    def test_defaults(self) -> None:
+        group = self.conf.hpc_scheduler
+        self.assertEqual(60.0, group.sync_cache_threshold)
+        self.assertGreater(group.cache_threshold, group.sync_cache_threshold)
+        self.assertEqual(10.0, group.interference_tolerance)
+        self.assertIsNone(group.connection)
+        self.assertEqual("reject", group.database_failure_policy)
+
+    def test_options_are_listed_for_the_generator(self) -> None:
+        [(group, opts)] = hpc_conf.list_opts()
+        self.assertEqual("hpc_scheduler", group.name)
+        self.assertTrue(
+            {"cache_threshold", "sync_cache_threshold", "connection", "database_failure_policy"}
+            <= {o.name for o in opts}
+        )
+        self.assertTrue(all(o.help for o in opts))
+
+    def test_bad_values_are_refused(self) -> None:
+        self.assertRaises(
+            ValueError, self.conf.set_override, "sync_cache_threshold", -1, group="hpc_scheduler"
+        )
+        self.assertRaises(
+            ValueError,
+            self.conf.set_override,
+            "database_failure_policy",
+            "ignore",
+            group="hpc_scheduler",
+        )
+
+    def test_alpha_below_beta_is_reported(self) -> None:
+        hpc_conf.check_thresholds(self.conf)
+        self.conf.set_override("cache_threshold", 50, group="hpc_scheduler")
+        error = self.assertRaises(hpc_conf.ConfigurationError, hpc_conf.check_thresholds, self.conf)
+        self.assertIn("alpha must be >= beta", str(error))
+
+
+class TestShippedConfiguration(testtools.TestCase):
+    def test_sample_is_what_the_generator_writes(self) -> None:
+        out = self.useFixture(fixtures.TempDir()).join("sample.conf")
+        subprocess.run(
+            [
+                os.path.join(os.path.dirname(sys.executable), "oslo-config-generator"),
+                "--config-file",
+                str(ETC / "oslo-config-generator" / "hpc-nova-scheduler.conf"),
+                "--output-file",
+                out,
+            ],
+            check=True,
+            cwd=resources.SOURCE_ROOT,
+        )
+        self.assertTrue(
+            filecmp.cmp(out, ETC / "hpc-nova-scheduler.conf.sample", shallow=False),
+            "etc/hpc-nova-scheduler.conf.sample is stale: run oslo-config-generator "
+            "--config-file etc/oslo-config-generator/hpc-nova-scheduler.conf",
+        )
+
+    def test_nova_conf_snippet_parses_with_our_options(self) -> None:
+        conf = cfg.ConfigOpts()
+        hpc_conf.register_opts(conf)
+        conf([], default_config_files=[str(ETC / "nova.conf.snippet")])
+        self.assertEqual(60.0, conf.hpc_scheduler.sync_cache_threshold)
+        self.assertIn("mysql+pymysql", conf.hpc_scheduler.connection)
+        hpc_conf.check_thresholds(conf)
