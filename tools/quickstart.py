@@ -32,8 +32,10 @@ PINNED = [
     "tools/constraints.txt",
     "setup.cfg",
 ]
+# sqlite:// must stay in the list: Nova's own test fixtures provision their
+# SQLite databases through the same variable.
 DEFAULT_DB_ADMIN = (
-    "mysql+pymysql://root@127.0.0.1/;postgresql+psycopg2://postgres@127.0.0.1/postgres"
+    "sqlite://;mysql+pymysql://root@127.0.0.1/;postgresql+psycopg2://postgres@127.0.0.1/postgres"
 )
 
 
