@@ -72,6 +72,37 @@ suffers a slowdown above this value when sharing a host with the other.
     ),
 ]
 
+record_opts = [
+    cfg.FloatOpt(
+        "plan_weight_multiplier",
+        default=1e7,
+        help="""
+Multiplier of HpcPlanWeigher, which puts the host planned for each VM of an
+HPC request first.
+
+Nova adds the weights of all weighers, each scaled by its multiplier; the
+plan must win over all of them, including BuildFailureWeigher (1e6 by
+default), for the application to be placed as planned. Lower it only if
+another weigher must be able to override the plan.
+""",
+    ),
+    cfg.IntOpt(
+        "placement_record_ttl",
+        default=600,
+        min=0,
+        help="""
+Seconds during which a VM the plugin has placed counts as running on its
+host before any compute reports it.
+
+The scheduler records every VM it places in the ``app_running`` table at
+once, so that its next decisions, and those of other scheduler processes,
+see it. Nova's own view of a host catches up when the compute claims the
+VM. A record that Nova still does not show on its host after this long is
+treated as gone (the build failed or the VM was deleted) and removed.
+""",
+    ),
+]
+
 database_opts = [
     cfg.StrOpt(
         "connection",
@@ -128,7 +159,7 @@ costs the scheduler one failed attempt rather than a stall; add
     ),
 ]
 
-ALL_OPTS = threshold_opts + database_opts
+ALL_OPTS = threshold_opts + record_opts + database_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

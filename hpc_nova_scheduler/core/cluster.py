@@ -43,7 +43,9 @@ class Resources:
 
     def fits_in(self, free: Resources) -> bool:
         """Whether this demand fits in ``free`` in every dimension."""
-        return all(d <= f + 1e-9 for d, f in zip(self.as_tuple(), free.as_tuple(), strict=True))
+        return all(
+            d <= f + 1e-9 for d, f in zip(self.as_tuple(), free.as_tuple(), strict=True) if d > 0
+        )
 
     def copies_that_fit(self, free: Resources) -> int:
         """How many copies of this demand fit in ``free`` (all dimensions)."""

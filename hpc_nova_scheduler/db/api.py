@@ -9,6 +9,7 @@ the database as it was.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Iterable, Sequence
 
 from oslo_config import cfg
@@ -66,6 +67,27 @@ class RunningVM:
     nodename: str | None = None
     request_id: str | None = None
     project_id: str | None = None
+    #: When the row was written, i.e. when the VM was placed.
+    placed_at: datetime.datetime | None = dataclasses.field(default=None, compare=False)
+
+
+def _running_from_row(row: models.AppRunning) -> RunningVM:
+    return RunningVM(
+        instance_uuid=row.instance_uuid,
+        host=row.host,
+        app_class=AppClass.parse(row.app_class),
+        cache_score=row.cache_score,
+        app_name=row.app_name,
+        nodename=row.nodename,
+        request_id=row.request_id,
+        project_id=row.project_id,
+        placed_at=row.created_at,
+    )
+
+
+def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def _profile_from_row(row: models.AppProfile) -> ProfileRecord:
@@ -333,16 +355,18 @@ class Database:
         if hosts is not None:
             query = query.where(models.AppRunning.host.in_(list(hosts)))
         with self._reader() as session:
-            return [
-                RunningVM(
-                    instance_uuid=row.instance_uuid,
-                    host=row.host,
-                    app_class=AppClass.parse(row.app_class),
-                    cache_score=row.cache_score,
-                    app_name=row.app_name,
-                    nodename=row.nodename,
-                    request_id=row.request_id,
-                    project_id=row.project_id,
-                )
-                for row in session.scalars(query)
-            ]
+            return [_running_from_row(row) for row in session.scalars(query)]
+
+    def running_for(self, hosts: Iterable[str], instance_uuids: Iterable[str]) -> list[RunningVM]:
+        """Rows on any of ``hosts`` or for any of ``instance_uuids``."""
+        hosts, uuids = sorted(set(hosts)), sorted(set(instance_uuids))
+        found: dict[str, RunningVM] = {}
+        with self._reader() as session:
+            for column, values in (
+                (models.AppRunning.host, hosts),
+                (models.AppRunning.instance_uuid, uuids),
+            ):
+                for chunk in _chunks(values):
+                    for row in session.scalars(select(models.AppRunning).where(column.in_(chunk))):
+                        found[row.instance_uuid] = _running_from_row(row)
+        return list(found.values())
