@@ -86,21 +86,6 @@ default), for the application to be placed as planned. Lower it only if
 another weigher must be able to override the plan.
 """,
     ),
-    cfg.IntOpt(
-        "placement_record_ttl",
-        default=600,
-        min=0,
-        help="""
-Seconds during which a VM the plugin has placed counts as running on its
-host before any compute reports it.
-
-The scheduler records every VM it places in the ``app_running`` table at
-once, so that its next decisions, and those of other scheduler processes,
-see it. Nova's own view of a host catches up when the compute claims the
-VM. A record that Nova still does not show on its host after this long is
-treated as gone (the build failed or the VM was deleted) and removed.
-""",
-    ),
 ]
 
 database_opts = [

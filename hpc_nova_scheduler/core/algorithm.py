@@ -11,13 +11,19 @@ Decisions where the paper is ambiguous (see seed-notes):
   equal capacity would then interleave their hosts and spread the
   application. The rack name is an extra key so that a rack is filled before
   the next one starts.
-* SyncHPC goes through MDOBP over that ordered list. Its VMs take the first
-  rack (in that order) that has an admissible host, and within it the host
-  chosen by the packing heuristic, so the application spans as few racks as
-  possible while still packing well.
-* MDOBP's cosine is taken over residuals normalised by each host's capacity,
-  in vCPU, RAM and disk; ties go to the smaller residual after placement
-  (seed 004's tau), then to the earlier host in the list.
+* SyncHPC runs MDOBP over that ordered list rack by rack: each VM goes to
+  the first rack in the order with an admissible host, and there to the
+  admissible host with the smallest residual after placement (then the
+  earlier host). With the paper's VMs, whose shape matches the hosts', the
+  cosine ties everywhere and this is exactly its tie-break; with other
+  shapes the cosine would prefer emptier hosts and spread a tightly coupled
+  application, which Algorithm 1's ordering exists to prevent.
+* MDOBP (AsyncHPC, NonHPC) takes the cosine over CPU and RAM residuals
+  normalised by each host's capacity, as the paper does. Disk only decides
+  whether a VM fits: VMs use a sliver of a host's disk, and that nearly
+  untouched dimension would tilt every angle towards empty hosts. Ties go to
+  the smaller residual after placement (seed 004's tau), then to the earlier
+  host in the list.
 * The beta rule applies when the request or any VM on the host is SyncHPC.
 * Processor groups: every group that can hold the whole request yields a
   plan, and the plan spanning the fewest racks, then hosts, wins.
@@ -243,6 +249,8 @@ class _Planner:
     def packing_key(self) -> Callable[[_Load], tuple]:
         demand = self.request.demand
         packing = self.policy.packing
+        if packing == PACKING_COSINE and self.topology_aware:
+            return lambda load: _cosine_key(load.free, load.host.capacity, demand)[1:]
         if packing == PACKING_COSINE:
             return lambda load: _cosine_key(load.free, load.host.capacity, demand)
         if packing == PACKING_LEAST_FREE_PES:
@@ -289,7 +297,10 @@ class _Planner:
 
 def _cosine_key(free: Resources, capacity: Resources, demand: Resources) -> tuple[float, float]:
     dot = norm_r = norm_q = after = 0.0
-    for f, c, d in zip(free.as_tuple(), capacity.as_tuple(), demand.as_tuple(), strict=True):
+    for f, c, d in (
+        (free.vcpus, capacity.vcpus, demand.vcpus),
+        (free.ram_mb, capacity.ram_mb, demand.ram_mb),
+    ):
         if c <= 0:
             continue
         r, q = f / c, d / c

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from hpc_nova_scheduler.core.algorithm import Plan, PlacementRequest
+from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 
 
@@ -36,9 +36,17 @@ class ClusterState:
 
     def hosts(self) -> list[Host]:
         """A snapshot for :func:`~hpc_nova_scheduler.core.algorithm.plan`."""
-        return [Host(name=name, capacity=record.capacity, free=record.free, rack=record.rack,
-                     cpu_group=record.cpu_group, vms=tuple(vm for vm, _ in record.vms))
-                for name, record in self._hosts.items()]
+        return [
+            Host(
+                name=name,
+                capacity=record.capacity,
+                free=record.free,
+                rack=record.rack,
+                cpu_group=record.cpu_group,
+                vms=tuple(vm for vm, _ in record.vms),
+            )
+            for name, record in self._hosts.items()
+        ]
 
     def apply(self, plan: Plan, request: PlacementRequest) -> list[str]:
         """Place the request's VMs as planned; return their uuids."""
@@ -47,8 +55,13 @@ class ClusterState:
         for name in plan.hosts:
             self._serial += 1
             uuid = f"{request.application_id}#{self._serial}"
-            vm = RunningVM(uuid=uuid, app_class=profile.app_class, cache_score=profile.cache_score,
-                           app_name=profile.app_name, application_id=request.application_id)
+            vm = RunningVM(
+                uuid=uuid,
+                app_class=profile.app_class,
+                cache_score=profile.cache_score,
+                app_name=profile.app_name,
+                application_id=request.application_id,
+            )
             self._hosts[name].vms.append((vm, request.demand))
             uuids.append(uuid)
         return uuids

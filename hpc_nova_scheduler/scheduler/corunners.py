@@ -4,23 +4,22 @@ Nova's host states say which instances are on a host (in memory, kept
 current by the computes or read per host from Nova's database). The plugin's
 ``app_running`` table says what each instance is (class, cache score,
 application), including VMs placed moments ago by this or another scheduler
-process that no compute has reported yet. VMs that predate the plugin are
-looked up once, in one batched query per cell, from their flavors' extra
-specs, and recorded so they are not looked up again.
+process that no compute has claimed yet. Everything else is asked of Nova's
+database in one batched query per cell: the flavors of VMs that predate the
+plugin (recorded afterwards, so they are asked about once), and the fate of
+records that no host state shows (still being built, moved, or gone).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nova import context as nova_context
 from nova import objects
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
@@ -29,7 +28,9 @@ from hpc_nova_scheduler.scheduler.host_view import host_key
 
 LOG = logging.getLogger(__name__)
 
-_NOVA_BATCH = 500
+_BATCH = 500
+#: vm_states of an instance that is not yet on a compute but will be.
+_IN_FLIGHT = ("building",)
 
 
 def lenient_profile(extra_specs: Mapping[str, Any] | None) -> core_profile.ApplicationProfile:
@@ -63,41 +64,32 @@ def lenient_profile(extra_specs: Mapping[str, Any] | None) -> core_profile.Appli
 
 @dataclasses.dataclass
 class Knowledge:
-    """Co-runners per host key, and what is worth writing back."""
+    """Co-runners per host key, and what to write back to ``app_running``."""
 
     vms: dict[str, list[RunningVM]]
     backfill: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
     stale: list[str] = dataclasses.field(default_factory=list)
 
 
-class CoRunnerSource:
-    """Builds :class:`Knowledge` for a list of Nova host states."""
+class NovaInstances:
+    """Batched reads of instances from Nova's cell databases."""
 
-    def __init__(self, record_ttl: float) -> None:
-        self.record_ttl = record_ttl
+    def __init__(self) -> None:
         self._cells: dict[str, Any] = {}
-        self._from_flavors: dict[str, db_api.RunningVM] = {}
-
-    # -- Nova's database ---------------------------------------------------
 
     def _cell(self, ctxt: Any, cell_uuid: str | None) -> Any:
-        if not cell_uuid:
-            return None
-        if cell_uuid not in self._cells:
+        if cell_uuid and cell_uuid not in self._cells:
             self._cells[cell_uuid] = objects.CellMapping.get_by_uuid(ctxt, cell_uuid)
-        return self._cells[cell_uuid]
+        return self._cells.get(cell_uuid) if cell_uuid else None
 
-    def _flavor_profiles(self, wanted: Mapping[str, Any]) -> dict[str, db_api.RunningVM]:
-        """Profiles of instances (uuid -> host state) from their flavors."""
-        missing = [uuid for uuid in wanted if uuid not in self._from_flavors]
-        by_cell: dict[str | None, list[str]] = {}
-        for uuid in missing:
-            by_cell.setdefault(getattr(wanted[uuid], "cell_uuid", None), []).append(uuid)
-        ctxt = nova_context.get_admin_context()
-        for cell_uuid, uuids in by_cell.items():
+    def get(self, uuids_by_cell: Mapping[str | None, Sequence[str]]) -> dict[str, Any]:
+        """Instances by uuid, deleted ones included, with their flavors."""
+        ctxt = nova_context.get_admin_context(read_deleted="yes")
+        found: dict[str, Any] = {}
+        for cell_uuid, uuids in uuids_by_cell.items():
             cell = self._cell(ctxt, cell_uuid)
-            for start in range(0, len(uuids), _NOVA_BATCH):
-                chunk = uuids[start : start + _NOVA_BATCH]
+            for start in range(0, len(uuids), _BATCH):
+                chunk = list(uuids[start : start + _BATCH])
                 if cell is None:
                     instances = objects.InstanceList.get_by_filters(
                         ctxt, {"uuid": chunk}, expected_attrs=["flavor"]
@@ -107,23 +99,16 @@ class CoRunnerSource:
                         instances = objects.InstanceList.get_by_filters(
                             cctxt, {"uuid": chunk}, expected_attrs=["flavor"]
                         )
-                for instance in instances:
-                    found = lenient_profile(instance.flavor.extra_specs)
-                    state = wanted[instance.uuid]
-                    self._from_flavors[instance.uuid] = db_api.RunningVM(
-                        instance_uuid=instance.uuid,
-                        host=state.host,
-                        nodename=state.nodename,
-                        app_class=found.app_class,
-                        cache_score=found.cache_score,
-                        app_name=found.app_name,
-                        project_id=instance.project_id,
-                    )
-        # Keep the cache to instances still around.
-        self._from_flavors = {u: vm for u, vm in self._from_flavors.items() if u in wanted}
-        return {u: self._from_flavors[u] for u in wanted if u in self._from_flavors}
+                found.update((instance.uuid, instance) for instance in instances)
+        return found
 
-    # -- putting it together -----------------------------------------------
+
+class CoRunnerSource:
+    """Builds :class:`Knowledge` for a list of Nova host states."""
+
+    def __init__(self, nova: NovaInstances | None = None) -> None:
+        self.nova = nova or NovaInstances()
+        self._from_flavors: dict[str, db_api.RunningVM] = {}
 
     def collect(
         self,
@@ -141,7 +126,7 @@ class CoRunnerSource:
         of its server group).
         """
         exclude, own = set(exclude), set(own)
-        keys = {host_key(hs): hs for hs in host_states}
+        by_key = {host_key(hs): hs for hs in host_states}
         located: dict[str, Any] = {}
         for hs in host_states:
             for uuid in getattr(hs, "instances", None) or {}:
@@ -150,11 +135,41 @@ class CoRunnerSource:
         if database is not None:
             names = {hs.host for hs in host_states}
             rows = {vm.instance_uuid: vm for vm in database.running_for(names, located)}
-        unknown = {uuid: hs for uuid, hs in located.items() if uuid not in rows}
-        looked_up = self._flavor_profiles(unknown) if unknown else {}
-        knowledge = Knowledge(vms={key: [] for key in keys})
+
+        # Records on a candidate host that Nova does not show there.
+        unlocated = {
+            uuid: by_key[_row_key(row)]
+            for uuid, row in rows.items()
+            if uuid not in located and uuid not in exclude and _row_key(row) in by_key
+        }
+        unknown = {
+            uuid: hs
+            for uuid, hs in located.items()
+            if uuid not in rows and uuid not in self._from_flavors
+        }
+        asked: dict[str | None, list[str]] = {}
+        for uuid, hs in {**unknown, **unlocated}.items():
+            asked.setdefault(getattr(hs, "cell_uuid", None), []).append(uuid)
+        instances = self.nova.get(asked) if asked else {}
+
+        knowledge = Knowledge(vms={key: [] for key in by_key})
+        for uuid, hs in unknown.items():
+            instance = instances.get(uuid)
+            if instance is not None:
+                found = lenient_profile(instance.flavor.extra_specs)
+                self._from_flavors[uuid] = db_api.RunningVM(
+                    instance_uuid=uuid,
+                    host=hs.host,
+                    nodename=hs.nodename,
+                    app_class=found.app_class,
+                    cache_score=found.cache_score,
+                    app_name=found.app_name,
+                    project_id=instance.project_id,
+                )
+        # Forget what no longer runs here, so the cache stays bounded.
+        self._from_flavors = {u: vm for u, vm in self._from_flavors.items() if u in located}
         if database is not None:
-            knowledge.backfill = list(looked_up.values())
+            knowledge.backfill = [self._from_flavors[u] for u in unknown if u in self._from_flavors]
 
         def as_vm(record: db_api.RunningVM) -> RunningVM:
             app_id = application_id if record.instance_uuid in own else record.request_id
@@ -169,28 +184,34 @@ class CoRunnerSource:
         for uuid, hs in located.items():
             if uuid in exclude:
                 continue
-            record = rows.get(uuid) or looked_up.get(uuid)
+            record = rows.get(uuid) or self._from_flavors.get(uuid)
             if record is None:
-                # Not in Nova's database either (deleted meanwhile): it holds
-                # a slot in the host state, but nothing is known of it.
+                # Gone from Nova's database since the host state was read:
+                # it still holds its slot, nothing more is known.
                 record = db_api.RunningVM(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
             knowledge.vms[host_key(hs)].append(as_vm(record))
 
-        now = timeutils.utcnow()
-        horizon = now - datetime.timedelta(seconds=self.record_ttl)
-        for uuid, record in rows.items():
-            if uuid in located or uuid in exclude:
-                continue
-            key = (
-                record.host
-                if record.nodename in (None, record.host)
-                else (f"{record.host}/{record.nodename}")
-            )
-            if key not in knowledge.vms:
-                continue
-            if record.placed_at is not None and record.placed_at >= horizon:
-                # Placed, but no compute has reported it yet.
-                knowledge.vms[key].append(as_vm(record))
-            else:
+        for uuid, hs in unlocated.items():
+            instance = instances.get(uuid)
+            if _in_flight(instance):
+                # Placed (here or by another scheduler), not yet on its compute.
+                knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
+            elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):
+                knowledge.stale.append(uuid)
+            elif instance.host and instance.host != hs.host:
+                # Moved: its new host's state will show it.
                 knowledge.stale.append(uuid)
         return knowledge
+
+
+def _row_key(row: db_api.RunningVM) -> str:
+    return row.host if row.nodename in (None, row.host) else f"{row.host}/{row.nodename}"
+
+
+def _in_flight(instance: Any) -> bool:
+    return (
+        instance is not None
+        and not instance.deleted
+        and not instance.host
+        and instance.vm_state in _IN_FLIGHT
+    )

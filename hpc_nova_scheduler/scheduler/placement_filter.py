@@ -103,7 +103,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._source = CoRunnerSource(CONF.hpc_scheduler.placement_record_ttl)
+        self._source = CoRunnerSource()
         self._database: db_api.Database | None = None
         self._database_url: str | None = None
 
