@@ -1,0 +1,142 @@
+"""Co-runner knowledge: records, host states and Nova's answers combined."""
+
+from __future__ import annotations
+
+import types
+
+import fixtures
+import testtools
+
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import corunners
+
+
+class RecordedNova:
+    """Nova's answers for the instances a test knows about (Nova's database
+    cannot show an instance between placement and its compute claim in the
+    functional harness, where builds complete synchronously)."""
+
+    def __init__(self, instances: dict[str, types.SimpleNamespace]) -> None:
+        self.instances = instances
+        self.asked: list[set[str]] = []
+
+    def get(self, uuids_by_cell):
+        wanted = {u for uuids in uuids_by_cell.values() for u in uuids}
+        self.asked.append(wanted)
+        return {u: self.instances[u] for u in wanted if u in self.instances}
+
+
+def host_state(name: str, *uuids: str) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        host=name, nodename=name, cell_uuid=None, instances=dict.fromkeys(uuids)
+    )
+
+
+def instance(
+    uuid: str,
+    *,
+    host: str | None,
+    vm_state: str = "active",
+    deleted: bool = False,
+    specs: dict | None = None,
+) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        uuid=uuid,
+        host=host,
+        vm_state=vm_state,
+        deleted=deleted,
+        project_id="p",
+        flavor=types.SimpleNamespace(extra_specs=specs or {}),
+    )
+
+
+class TestCollect(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        path = self.useFixture(fixtures.TempDir()).join("hpc.sqlite")
+        self.database = db_api.Database(f"sqlite:///{path}")
+        self.addCleanup(self.database.dispose)
+        self.database.sync()
+
+    def record(
+        self,
+        uuid: str,
+        host: str,
+        app_class: AppClass = AppClass.SYNC_HPC,
+        request_id: str | None = "app",
+    ) -> None:
+        self.database.record_running(
+            [db_api.RunningVM(uuid, host, app_class, 10.0, "LU", request_id=request_id)]
+        )
+
+    def test_vm_placed_by_another_scheduler_counts_before_its_compute_reports(self) -> None:
+        self.record("in-flight", "n1")
+        nova = RecordedNova({"in-flight": instance("in-flight", host=None, vm_state="building")})
+        knowledge = corunners.CoRunnerSource(nova).collect([host_state("n1")], self.database)
+        self.assertEqual(["in-flight"], [vm.uuid for vm in knowledge.vms["n1"]])
+        self.assertEqual(10.0, knowledge.vms["n1"][0].cache_score)
+        self.assertEqual([], knowledge.stale)
+
+    def test_deleted_failed_and_moved_vms_are_stale(self) -> None:
+        for uuid in ("deleted", "failed", "moved", "vanished"):
+            self.record(uuid, "n1")
+        nova = RecordedNova(
+            {
+                "deleted": instance("deleted", host="n1", deleted=True),
+                "failed": instance("failed", host=None, vm_state="error"),
+                "moved": instance("moved", host="n2"),
+            }
+        )
+        knowledge = corunners.CoRunnerSource(nova).collect([host_state("n1")], self.database)
+        self.assertEqual([], knowledge.vms["n1"])
+        self.assertEqual({"deleted", "failed", "moved", "vanished"}, set(knowledge.stale))
+
+    def test_old_vms_are_read_from_flavors_once(self) -> None:
+        nova = RecordedNova(
+            {"old": instance("old", host="n1", specs={"hpc:app_class": "ExtremeHPC"})}
+        )
+        source = corunners.CoRunnerSource(nova)
+        first = source.collect([host_state("n1", "old")], self.database)
+        self.assertIs(AppClass.EXTREME_HPC, first.vms["n1"][0].app_class)
+        self.assertEqual(["old"], [vm.instance_uuid for vm in first.backfill])
+        source.collect([host_state("n1", "old")], self.database)
+        self.assertEqual([{"old"}], nova.asked)
+
+    def test_own_and_excluded_instances(self) -> None:
+        self.record("member", "n1", request_id=None)
+        self.record("moving", "n1")
+        nova = RecordedNova({})
+        knowledge = corunners.CoRunnerSource(nova).collect(
+            [host_state("n1", "member", "moving")],
+            self.database,
+            exclude={"moving"},
+            own={"member"},
+            application_id="group-1",
+        )
+        self.assertEqual(
+            [("member", "group-1")], [(vm.uuid, vm.application_id) for vm in knowledge.vms["n1"]]
+        )
+
+    def test_without_database_nova_alone_answers(self) -> None:
+        nova = RecordedNova(
+            {
+                "old": instance(
+                    "old", host="n1", specs={"hpc:cache_score": "oops", "hpc:app_class": "SyncHPC"}
+                )
+            }
+        )
+        knowledge = corunners.CoRunnerSource(nova).collect([host_state("n1", "old")], None)
+        vm = knowledge.vms["n1"][0]
+        self.assertEqual((AppClass.SYNC_HPC, 0.0), (vm.app_class, vm.cache_score))
+        self.assertEqual([], knowledge.backfill)
+
+
+class TestLenientProfile(testtools.TestCase):
+    def test_invalid_values_fall_back_one_by_one(self) -> None:
+        found = corunners.lenient_profile(
+            {"hpc:app_class": "Weird", "hpc:cache_score": "5", "hpc:app_name": "x"}
+        )
+        self.assertEqual(
+            (AppClass.NON_HPC, 5.0, "x"), (found.app_class, found.cache_score, found.app_name)
+        )
