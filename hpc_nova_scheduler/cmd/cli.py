@@ -370,11 +370,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="run the all-in-one demo",
-        description="Run the all-in-one demo on a throw-away SQLite database "
-        "(unless --connection is given).",
+        help="run the all-in-one demo (seed 003 Figure 8 in an in-process Nova)",
+        description="Boot seed 003's Figure 8 application stream through an in-process Nova "
+        "(API, conductor, scheduler, Placement, fake computes, SQLite) with the "
+        "plugin at each beta, then under Nova's default scheduler, and print "
+        "the placements side by side with the paper's.",
     )
     demo.add_argument("--keep", metavar="DIR", help="keep the demo's files in DIR")
+    demo.add_argument(
+        "--betas",
+        default="100,40,60",
+        help="comma-separated sync_cache_threshold values (default: 100,40,60)",
+    )
+    demo.add_argument(
+        "--alpha", type=float, default=200.0, help="cache_threshold for every run (default: 200)"
+    )
     demo.set_defaults(func=cmd_demo)
     return parser
 

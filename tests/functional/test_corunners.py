@@ -5,8 +5,8 @@ from __future__ import annotations
 from nova.tests.functional.api import client
 
 from hpc_nova_scheduler.core.records import InterferenceRecord
+from hpc_nova_scheduler.demo.fake_driver import Shape
 from tests.functional import base
-from tests.functional.fake_driver import Shape
 
 UNREACHABLE = "mysql+pymysql://nobody:x@127.0.0.1:1/none?connect_timeout=1"
 

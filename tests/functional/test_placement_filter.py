@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from hpc_nova_scheduler.demo.fake_driver import Shape
 from tests.functional import base
-from tests.functional.fake_driver import Shape
 
 
 class TestExtremeHPC(base.HpcTestCase):

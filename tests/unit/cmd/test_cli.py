@@ -198,14 +198,3 @@ class TestCommandLine(testtools.TestCase):
         code, _, err = run("--config-file", "/nonexistent/nova.conf", "db", "version")
         self.assertEqual(1, code)
         self.assertIn("nova.conf", err)
-
-    def test_demo_runs_end_to_end(self) -> None:
-        directory = self.useFixture(fixtures.TempDir()).path
-        conf = os.path.join(directory, "empty.conf")
-        open(conf, "w").close()
-        code, out, err = run("--config-file", conf, "demo", "--keep", directory)
-        self.assertEqual(0, code, err)
-        self.assertIn("34 created", out)
-        self.assertIn("34 unchanged", out)
-        self.assertIn("HTTP 400: extra spec 'hpc:cache_score'", out)
-        self.assertIn("accepted -> ExtremeHPC", out)
