@@ -85,6 +85,24 @@ def _running_from_row(row: models.AppRunning) -> RunningVM:
     )
 
 
+_CLASSES = {member.value: member for member in AppClass}
+
+
+def _running_from_tuple(row) -> RunningVM:
+    uuid, host, app_class, cache_score, app_name, nodename, request_id, project_id, created = row
+    return RunningVM(
+        instance_uuid=uuid,
+        host=host,
+        app_class=_CLASSES.get(app_class) or AppClass.parse(app_class),
+        cache_score=cache_score,
+        app_name=app_name,
+        nodename=nodename,
+        request_id=request_id,
+        project_id=project_id,
+        placed_at=created,
+    )
+
+
 def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
@@ -358,15 +376,32 @@ class Database:
             return [_running_from_row(row) for row in session.scalars(query)]
 
     def running_for(self, hosts: Iterable[str], instance_uuids: Iterable[str]) -> list[RunningVM]:
-        """Rows on any of ``hosts`` or for any of ``instance_uuids``."""
-        hosts, uuids = sorted(set(hosts)), sorted(set(instance_uuids))
+        """Rows on any of ``hosts`` or for any of ``instance_uuids``.
+
+        The scheduler asks this for every candidate host of every request,
+        so it reads plain columns rather than ORM objects.
+        """
+        table = models.AppRunning.__table__
+        columns = (
+            table.c.instance_uuid,
+            table.c.host,
+            table.c.app_class,
+            table.c.cache_score,
+            table.c.app_name,
+            table.c.nodename,
+            table.c.request_id,
+            table.c.project_id,
+            table.c.created_at,
+        )
         found: dict[str, RunningVM] = {}
         with self._reader() as session:
-            for column, values in (
-                (models.AppRunning.host, hosts),
-                (models.AppRunning.instance_uuid, uuids),
-            ):
-                for chunk in _chunks(values):
-                    for row in session.scalars(select(models.AppRunning).where(column.in_(chunk))):
-                        found[row.instance_uuid] = _running_from_row(row)
+            for chunk in _chunks(sorted(set(hosts))):
+                for row in session.execute(select(*columns).where(table.c.host.in_(chunk))):
+                    found[row[0]] = _running_from_tuple(row)
+            missing = sorted(set(instance_uuids) - found.keys())
+            for chunk in _chunks(missing):
+                for row in session.execute(
+                    select(*columns).where(table.c.instance_uuid.in_(chunk))
+                ):
+                    found[row[0]] = _running_from_tuple(row)
         return list(found.values())

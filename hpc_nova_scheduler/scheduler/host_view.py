@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -37,18 +38,25 @@ def _metadata_value(host_state: Any, key: str) -> str | None:
     return values.pop() if values else None
 
 
+@functools.lru_cache(maxsize=1024)
+def _cpu_group_from_text(cpu_info: str) -> str:
+    try:
+        info = jsonutils.loads(cpu_info) if cpu_info.strip() else {}
+    except ValueError:
+        info = {}
+    return cpu_group_from_cpu_info(info)
+
+
 def cpu_group_from_cpu_info(cpu_info: Any) -> str:
     """A processor group name from a compute node's ``cpu_info``.
 
     Vendor, model and, where the driver reports one, frequency; hosts whose
     driver reports nothing share the group ``unknown``.
     """
-    info: Any = cpu_info
     if isinstance(cpu_info, str):
-        try:
-            info = jsonutils.loads(cpu_info) if cpu_info.strip() else {}
-        except ValueError:
-            info = {}
+        # A cloud has a handful of distinct processor descriptions.
+        return _cpu_group_from_text(cpu_info)
+    info: Any = cpu_info
     if not isinstance(info, dict):
         return UNKNOWN_CPU_GROUP
     parts = [str(info[key]) for key in ("vendor", "model") if info.get(key)]

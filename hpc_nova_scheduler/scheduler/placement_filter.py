@@ -33,7 +33,6 @@ from sqlalchemy import exc as sa_exc
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core import profile as core_profile
-from hpc_nova_scheduler.core.cluster import Host
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
@@ -202,6 +201,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 database = self._database_failed(profile, error)
         state = _RequestState(profile, application_id, database=database)
         knowledge = self._knowledge(hosts, database, profile, instance_uuid, own, application_id)
+        if plain:
+            # Left to Nova: only another application's dedicated hosts are off limits.
+            state.avoid = frozenset(
+                key
+                for key, vms in knowledge.vms.items()
+                if any(vm.app_class is AppClass.EXTREME_HPC for vm in vms)
+            )
+            return state
         core_hosts = sorted(
             (host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)]) for hs in hosts),
             key=lambda h: h.name,
@@ -217,9 +224,6 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                     host.capacity,
                     [(vm.uuid, vm.app_class.value, vm.application_id) for vm in host.vms],
                 )
-        if plain:
-            state.avoid = frozenset(h.name for h in core_hosts if _dedicated_to_others(h))
-            return state
         table = self._interference_table(profile, database)
         group_conf = CONF.hpc_scheduler
         request = algorithm.PlacementRequest(
@@ -399,16 +403,26 @@ class HpcPlanWeigher(weights.BaseHostWeigher):
     about; requests the filter leaves to Nova get no weight from it.
     """
 
+    _multiplier = 1.0
+
     def weight_multiplier(self, host_state: Any) -> float:
-        return CONF.hpc_scheduler.plan_weight_multiplier
+        # Read once per request in weigh_objects: Nova asks for every host.
+        return self._multiplier
+
+    def weigh_objects(self, weighed_obj_list: list, weight_properties: Any) -> list[float]:
+        self._multiplier = CONF.hpc_scheduler.plan_weight_multiplier
+        target = self._target(weight_properties)
+        if target is None:
+            return [0.0] * len(weighed_obj_list)
+        return [1.0 if host_view.host_key(w.obj) == target else 0.0 for w in weighed_obj_list]
 
     def _weigh_object(self, host_state: Any, weight_properties: Any) -> float:
-        state = REQUESTS.get(weight_properties)
+        target = self._target(weight_properties)
+        return 1.0 if target is not None and target == host_view.host_key(host_state) else 0.0
+
+    @staticmethod
+    def _target(spec_obj: Any) -> str | None:
+        state = REQUESTS.get(spec_obj)
         if state is None or state.plan is None:
-            return 0.0
-        target = state.assigned.get(weight_properties.instance_uuid)
-        return 1.0 if target == host_view.host_key(host_state) else 0.0
-
-
-def _dedicated_to_others(host: Host) -> bool:
-    return any(vm.app_class is AppClass.EXTREME_HPC for vm in host.vms)
+            return None
+        return state.assigned.get(spec_obj.instance_uuid)
