@@ -88,6 +88,21 @@ def _running_from_row(row: models.AppRunning) -> RunningVM:
 _CLASSES = {member.value: member for member in AppClass}
 
 
+def _running_columns() -> tuple:
+    table = models.AppRunning.__table__
+    return (
+        table.c.instance_uuid,
+        table.c.host,
+        table.c.app_class,
+        table.c.cache_score,
+        table.c.app_name,
+        table.c.nodename,
+        table.c.request_id,
+        table.c.project_id,
+        table.c.created_at,
+    )
+
+
 def _running_from_tuple(row) -> RunningVM:
     uuid, host, app_class, cache_score, app_name, nodename, request_id, project_id, created = row
     return RunningVM(
@@ -375,6 +390,17 @@ class Database:
         with self._reader() as session:
             return [_running_from_row(row) for row in session.scalars(query)]
 
+    def running_of_class(self, app_class: AppClass) -> list[RunningVM]:
+        """Every row of one application class (ExtremeHPC rows are few)."""
+        table = models.AppRunning.__table__
+        with self._reader() as session:
+            return [
+                _running_from_tuple(row)
+                for row in session.execute(
+                    select(*_running_columns()).where(table.c.app_class == app_class.value)
+                )
+            ]
+
     def running_for(self, hosts: Iterable[str], instance_uuids: Iterable[str]) -> list[RunningVM]:
         """Rows on any of ``hosts`` or for any of ``instance_uuids``.
 
@@ -382,17 +408,7 @@ class Database:
         so it reads plain columns rather than ORM objects.
         """
         table = models.AppRunning.__table__
-        columns = (
-            table.c.instance_uuid,
-            table.c.host,
-            table.c.app_class,
-            table.c.cache_score,
-            table.c.app_name,
-            table.c.nodename,
-            table.c.request_id,
-            table.c.project_id,
-            table.c.created_at,
-        )
+        columns = _running_columns()
         found: dict[str, RunningVM] = {}
         with self._reader() as session:
             for chunk in _chunks(sorted(set(hosts))):

@@ -109,6 +109,110 @@ class CoRunnerSource:
     def __init__(self, nova: NovaInstances | None = None) -> None:
         self.nova = nova or NovaInstances()
         self._from_flavors: dict[str, db_api.RunningVM] = {}
+        #: Instances known to have an app_running row, so requests left to
+        #: Nova need not read every row to find the few that are missing.
+        self._recorded: set[str] = set()
+
+    def _learn_flavors(
+        self, unknown: Mapping[str, Any], instances: Mapping[str, Any]
+    ) -> list[db_api.RunningVM]:
+        learned = []
+        for uuid, hs in unknown.items():
+            instance = instances.get(uuid)
+            if instance is None:
+                continue
+            found = lenient_profile(instance.flavor.extra_specs)
+            record = db_api.RunningVM(
+                instance_uuid=uuid,
+                host=hs.host,
+                nodename=hs.nodename,
+                app_class=found.app_class,
+                cache_score=found.cache_score,
+                app_name=found.app_name,
+                project_id=instance.project_id,
+            )
+            self._from_flavors[uuid] = record
+            learned.append(record)
+        return learned
+
+    def dedicated_hosts(
+        self,
+        host_states: Sequence[Any],
+        database: db_api.Database | None,
+        *,
+        exclude: Iterable[str] = (),
+        application_id: str | None = None,
+    ) -> Knowledge:
+        """Only which hosts run another application's ExtremeHPC VMs.
+
+        What a request left to Nova needs, read cheaply: the ExtremeHPC rows
+        (few), plus the rows of instances this process has not seen before.
+        ``vms`` of the result maps each such host to its ExtremeHPC VMs.
+        """
+        exclude = set(exclude)
+        by_key = {host_key(hs): hs for hs in host_states}
+        located: dict[str, Any] = {}
+        for hs in host_states:
+            for uuid in getattr(hs, "instances", None) or {}:
+                located[uuid] = hs
+        extreme_rows: list[db_api.RunningVM] = []
+        if database is not None:
+            extreme_rows = database.running_of_class(core_profile.AppClass.EXTREME_HPC)
+            fresh = [uuid for uuid in located if uuid not in self._recorded]
+            if fresh:
+                self._recorded.update(vm.instance_uuid for vm in database.running_for((), fresh))
+            self._recorded &= located.keys()
+            unknown = {
+                u: located[u]
+                for u in fresh
+                if u not in self._recorded and u not in self._from_flavors
+            }
+        else:
+            unknown = {u: hs for u, hs in located.items() if u not in self._from_flavors}
+        unlocated = {
+            vm.instance_uuid: by_key[_row_key(vm)]
+            for vm in extreme_rows
+            if vm.instance_uuid not in located
+            and vm.instance_uuid not in exclude
+            and _row_key(vm) in by_key
+        }
+        asked: dict[str | None, list[str]] = {}
+        for uuid, hs in {**unknown, **unlocated}.items():
+            asked.setdefault(getattr(hs, "cell_uuid", None), []).append(uuid)
+        instances = self.nova.get(asked) if asked else {}
+        knowledge = Knowledge(vms={})
+        learned = self._learn_flavors(unknown, instances)
+        self._from_flavors = {u: vm for u, vm in self._from_flavors.items() if u in located}
+        if database is not None:
+            knowledge.backfill = learned
+            self._recorded.update(vm.instance_uuid for vm in learned)
+
+        def dedicate(key: str, record: db_api.RunningVM) -> None:
+            knowledge.vms.setdefault(key, []).append(
+                RunningVM(
+                    uuid=record.instance_uuid,
+                    app_class=record.app_class,
+                    cache_score=record.cache_score,
+                    app_name=record.app_name,
+                    application_id=record.request_id,
+                )
+            )
+
+        for record in extreme_rows:
+            uuid = record.instance_uuid
+            if uuid in exclude or (application_id and record.request_id == application_id):
+                continue
+            if uuid in located:
+                dedicate(host_key(located[uuid]), record)
+            elif uuid in unlocated:
+                if _in_flight(instances.get(uuid)):
+                    dedicate(_row_key(record), record)
+                else:
+                    knowledge.stale.append(uuid)
+        for uuid, record in self._from_flavors.items():
+            if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
+                dedicate(host_key(located[uuid]), record)
+        return knowledge
 
     def collect(
         self,
@@ -153,23 +257,13 @@ class CoRunnerSource:
         instances = self.nova.get(asked) if asked else {}
 
         knowledge = Knowledge(vms={key: [] for key in by_key})
-        for uuid, hs in unknown.items():
-            instance = instances.get(uuid)
-            if instance is not None:
-                found = lenient_profile(instance.flavor.extra_specs)
-                self._from_flavors[uuid] = db_api.RunningVM(
-                    instance_uuid=uuid,
-                    host=hs.host,
-                    nodename=hs.nodename,
-                    app_class=found.app_class,
-                    cache_score=found.cache_score,
-                    app_name=found.app_name,
-                    project_id=instance.project_id,
-                )
+        self._learn_flavors(unknown, instances)
         # Forget what no longer runs here, so the cache stays bounded.
         self._from_flavors = {u: vm for u, vm in self._from_flavors.items() if u in located}
         if database is not None:
             knowledge.backfill = [self._from_flavors[u] for u in unknown if u in self._from_flavors]
+            self._recorded.update(rows)
+            self._recorded.update(vm.instance_uuid for vm in knowledge.backfill)
 
         def as_vm(record: db_api.RunningVM) -> RunningVM:
             app_id = application_id if record.instance_uuid in own else record.request_id

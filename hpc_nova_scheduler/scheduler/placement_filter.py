@@ -34,7 +34,7 @@ from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
-from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
@@ -200,15 +200,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             except DATABASE_ERRORS as error:
                 database = self._database_failed(profile, error)
         state = _RequestState(profile, application_id, database=database)
-        knowledge = self._knowledge(hosts, database, profile, instance_uuid, own, application_id)
         if plain:
             # Left to Nova: only another application's dedicated hosts are off limits.
-            state.avoid = frozenset(
-                key
-                for key, vms in knowledge.vms.items()
-                if any(vm.app_class is AppClass.EXTREME_HPC for vm in vms)
+            knowledge = self._knowledge(
+                hosts, database, profile, instance_uuid, own, application_id, dedicated_only=True
             )
+            state.avoid = frozenset(knowledge.vms)
             return state
+        knowledge = self._knowledge(hosts, database, profile, instance_uuid, own, application_id)
         core_hosts = sorted(
             (host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)]) for hs in hosts),
             key=lambda h: h.name,
@@ -287,20 +286,28 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             app_name=profile.app_name,
         )
 
-    def _knowledge(self, hosts, database, profile, instance_uuid, own, application_id):
+    def _knowledge(
+        self, hosts, database, profile, instance_uuid, own, application_id, dedicated_only=False
+    ):
         exclude = {instance_uuid} if instance_uuid else set()
+
+        def gather(db):
+            if dedicated_only:
+                return self._source.dedicated_hosts(
+                    hosts, db, exclude=exclude, application_id=application_id
+                )
+            return self._source.collect(
+                hosts, db, exclude=exclude, own=own, application_id=application_id
+            )
+
         if database is not None:
             try:
-                knowledge = self._source.collect(
-                    hosts, database, exclude=exclude, own=own, application_id=application_id
-                )
+                knowledge = gather(database)
                 self._write_back(database, knowledge)
                 return knowledge
             except DATABASE_ERRORS as error:
                 self._database_failed(profile, error)
-        return self._source.collect(
-            hosts, None, exclude=exclude, own=own, application_id=application_id
-        )
+        return gather(None)
 
     @staticmethod
     def _write_back(database: db_api.Database, knowledge) -> None:

@@ -140,3 +140,42 @@ class TestLenientProfile(testtools.TestCase):
         self.assertEqual(
             (AppClass.NON_HPC, 5.0, "x"), (found.app_class, found.cache_score, found.app_name)
         )
+
+
+class TestDedicatedHosts(TestCollect):
+    """The cheap path for requests left to Nova."""
+
+    def test_finds_extreme_hosts_recorded_unknown_and_in_flight(self) -> None:
+        self.record("x-here", "n1", AppClass.EXTREME_HPC, request_id="other")
+        self.record("x-flight", "n2", AppClass.EXTREME_HPC, request_id="other")
+        self.record("x-gone", "n3", AppClass.EXTREME_HPC, request_id="other")
+        self.record("sync", "n4", AppClass.SYNC_HPC)
+        nova = RecordedNova(
+            {
+                "x-flight": instance("x-flight", host=None, vm_state="building"),
+                "old": instance("old", host="n5", specs={"hpc:app_class": "extremehpc"}),
+            }
+        )
+        states = [
+            host_state("n1", "x-here"),
+            host_state("n2"),
+            host_state("n3"),
+            host_state("n4", "sync"),
+            host_state("n5", "old"),
+        ]
+        source = corunners.CoRunnerSource(nova)
+        knowledge = source.dedicated_hosts(states, self.database, application_id="mine")
+        self.assertEqual({"n1", "n2", "n5"}, set(knowledge.vms))
+        self.assertEqual(["x-gone"], knowledge.stale)
+        self.assertEqual(["old"], [vm.instance_uuid for vm in knowledge.backfill])
+        # Known instances are not read again.
+        nova.asked.clear()
+        source.dedicated_hosts(states, self.database, application_id="mine")
+        self.assertEqual([{"x-flight", "x-gone"}], nova.asked)
+
+    def test_own_application_is_not_avoided(self) -> None:
+        self.record("x", "n1", AppClass.EXTREME_HPC, request_id="group-1")
+        knowledge = corunners.CoRunnerSource(RecordedNova({})).dedicated_hosts(
+            [host_state("n1", "x")], self.database, application_id="group-1"
+        )
+        self.assertEqual({}, knowledge.vms)
