@@ -71,20 +71,6 @@ class RunningVM:
     placed_at: datetime.datetime | None = dataclasses.field(default=None, compare=False)
 
 
-def _running_from_row(row: models.AppRunning) -> RunningVM:
-    return RunningVM(
-        instance_uuid=row.instance_uuid,
-        host=row.host,
-        app_class=AppClass.parse(row.app_class),
-        cache_score=row.cache_score,
-        app_name=row.app_name,
-        nodename=row.nodename,
-        request_id=row.request_id,
-        project_id=row.project_id,
-        placed_at=row.created_at,
-    )
-
-
 _CLASSES = {member.value: member for member in AppClass}
 
 
@@ -382,13 +368,12 @@ class Database:
             ).rowcount
 
     def list_running(self, hosts: Iterable[str] | None = None) -> list[RunningVM]:
-        query = select(models.AppRunning).order_by(
-            models.AppRunning.host, models.AppRunning.instance_uuid
-        )
+        table = models.AppRunning.__table__
+        query = select(*_running_columns()).order_by(table.c.host, table.c.instance_uuid)
         if hosts is not None:
-            query = query.where(models.AppRunning.host.in_(list(hosts)))
+            query = query.where(table.c.host.in_(list(hosts)))
         with self._reader() as session:
-            return [_running_from_row(row) for row in session.scalars(query)]
+            return [_running_from_tuple(row) for row in session.execute(query)]
 
     def running_of_class(self, app_class: AppClass) -> list[RunningVM]:
         """Every row of one application class (ExtremeHPC rows are few)."""

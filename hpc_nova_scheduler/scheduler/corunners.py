@@ -150,11 +150,7 @@ class CoRunnerSource:
         ``vms`` of the result maps each such host to its ExtremeHPC VMs.
         """
         exclude = set(exclude)
-        by_key = {host_key(hs): hs for hs in host_states}
-        located: dict[str, Any] = {}
-        for hs in host_states:
-            for uuid in getattr(hs, "instances", None) or {}:
-                located[uuid] = hs
+        by_key, located = _locate(host_states)
         extreme_rows: list[db_api.RunningVM] = []
         if database is not None:
             extreme_rows = database.running_of_class(core_profile.AppClass.EXTREME_HPC)
@@ -188,15 +184,7 @@ class CoRunnerSource:
             self._recorded.update(vm.instance_uuid for vm in learned)
 
         def dedicate(key: str, record: db_api.RunningVM) -> None:
-            knowledge.vms.setdefault(key, []).append(
-                RunningVM(
-                    uuid=record.instance_uuid,
-                    app_class=record.app_class,
-                    cache_score=record.cache_score,
-                    app_name=record.app_name,
-                    application_id=record.request_id,
-                )
-            )
+            knowledge.vms.setdefault(key, []).append(_as_running(record, record.request_id))
 
         for record in extreme_rows:
             uuid = record.instance_uuid
@@ -230,11 +218,7 @@ class CoRunnerSource:
         of its server group).
         """
         exclude, own = set(exclude), set(own)
-        by_key = {host_key(hs): hs for hs in host_states}
-        located: dict[str, Any] = {}
-        for hs in host_states:
-            for uuid in getattr(hs, "instances", None) or {}:
-                located[uuid] = hs
+        by_key, located = _locate(host_states)
         rows: dict[str, db_api.RunningVM] = {}
         if database is not None:
             names = {hs.host for hs in host_states}
@@ -266,14 +250,8 @@ class CoRunnerSource:
             self._recorded.update(vm.instance_uuid for vm in knowledge.backfill)
 
         def as_vm(record: db_api.RunningVM) -> RunningVM:
-            app_id = application_id if record.instance_uuid in own else record.request_id
-            return RunningVM(
-                uuid=record.instance_uuid,
-                app_class=record.app_class,
-                cache_score=record.cache_score,
-                app_name=record.app_name,
-                application_id=app_id,
-            )
+            own_vm = record.instance_uuid in own
+            return _as_running(record, application_id if own_vm else record.request_id)
 
         for uuid, hs in located.items():
             if uuid in exclude:
@@ -296,6 +274,26 @@ class CoRunnerSource:
                 # Moved: its new host's state will show it.
                 knowledge.stale.append(uuid)
         return knowledge
+
+
+def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Host states by key, and the host state each instance is on."""
+    by_key = {host_key(hs): hs for hs in host_states}
+    located: dict[str, Any] = {}
+    for hs in host_states:
+        for uuid in getattr(hs, "instances", None) or {}:
+            located[uuid] = hs
+    return by_key, located
+
+
+def _as_running(record: db_api.RunningVM, application_id: str | None) -> RunningVM:
+    return RunningVM(
+        uuid=record.instance_uuid,
+        app_class=record.app_class,
+        cache_score=record.cache_score,
+        app_name=record.app_name,
+        application_id=application_id,
+    )
 
 
 def _row_key(row: db_api.RunningVM) -> str:
