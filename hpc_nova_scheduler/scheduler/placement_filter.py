@@ -335,6 +335,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if state.refusal is not None:
             return []
         if state.plan is None:
+            if not state.avoid:
+                return hosts
             return [hs for hs in hosts if host_view.host_key(hs) not in state.avoid]
         instance_uuid = spec_obj.instance_uuid
         known = instance_uuid in state.assigned
