@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -233,6 +235,86 @@ def cmd_interference_export(args: argparse.Namespace, out: TextIO) -> int:
     )
 
 
+def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.sim import stats as trace_stats
+    from hpc_nova_scheduler.sim import swf
+
+    report = swf.ReadReport(args.trace, swf.MemorySemantics(args.memory))
+    try:
+        summary = trace_stats.summarize(
+            swf.read_jobs(
+                args.trace,
+                report,
+                swf.MemorySemantics(args.memory),
+                swf.OnError(args.on_error),
+                limit=args.jobs,
+            )
+        )
+    except swf.TraceError as error:
+        raise CommandError(str(error)) from None
+    if args.json:
+        payload = dataclasses.asdict(summary)
+        payload.update(
+            trace=args.trace,
+            memory=report.memory.value,
+            malformed=report.malformed,
+            table_ii=[
+                dict(
+                    zip(
+                        ("bucket", "jobs", "percent", "jobs_with_memory", "percent_with_memory"),
+                        row,
+                        strict=True,
+                    )
+                )
+                for row in summary.table_ii()
+            ],
+        )
+        out.write(json.dumps(payload, indent=2) + "\n")
+        return 0
+    days = summary.span_seconds / 86400
+    _table(
+        ("", "value"),
+        [
+            ("trace", args.trace),
+            ("memory fields read as", report.memory.value),
+            ("jobs", summary.jobs),
+            ("malformed lines skipped", report.malformed),
+            ("jobs with a memory value", summary.with_memory),
+            ("submit span (days)", f"{days:.1f}"),
+            (
+                "processors per job (min / median / mean / max)",
+                _four(summary.processors, "{:.0f}", "{:.2f}"),
+            ),
+            ("run time s (min / median / mean / max)", _four(summary.run_time, "{:.0f}", "{:.0f}")),
+            ("processor-hours", f"{summary.processor_seconds / 3600:.0f}"),
+        ],
+        out,
+    )
+    out.write("Memory per core (seed 003 Table II):\n")
+    _table(
+        ("memory per core", "jobs", "% of all jobs", "jobs with memory", "% of those"),
+        [
+            (label, count, f"{share:.2f}", known, f"{share_known:.2f}")
+            for label, count, share, known, share_known in summary.table_ii()
+        ],
+        out,
+    )
+    for example in report.examples:
+        out.write(f"{args.trace}:{example.line}: skipped: {example.reason}\n")
+    return 0
+
+
+def _four(dist, fmt_int: str, fmt_mean: str) -> str:
+    return " / ".join(
+        (
+            fmt_int.format(dist.minimum),
+            fmt_int.format(dist.median),
+            fmt_mean.format(dist.mean),
+            fmt_int.format(dist.maximum),
+        )
+    )
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler.cmd import demo
 
@@ -304,6 +386,12 @@ def _add_file_commands(
     exp.set_defaults(func=handlers["export"])
 
 
+def _memory_choices():
+    from hpc_nova_scheduler.sim.swf import MemorySemantics
+
+    return list(MemorySemantics)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -367,6 +455,36 @@ def build_parser() -> argparse.ArgumentParser:
             "export": cmd_interference_export,
         },
     )
+
+    trace = sub.add_parser(
+        "trace",
+        help="inspect job logs in the Standard Workload Format",
+        description="Inspect job logs (SWF, plain or gzipped).",
+    )
+    trace_actions = trace.add_subparsers(dest="action", required=True, metavar="ACTION")
+    stats = trace_actions.add_parser(
+        "stats",
+        help="job count, processors, run times and memory per core",
+        description="Summarise a job log: jobs, processors, run times, and the distribution "
+        "of memory per core in seed 003 Table II's buckets.",
+    )
+    stats.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
+    stats.add_argument(
+        "--memory",
+        default="auto",
+        choices=[m.value for m in _memory_choices()],
+        help="which field holds memory and per what (default: auto, from the "
+        "file name for logs known to deviate from the standard)",
+    )
+    stats.add_argument(
+        "--on-error",
+        default="skip",
+        choices=["skip", "stop"],
+        help="what to do at a malformed line (default: skip, and report it)",
+    )
+    stats.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    stats.set_defaults(func=cmd_trace_stats)
 
     demo = sub.add_parser(
         "demo",

@@ -153,6 +153,8 @@ class TestCommandLine(testtools.TestCase):
         ["interference", "list"],
         ["interference", "export"],
         ["demo"],
+        ["trace"],
+        ["trace", "stats"],
     ]
 
     def test_help_everywhere(self) -> None:
@@ -198,3 +200,28 @@ class TestCommandLine(testtools.TestCase):
         code, _, err = run("--config-file", "/nonexistent/nova.conf", "db", "version")
         self.assertEqual(1, code)
         self.assertIn("nova.conf", err)
+
+
+class TestTraceCommand(testtools.TestCase):
+    def test_stats_prints_table_ii(self) -> None:
+        from tests import traces
+
+        path = traces.trace(self, "METACENTRUM-2009-2.swf.gz")
+        code, out, err = run("--config-file", "/dev/null", "trace", "stats", path, "--jobs", "1500")
+        self.assertEqual(0, code, err)
+        self.assertIn("| jobs                                           | 1500", out)
+        self.assertIn("<512MB", out)
+
+    def test_stats_json_and_errors(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "bad.swf")
+        with open(path, "w") as stream:
+            stream.write("1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n2 0\n")
+        code, out, err = run("--config-file", "/dev/null", "trace", "stats", path, "--json")
+        self.assertEqual(0, code, err)
+        self.assertIn('"malformed": 1', out)
+        code, out, err = run(
+            "--config-file", "/dev/null", "trace", "stats", path, "--on-error", "stop"
+        )
+        self.assertEqual(1, code)
+        self.assertIn("bad.swf:2: expected 18 fields", err)

@@ -1,0 +1,1 @@
+"""Trace-driven simulation: real job logs replayed through the core engine."""

@@ -1,0 +1,215 @@
+"""Reading job logs in the Standard Workload Format (SWF), streaming.
+
+An SWF file has one job per line, 18 whitespace-separated fields, and ``;``
+comment lines (the header). Files may be gzipped. The memory fields differ
+between logs: the standard says field 7 (used memory) and field 10
+(requested memory) are KB per processor, but METACENTRUM-2009-2 and
+LPC-EGEE record field 7 per job; :class:`MemorySemantics` says which applies,
+and ``auto`` chooses from the file name for the logs known to deviate.
+
+Malformed lines are never ignored silently: each is counted and reported
+with its line number, and the reader either skips it or stops
+(:class:`OnError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gzip
+import io
+import os
+from collections.abc import Iterator
+from typing import TextIO
+
+FIELDS = 18
+
+
+class MemorySemantics(enum.Enum):
+    """Where a log keeps a job's memory, and per what."""
+
+    AUTO = "auto"
+    USED_PER_PROCESSOR = "used-per-processor"
+    USED_PER_JOB = "used-per-job"
+    REQUESTED_PER_PROCESSOR = "requested-per-processor"
+    REQUESTED_PER_JOB = "requested-per-job"
+    NONE = "none"
+
+
+#: Logs whose memory fields deviate from the standard (see traces/README.md).
+KNOWN_LOGS = {
+    "METACENTRUM-2009-2": MemorySemantics.USED_PER_JOB,
+    "LPC-EGEE-2004-1.2": MemorySemantics.USED_PER_JOB,
+    "RICC-2010-2": MemorySemantics.REQUESTED_PER_PROCESSOR,
+}
+
+
+class OnError(enum.Enum):
+    SKIP = "skip"
+    STOP = "stop"
+
+
+class TraceError(Exception):
+    """A malformed line under ``OnError.STOP``, or an unreadable file."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Job:
+    """One job of a log. Times in seconds, memory in MB for the whole job.
+
+    ``memory_mb`` is ``None`` when the log has no value for the job.
+    """
+
+    job_id: int
+    submit: float
+    wait: float
+    run_time: float
+    processors: int
+    memory_mb: float | None
+    requested_time: float
+    user: int
+    queue: int
+    line: int
+
+    @property
+    def memory_per_processor_mb(self) -> float | None:
+        return None if self.memory_mb is None else self.memory_mb / self.processors
+
+
+@dataclasses.dataclass
+class Malformed:
+    line: int
+    reason: str
+    text: str
+
+
+@dataclasses.dataclass
+class ReadReport:
+    """What the reader saw besides the jobs."""
+
+    path: str
+    memory: MemorySemantics
+    jobs: int = 0
+    comments: int = 0
+    malformed: int = 0
+    #: The first malformed lines, for the user to look at.
+    examples: list[Malformed] = dataclasses.field(default_factory=list)
+    header: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    MAX_EXAMPLES = 20
+
+
+def resolve_memory(path: str, memory: MemorySemantics) -> MemorySemantics:
+    if memory is not MemorySemantics.AUTO:
+        return memory
+    name = os.path.basename(path)
+    for prefix, semantics in KNOWN_LOGS.items():
+        if name.startswith(prefix):
+            return semantics
+    return MemorySemantics.USED_PER_PROCESSOR
+
+
+def _open(path: str) -> TextIO:
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed by the wrapper below
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read: {error}") from None
+    if raw.read(2) == b"\x1f\x8b":
+        raw.seek(0)
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
+    raw.seek(0)
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+
+
+def _memory_mb(fields: list[float], processors: int, memory: MemorySemantics) -> float | None:
+    if memory is MemorySemantics.NONE:
+        return None
+    used, requested = fields[6], fields[9]
+    value, per_processor = {
+        MemorySemantics.USED_PER_PROCESSOR: (used, True),
+        MemorySemantics.USED_PER_JOB: (used, False),
+        MemorySemantics.REQUESTED_PER_PROCESSOR: (requested, True),
+        MemorySemantics.REQUESTED_PER_JOB: (requested, False),
+    }[memory]
+    if memory is MemorySemantics.USED_PER_PROCESSOR and value <= 0 and requested > 0:
+        # The standard's fallback: what the job asked for when use was not logged.
+        value = requested
+    if value <= 0:
+        return None
+    kb = value * processors if per_processor else value
+    return kb / 1024.0
+
+
+def _parse(text: str, number: int, memory: MemorySemantics) -> Job:
+    parts = text.split()
+    if len(parts) != FIELDS:
+        raise ValueError(f"expected {FIELDS} fields, found {len(parts)}")
+    try:
+        fields = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError("a field is not a number") from None
+    processors = int(fields[4]) if fields[4] > 0 else int(fields[7])
+    if processors <= 0:
+        raise ValueError("no processor count (fields 5 and 8 are both missing)")
+    if fields[1] < 0:
+        raise ValueError("no submit time (field 2)")
+    if fields[3] < 0:
+        raise ValueError("no run time (field 4)")
+    return Job(
+        job_id=int(fields[0]),
+        submit=fields[1],
+        wait=max(fields[2], 0.0),
+        run_time=fields[3],
+        processors=processors,
+        memory_mb=_memory_mb(fields, processors, memory),
+        requested_time=fields[8],
+        user=int(fields[11]),
+        queue=int(fields[14]),
+        line=number,
+    )
+
+
+def read_jobs(
+    path: str,
+    report: ReadReport | None = None,
+    memory: MemorySemantics = MemorySemantics.AUTO,
+    on_error: OnError = OnError.SKIP,
+    limit: int | None = None,
+) -> Iterator[Job]:
+    """Yield the jobs of ``path`` in file order, one line at a time.
+
+    ``report``, when given, is filled as the file is read: counts, the
+    header's ``key: value`` lines and the malformed lines.
+    """
+    memory = resolve_memory(path, memory)
+    if report is not None:
+        report.memory = memory
+    produced = 0
+    with _open(path) as stream:
+        for number, text in enumerate(stream, start=1):
+            stripped = text.strip()
+            if not stripped:
+                continue
+            if stripped.startswith(";"):
+                if report is not None:
+                    report.comments += 1
+                    key, sep, value = stripped.lstrip("; ").partition(":")
+                    if sep and key and " " not in key.strip():
+                        report.header.setdefault(key.strip(), value.strip())
+                continue
+            try:
+                job = _parse(stripped, number, memory)
+            except ValueError as error:
+                if on_error is OnError.STOP:
+                    raise TraceError(f"{path}:{number}: {error}: {stripped[:80]!r}") from None
+                if report is not None:
+                    report.malformed += 1
+                    if len(report.examples) < ReadReport.MAX_EXAMPLES:
+                        report.examples.append(Malformed(number, str(error), stripped[:120]))
+                continue
+            if report is not None:
+                report.jobs += 1
+            yield job
+            produced += 1
+            if limit is not None and produced >= limit:
+                return
