@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -103,6 +105,16 @@ class NovaInstances:
         return found
 
 
+def _serialised(method):
+    # Requests are scheduled concurrently; the caches below are shared.
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class CoRunnerSource:
     """Builds :class:`Knowledge` for a list of Nova host states."""
 
@@ -112,6 +124,7 @@ class CoRunnerSource:
         #: Instances known to have an app_running row, so requests left to
         #: Nova need not read every row to find the few that are missing.
         self._recorded: set[str] = set()
+        self._lock = threading.Lock()
 
     def _learn_flavors(
         self, unknown: Mapping[str, Any], instances: Mapping[str, Any]
@@ -135,6 +148,7 @@ class CoRunnerSource:
             learned.append(record)
         return learned
 
+    @_serialised
     def dedicated_hosts(
         self,
         host_states: Sequence[Any],
@@ -202,6 +216,7 @@ class CoRunnerSource:
                 dedicate(host_key(located[uuid]), record)
         return knowledge
 
+    @_serialised
     def collect(
         self,
         host_states: Sequence[Any],

@@ -167,6 +167,22 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return [] if hpc or (state is None and self._looks_hpc(spec_obj)) else hosts
 
     @staticmethod
+    def _existing_record(
+        database: db_api.Database | None, instance_uuid: str | None
+    ) -> db_api.RunningVM | None:
+        """The record of an instance being moved (None for a new one)."""
+        if database is None or not instance_uuid:
+            return None
+        try:
+            rows = database.running_for((), [instance_uuid])
+        except DATABASE_ERRORS as error:
+            LOG.warning(
+                "hpc-nova-scheduler: cannot read the record of %s: %s", instance_uuid, error
+            )
+            return None
+        return rows[0] if rows else None
+
+    @staticmethod
     def _looks_hpc(spec_obj: Any) -> bool:
         try:
             specs = spec_obj.flavor.extra_specs or {}
@@ -199,6 +215,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 profile = self._with_stored_profile(profile, specs, database)
             except DATABASE_ERRORS as error:
                 database = self._database_failed(profile, error)
+        # A VM being moved already runs somewhere: it stays part of the
+        # application it was placed with, and it is the only VM to place.
+        existing = None if plain else self._existing_record(database, instance_uuid)
+        moving = existing is not None or any(
+            instance_uuid in (getattr(hs, "instances", None) or {}) for hs in hosts
+        )
+        if existing is not None and existing.request_id and group is None:
+            application_id = existing.request_id
         state = _RequestState(profile, application_id, database=database)
         if plain:
             # Left to Nova: only another application's dedicated hosts are off limits.
@@ -228,7 +252,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         request = algorithm.PlacementRequest(
             profile=profile,
             demand=host_view.demand(spec_obj),
-            count=max(1, spec_obj.num_instances),
+            # Nova keeps the original request's count on the spec of a move.
+            count=1 if moving else max(1, spec_obj.num_instances),
             application_id=application_id,
         )
         try:
@@ -256,15 +281,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         )
         return state
 
+    @staticmethod
     def _with_stored_profile(
-        self, profile: ApplicationProfile, specs: dict, database: db_api.Database
-    ) -> ApplicationProfile | None:
+        profile: ApplicationProfile, specs: dict, database: db_api.Database
+    ) -> ApplicationProfile:
         """Fill what the flavor leaves out from the profile database."""
-        try:
-            stored = database.get_profile(profile.app_name)
-        except DATABASE_ERRORS as error:
-            self._database_failed(profile, error)
-            return None
+        stored = database.get_profile(profile.app_name)
         if stored is None:
             LOG.warning(
                 "hpc-nova-scheduler: no profile named %r in the plugin database; using "

@@ -121,7 +121,9 @@ class TestNeverBreakNova(base.HpcTestCase):
 
     def test_database_outage_degrades_when_configured(self) -> None:
         self.flags(connection=UNREACHABLE, database_failure_policy="degrade", group="hpc_scheduler")
-        extreme = self.hosts_of(self.launch(self.hpc_flavor(app_class="ExtremeHPC")))
+        extreme = self.hosts_of(
+            self.launch(self.hpc_flavor(app_class="ExtremeHPC", app_name="IS.B"))
+        )
         # Dedication still holds, from Nova's own view of the flavors.
         later = self.hosts_of(self.launch(self.hpc_flavor(app_class="AsyncHPC"), 2))
         self.assertFalse(set(later) & set(extreme))
@@ -160,3 +162,40 @@ class TestApiErrors(base.HpcTestCase):
 
     def test_validation_still_applies(self) -> None:
         self.assertRaises(client.OpenStackApiException, self.hpc_flavor, app_class="Hyper")
+
+
+class TestMoves(base.HpcTestCase):
+    """A migrated VM stays part of its application, and its record follows it."""
+
+    HOSTS = {"n1": Shape(), "n2": Shape(), "n3": Shape()}
+
+    def test_cold_migration_keeps_the_application(self) -> None:
+        servers = self.launch(self.hpc_flavor(app_class="ExtremeHPC"), 2)
+        source = self.hosts_of(servers)
+        self.assertEqual([2], list(source.values()))
+        application = {row.request_id for row in self.database.list_running()}
+        self.assertEqual(1, len(application))
+        # The other VM of the application holds the source host; the moving
+        # one must land on a host with nothing else.
+        moved = self._migrate_server(servers[0])
+        moved = self._confirm_resize(moved)
+        target = moved["OS-EXT-SRV-ATTR:host"]
+        self.assertNotIn(target, source)
+        rows = {row.instance_uuid: row for row in self.database.list_running()}
+        self.assertEqual(
+            (target, application.pop()),
+            (rows[servers[0]["id"]].host, rows[servers[0]["id"]].request_id),
+        )
+        # Nothing else lands next to the moved ExtremeHPC VM.
+        later = self.hosts_of(self.launch(self.hpc_flavor()))
+        self.assertNotIn(target, later)
+        self.assertNotIn(next(iter(source)), later)
+
+    def test_migrating_one_vm_of_a_multi_create_request_places_one_vm(self) -> None:
+        servers = self.launch(self.hpc_flavor(vcpus=2, app_class="SyncHPC"), 4)
+        first = self.hosts_of(servers)
+        self.assertEqual([2, 2], sorted(first.values()))
+        # Only the empty third host has room, and only for 2 of the 4 VMs the
+        # original request asked for: the move must plan one VM, not four.
+        moved = self._confirm_resize(self._migrate_server(servers[0]))
+        self.assertNotIn(moved["OS-EXT-SRV-ATTR:host"], first)
