@@ -3,8 +3,8 @@
 
 For each cloud size and request size, the same host states go through
 Nova's default enabled filters and weighers (the baseline), then through
-the same pipeline with HpcPlacementFilter appended and HpcPlanWeigher added
-(the plugin), the way nova-scheduler runs them: one round of filtering and
+the same pipeline with HpcPlacementFilter appended and the plugin's weighers
+added, if any (the plugin), the way nova-scheduler runs them: one round of filtering and
 weighing per instance, each round on the hosts the previous one kept, the
 chosen host consuming the instance. Placement claims are left out of both.
 

@@ -72,21 +72,7 @@ suffers a slowdown above this value when sharing a host with the other.
     ),
 ]
 
-record_opts = [
-    cfg.FloatOpt(
-        "plan_weight_multiplier",
-        default=1e7,
-        help="""
-Multiplier of HpcPlanWeigher, which puts the host planned for each VM of an
-HPC request first.
-
-Nova adds the weights of all weighers, each scaled by its multiplier; the
-plan must win over all of them, including BuildFailureWeigher (1e6 by
-default), for the application to be placed as planned. Lower it only if
-another weigher must be able to override the plan.
-""",
-    ),
-]
+record_opts = []
 
 database_opts = [
     cfg.StrOpt(

@@ -164,7 +164,11 @@ class CoRunnerSource:
         ``vms`` of the result maps each such host to its ExtremeHPC VMs.
         """
         exclude = set(exclude)
-        by_key, located = _locate(host_states)
+        located: dict[str, Any] = {}
+        for hs in host_states:
+            instances = getattr(hs, "instances", None)
+            if instances:
+                located.update(dict.fromkeys(instances, hs))
         extreme_rows: list[db_api.RunningVM] = []
         if database is not None:
             extreme_rows = database.running_of_class(core_profile.AppClass.EXTREME_HPC)
@@ -179,13 +183,19 @@ class CoRunnerSource:
             }
         else:
             unknown = {u: hs for u, hs in located.items() if u not in self._from_flavors}
-        unlocated = {
-            vm.instance_uuid: by_key[_row_key(vm)]
+        unlocated_rows = [
+            vm
             for vm in extreme_rows
-            if vm.instance_uuid not in located
-            and vm.instance_uuid not in exclude
-            and _row_key(vm) in by_key
-        }
+            if vm.instance_uuid not in located and vm.instance_uuid not in exclude
+        ]
+        unlocated: dict[str, Any] = {}
+        if unlocated_rows:
+            by_key = {host_key(hs): hs for hs in host_states}
+            unlocated = {
+                vm.instance_uuid: by_key[_row_key(vm)]
+                for vm in unlocated_rows
+                if _row_key(vm) in by_key
+            }
         asked: dict[str | None, list[str]] = {}
         for uuid, hs in {**unknown, **unlocated}.items():
             asked.setdefault(getattr(hs, "cell_uuid", None), []).append(uuid)

@@ -1,11 +1,11 @@
-"""``HpcPlacementFilter`` and ``HpcPlanWeigher``: seed 003 inside nova-scheduler.
+"""``HpcPlacementFilter``: seed 003's HPC-aware placement inside nova-scheduler.
 
 Nova schedules a multi-create request one instance at a time, filtering and
 weighing the hosts again for each, and each round sees only the hosts the
 previous round kept. The filter plans the whole request at its first
 instance with the core engine (Algorithm 1 over every candidate host that
 Nova's other filters let through) and from then on keeps only the hosts the
-plan still needs; the weigher puts the planned host of each instance first.
+plan still needs, leaving Nova's weighers to choose among them.
 The request is thereby one application: its VMs fill racks together, stay in
 one processor group, and count as co-runners of each other; if the plan
 fails, the first instance finds no host and Nova answers NoValidHost for the
@@ -25,7 +25,7 @@ import dataclasses
 import weakref
 from typing import Any
 
-from nova.scheduler import filters, weights
+from nova.scheduler import filters
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
@@ -59,28 +59,19 @@ class _RequestState:
     refusal: str | None = None
     #: For requests left to Nova: the hosts they must avoid.
     avoid: frozenset[str] = frozenset()
-    assigned: dict[str, str] = dataclasses.field(default_factory=dict)
     database: db_api.Database | None = None
-
-    def next_host(self, instance_uuid: str) -> str | None:
-        if instance_uuid in self.assigned:
-            return self.assigned[instance_uuid]
-        if self.plan is None or len(self.assigned) >= len(self.plan.hosts):
-            return None
-        host = self.plan.hosts[len(self.assigned)]
-        self.assigned[instance_uuid] = host
-        return host
-
-    def still_needed(self, instance_uuid: str) -> set[str]:
-        """Hosts planned for this instance and the ones after it."""
-        assert self.plan is not None
-        index = list(self.assigned).index(instance_uuid)
-        return set(self.plan.hosts[index:])
+    #: VMs the plan still puts on each host.
+    remaining: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The instance of the previous round, whose host Nova has chosen since.
+    pending: str | None = None
+    #: The hosts kept for each instance, so that a repeated round (Nova
+    #: filters again when it looks for alternates) gets the same answer.
+    answers: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
 
-#: The state of every request being scheduled, shared by filter and weigher.
-#: Nova hands both the same RequestSpec object for every instance of a
-#: request, and drops it when the request is done.
+#: The state of every request being scheduled. Nova hands the filter the
+#: same RequestSpec object for every instance of a request, and drops it when
+#: the request is done.
 REQUESTS: weakref.WeakKeyDictionary[Any, _RequestState] = weakref.WeakKeyDictionary()
 
 
@@ -218,8 +209,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         # A VM being moved already runs somewhere: it stays part of the
         # application it was placed with, and it is the only VM to place.
         existing = None if plain else self._existing_record(database, instance_uuid)
-        moving = existing is not None or any(
-            instance_uuid in (getattr(hs, "instances", None) or {}) for hs in hosts
+        moving = not plain and (
+            existing is not None
+            or any(instance_uuid in (getattr(hs, "instances", None) or {}) for hs in hosts)
         )
         if existing is not None and existing.request_id and group is None:
             application_id = existing.request_id
@@ -273,6 +265,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             )
             state.refusal = refusal.reason
             return state
+        state.remaining = state.plan.vms_per_host()
         LOG.info(
             "hpc-nova-scheduler: %s %s: %s",
             profile.app_class,
@@ -354,6 +347,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     # -- every instance: the planned host -----------------------------------
 
     def _select(self, state: _RequestState, hosts: list, spec_obj: Any) -> list:
+        """The hosts this round may choose from.
+
+        A plan fixes how many VMs go on each host, not in which order: each
+        round keeps the hosts that still have planned VMs and lets Nova's
+        weighers choose among them. Nova passes the next round the hosts it
+        kept with its choice first, which tells where the previous VM went;
+        in the last round one host is left, which tells where the last goes.
+        """
         if state.refusal is not None:
             return []
         if state.plan is None:
@@ -361,44 +362,44 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 return hosts
             return [hs for hs in hosts if host_view.host_key(hs) not in state.avoid]
         instance_uuid = spec_obj.instance_uuid
-        known = instance_uuid in state.assigned
-        if not known and state.assigned and hosts:
-            # Nova passes the hosts of the previous round with its choice
-            # first: that is where the previous instance went.
-            previous = list(state.assigned.values())[-1]
-            if host_view.host_key(hosts[0]) != previous:
+        if instance_uuid in state.answers:
+            return [hs for hs in hosts if host_view.host_key(hs) in state.answers[instance_uuid]]
+        if state.pending is not None and (not hosts or not self._took(state, hosts[0], spec_obj)):
+            return []
+        kept = frozenset(key for key, count in state.remaining.items() if count > 0)
+        state.answers[instance_uuid] = kept
+        chosen = [hs for hs in hosts if host_view.host_key(hs) in kept]
+        if sum(state.remaining.values()) == 1:
+            if not chosen:
                 LOG.warning(
-                    "hpc-nova-scheduler: the previous VM went to %s, not to the planned "
-                    "%s; is HpcPlanWeigher in [filter_scheduler] weight_classes?",
-                    host_view.host_key(hosts[0]),
-                    previous,
+                    "hpc-nova-scheduler: planned host %s no longer passes Nova's "
+                    "filters; the request fails rather than being split",
+                    sorted(kept),
                 )
-        target = state.next_host(instance_uuid)
-        if target is None:
+                return []
+            state.pending = instance_uuid
+            self._took(state, chosen[0], spec_obj)
+        else:
+            state.pending = instance_uuid
+        return chosen
+
+    def _took(self, state: _RequestState, host_state: Any, spec_obj: Any) -> bool:
+        """The pending instance went to ``host_state``: count and record it."""
+        key = host_view.host_key(host_state)
+        instance_uuid, state.pending = state.pending, None
+        if state.remaining.get(key, 0) <= 0:
             LOG.error(
-                "hpc-nova-scheduler: more instances than planned for %s; refusing",
+                "hpc-nova-scheduler: %s went to %s, which the plan of %s does not "
+                "have room on; refusing the rest of the request",
+                instance_uuid,
+                key,
                 state.application_id,
             )
-            return []
-        needed = state.still_needed(instance_uuid)
-        kept = [hs for hs in hosts if host_view.host_key(hs) in needed]
-        LOG.debug(
-            "hpc-nova-scheduler: instance %s -> %s; keeping %s",
-            instance_uuid,
-            target,
-            sorted(needed),
-        )
-        planned = [hs for hs in kept if host_view.host_key(hs) == target]
-        if not planned:
-            LOG.warning(
-                "hpc-nova-scheduler: planned host %s no longer passes Nova's filters; "
-                "the request fails rather than being split",
-                target,
-            )
-            return []
-        if not known:
-            self._record(state, planned[0], instance_uuid, spec_obj)
-        return kept
+            state.refusal = "off plan"
+            return False
+        state.remaining[key] -= 1
+        self._record(state, host_state, instance_uuid, spec_obj)
+        return True
 
     @staticmethod
     def _record(state: _RequestState, host_state: Any, instance_uuid: str, spec_obj: Any) -> None:
@@ -424,36 +425,3 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             LOG.warning(
                 "hpc-nova-scheduler: could not record %s in app_running: %s", instance_uuid, error
             )
-
-
-class HpcPlanWeigher(weights.BaseHostWeigher):
-    """Puts the host that HpcPlacementFilter planned for this instance first.
-
-    Its multiplier (``[hpc_scheduler] plan_weight_multiplier``) is large so
-    that Nova's own weighers only order the hosts the plan does not care
-    about; requests the filter leaves to Nova get no weight from it.
-    """
-
-    _multiplier = 1.0
-
-    def weight_multiplier(self, host_state: Any) -> float:
-        # Read once per request in weigh_objects: Nova asks for every host.
-        return self._multiplier
-
-    def weigh_objects(self, weighed_obj_list: list, weight_properties: Any) -> list[float]:
-        self._multiplier = CONF.hpc_scheduler.plan_weight_multiplier
-        target = self._target(weight_properties)
-        if target is None:
-            return [0.0] * len(weighed_obj_list)
-        return [1.0 if host_view.host_key(w.obj) == target else 0.0 for w in weighed_obj_list]
-
-    def _weigh_object(self, host_state: Any, weight_properties: Any) -> float:
-        target = self._target(weight_properties)
-        return 1.0 if target is not None and target == host_view.host_key(host_state) else 0.0
-
-    @staticmethod
-    def _target(spec_obj: Any) -> str | None:
-        state = REQUESTS.get(spec_obj)
-        if state is None or state.plan is None:
-            return None
-        return state.assigned.get(spec_obj.instance_uuid)
