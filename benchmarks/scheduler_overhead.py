@@ -235,6 +235,7 @@ def main() -> int:
             f"{'ratio':>6} {'plugin us/host':>15}"
         )
         per_host: dict[tuple[int, bool], list[float]] = {}
+        baseline_per_host: dict[tuple[int, bool], list[float]] = {}
         for count in sizes:
             for vms in vm_counts:
                 for hpc in (True, False):
@@ -250,6 +251,9 @@ def main() -> int:
                     ratio = medians["plugin"] / medians["baseline"]
                     cost = medians["plugin"] / count * 1e6
                     per_host.setdefault((vms, hpc), []).append(cost)
+                    baseline_per_host.setdefault((vms, hpc), []).append(
+                        medians["baseline"] / count * 1e6
+                    )
                     print(
                         f"{count:>7} {vms:>4} {'SyncHPC' if hpc else 'plain':>8} "
                         f"{medians['baseline']:>11.4f} {medians['plugin']:>9.4f} "
