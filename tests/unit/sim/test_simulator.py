@@ -1,0 +1,96 @@
+"""The discrete-event replay through the core engine."""
+
+from __future__ import annotations
+
+import testtools
+
+from hpc_nova_scheduler.core.algorithm import PACKING_LEAST_FREE_PES, Policy
+from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.sim import simulator, swf
+
+
+def job(job_id: int, submit: float, run: float, procs: int, memory_mb: float | None = None):
+    return swf.Job(
+        job_id=job_id,
+        submit=submit,
+        wait=0,
+        run_time=run,
+        processors=procs,
+        memory_mb=memory_mb,
+        requested_time=-1,
+        user=1,
+        queue=1,
+        line=job_id,
+    )
+
+
+SHAPE = simulator.ClusterShape(hosts=2, cores=4, ram_mb=4096)
+
+
+class TestReplay(testtools.TestCase):
+    def run_jobs(self, jobs, scenario=None, **kwargs) -> simulator.Result:
+        sim = simulator.Simulator(SHAPE, scenario or simulator.Scenario("mdobp"), **kwargs)
+        return sim.run(jobs)
+
+    def test_jobs_start_when_all_their_vms_fit(self) -> None:
+        result = self.run_jobs([job(1, 0, 100, 6), job(2, 10, 50, 4)])
+        by_id = {o.job_id: o for o in result.outcomes}
+        self.assertEqual((0, 100), (by_id[1].start, by_id[1].end))
+        self.assertEqual((100, 150), (by_id[2].start, by_id[2].end))  # gang start
+        self.assertEqual(150, result.makespan)
+        self.assertEqual(1, result.completed_by(120))
+
+    def test_fcfs_blocks_and_backfilling_does_not(self) -> None:
+        jobs = [job(1, 0, 100, 6), job(2, 1, 100, 4), job(3, 2, 10, 2)]
+        fcfs = {o.job_id: o.start for o in self.run_jobs(jobs).outcomes}
+        self.assertEqual(100, fcfs[3])
+        backfilled = {o.job_id: o.start for o in self.run_jobs(jobs, backfill=True).outcomes}
+        self.assertEqual(2, backfilled[3])
+
+    def test_jobs_that_can_never_fit_are_reported(self) -> None:
+        result = self.run_jobs(
+            [job(1, 0, 10, 9), job(2, 0, 10, 1, memory_mb=8192), job(3, 0, 10, 1)]
+        )
+        self.assertEqual([1, 2], result.never_fit)
+        self.assertEqual([3], [o.job_id for o in result.outcomes])
+
+    def test_memory_decides_placement(self) -> None:
+        # Two 2-VM jobs of 1.5 GB per VM, then a 4-VM job of 256 MB per VM:
+        # they all run at once only if the big ones do not fill one host's RAM.
+        jobs = [job(1, 0, 100, 2, 3072), job(2, 0, 100, 2, 3072), job(3, 0, 100, 4, 1024)]
+        result = self.run_jobs(jobs)
+        self.assertEqual([0, 0, 0], sorted(o.start for o in result.outcomes))
+
+    def test_all_at_once_and_runtime_factor(self) -> None:
+        scenario = simulator.Scenario("fast", runtime_factor=0.9)
+        result = self.run_jobs([job(1, 500, 100, 1)], scenario, all_at_once=True)
+        self.assertEqual((0, 90), (result.outcomes[0].start, result.outcomes[0].end))
+
+    def test_cache_scores_are_deterministic_per_seed(self) -> None:
+        scenario = simulator.Scenario(
+            "cache",
+            app_class=AppClass.SYNC_HPC,
+            thresholds=Thresholds(100, 40),
+            cache_scores=(0, 30),
+        )
+        jobs = [job(i, 0, 100, 1) for i in range(1, 9)]
+        first = [o.start for o in self.run_jobs(jobs, scenario, seed=7).outcomes]
+        again = [o.start for o in self.run_jobs(jobs, scenario, seed=7).outcomes]
+        self.assertEqual(first, again)
+
+    def test_metrics(self) -> None:
+        result = self.run_jobs(
+            [job(1, 0, 100, 8), job(2, 0, 100, 8)],
+            simulator.Scenario("lfp", Policy.nova_like(PACKING_LEAST_FREE_PES)),
+        )
+        self.assertEqual(200, result.makespan)
+        self.assertEqual(50, result.mean_wait())
+        self.assertAlmostEqual(1.0, result.utilisation())
+        self.assertEqual(1.5, result.mean_bounded_slowdown())
+
+    def test_shape_from_total_cores(self) -> None:
+        shape = simulator.ClusterShape.from_total_cores(1024, 4, 2048, cpu_groups=2)
+        hosts = shape.build().hosts()
+        self.assertEqual((256, 1024), (len(hosts), shape.total_cores))
+        self.assertEqual({"group-0", "group-1"}, {h.cpu_group for h in hosts})
