@@ -7,23 +7,8 @@ import testtools
 from hpc_nova_scheduler.core.algorithm import PACKING_LEAST_FREE_PES, Policy
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.sim import simulator, swf
-
-
-def job(job_id: int, submit: float, run: float, procs: int, memory_mb: float | None = None):
-    return swf.Job(
-        job_id=job_id,
-        submit=submit,
-        wait=0,
-        run_time=run,
-        processors=procs,
-        memory_mb=memory_mb,
-        requested_time=-1,
-        user=1,
-        queue=1,
-        line=job_id,
-    )
-
+from hpc_nova_scheduler.sim import simulator
+from tests.unit.sim.jobs import job
 
 SHAPE = simulator.ClusterShape(hosts=2, cores=4, ram_mb=4096)
 

@@ -6,21 +6,7 @@ import testtools
 
 from hpc_nova_scheduler.sim import stats, swf
 from tests import traces
-
-
-def job(processors: int, memory_mb: float | None, run_time: float = 10.0) -> swf.Job:
-    return swf.Job(
-        job_id=1,
-        submit=0.0,
-        wait=0.0,
-        run_time=run_time,
-        processors=processors,
-        memory_mb=memory_mb,
-        requested_time=-1,
-        user=1,
-        queue=1,
-        line=1,
-    )
+from tests.unit.sim.jobs import job as make_job
 
 
 class TestBuckets(testtools.TestCase):
@@ -33,7 +19,13 @@ class TestBuckets(testtools.TestCase):
         self.assertEqual(5, stats.bucket_of(9_000_000))
 
     def test_summary(self) -> None:
-        summary = stats.summarize([job(2, 2048), job(1, None, 30.0), job(4, 1000)])
+        summary = stats.summarize(
+            [
+                make_job(procs=2, memory_mb=2048),
+                make_job(run=30.0),
+                make_job(procs=4, memory_mb=1000),
+            ]
+        )
         self.assertEqual((3, 2), (summary.jobs, summary.with_memory))
         self.assertEqual([2, 0, 1, 0, 0, 0], summary.memory_buckets)
         self.assertEqual([1, 0, 1, 0, 0, 0], summary.memory_buckets_known)
