@@ -315,6 +315,89 @@ def _four(dist, fmt_int: str, fmt_mean: str) -> str:
     )
 
 
+def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.sim import report, scenarios, simulator, swf
+
+    try:
+        low, _, high = args.cache_scores.partition(":")
+        cache_range = (float(low), float(high))
+        times = [float(t) * 3600 for t in args.times.split(",") if t.strip()]
+        built = [
+            scenarios.build(
+                name.strip(),
+                alpha=args.alpha,
+                beta=beta,
+                cache_scores=cache_range,
+                runtime_factor=1 + args.runtime_adjust / 100.0,
+            )
+            for name in args.policies.split(",")
+            if name.strip()
+            for beta in (
+                [float(b) for b in args.betas.split(",")]
+                if name.strip() in ("mdobp-cache", "hpc-aware")
+                else [0.0]
+            )
+        ]
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    report_in = swf.ReadReport(args.trace, swf.MemorySemantics(args.memory))
+    try:
+        jobs = list(
+            swf.read_jobs(
+                args.trace,
+                report_in,
+                swf.MemorySemantics(args.memory),
+                swf.OnError(args.on_error),
+                limit=args.jobs,
+            )
+        )
+    except swf.TraceError as error:
+        raise CommandError(str(error)) from None
+    shape = simulator.ClusterShape.from_total_cores(
+        args.cores,
+        args.cores_per_host,
+        args.ram_per_host_mb,
+        hosts_per_rack=args.hosts_per_rack,
+        cpu_groups=args.cpu_groups,
+    )
+    out.write(
+        f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
+        f"skipped); {shape.hosts} hosts of {shape.cores} cores and {shape.ram_mb:g} MB\n"
+    )
+    results = []
+    for scenario in built:
+        sim = simulator.Simulator(
+            shape,
+            scenario,
+            seed=args.seed,
+            all_at_once=args.arrival == "zero",
+            backfill=args.backfill,
+        )
+        results.append(sim.run(jobs))
+        out.write(f"  {scenario.name}: done\n")
+    hours = [f"by {t / 3600:g} h" for t in times]
+    _table(
+        ["scenario", "completed", "never fit", *hours, "makespan h", "mean wait h", "utilisation"],
+        [
+            [
+                r.scenario,
+                len(r.outcomes),
+                len(r.never_fit),
+                *(r.completed_by(t) for t in times),
+                f"{r.makespan / 3600:.1f}",
+                f"{r.mean_wait() / 3600:.2f}",
+                f"{r.utilisation():.2f}",
+            ]
+            for r in results
+        ],
+        out,
+    )
+    if args.out:
+        for path in report.write(results, args.out, times):
+            out.write(f"wrote {path}\n")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler.cmd import demo
 
@@ -390,6 +473,12 @@ def _memory_choices():
     from hpc_nova_scheduler.sim.swf import MemorySemantics
 
     return list(MemorySemantics)
+
+
+def _scenario_names() -> list[str]:
+    from hpc_nova_scheduler.sim.scenarios import DESCRIPTIONS
+
+    return list(DESCRIPTIONS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -485,6 +574,59 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs")
     stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
     stats.set_defaults(func=cmd_trace_stats)
+
+    simulate = sub.add_parser(
+        "simulate",
+        help="replay a job log through the placement engine",
+        description="Replay a job log (SWF) on a simulated cloud under one or more scheduler "
+        "configurations, with the same placement code nova-scheduler runs, and "
+        "compare completed jobs over time, wait, utilisation and makespan.",
+    )
+    simulate.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
+    simulate.add_argument("--jobs", type=int, default=1500, help="first N jobs (default 1500)")
+    simulate.add_argument("--cores", type=int, default=1024, help="cores in the cloud")
+    simulate.add_argument("--cores-per-host", type=int, default=4)
+    simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
+    simulate.add_argument("--hosts-per-rack", type=int, default=32)
+    simulate.add_argument(
+        "--cpu-groups", type=int, default=1, help="split the racks into this many processor groups"
+    )
+    simulate.add_argument(
+        "--policies",
+        default="least-free-pes,mdobp",
+        help="comma-separated: " + ", ".join(_scenario_names()),
+    )
+    simulate.add_argument("--alpha", type=float, default=200.0)
+    simulate.add_argument("--betas", default="60", help="beta values for cache-aware policies")
+    simulate.add_argument(
+        "--cache-scores",
+        default="0:30",
+        help="uniform range of each job's cache score (default 0:30)",
+    )
+    simulate.add_argument(
+        "--runtime-adjust",
+        type=float,
+        default=0.0,
+        metavar="PERCENT",
+        help="run-time change for cache-aware policies, e.g. -10",
+    )
+    simulate.add_argument(
+        "--arrival",
+        choices=["submit", "zero"],
+        default="submit",
+        help="jobs arrive at their submit times, or all at time zero",
+    )
+    simulate.add_argument("--backfill", action="store_true", help="backfill the FCFS queue")
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument(
+        "--times", default="1,6,24", help="hours at which to count completed jobs (default 1,6,24)"
+    )
+    simulate.add_argument("--memory", default="auto", choices=[m.value for m in _memory_choices()])
+    simulate.add_argument("--on-error", default="skip", choices=["skip", "stop"])
+    simulate.add_argument(
+        "--out", metavar="DIR", help="write jobs.csv, summary.json and completed.png here"
+    )
+    simulate.set_defaults(func=cmd_simulate)
 
     demo = sub.add_parser(
         "demo",

@@ -83,7 +83,8 @@ class Scenario:
     name: str
     policy: Policy = dataclasses.field(default_factory=Policy)
     thresholds: Thresholds = UNLIMITED
-    app_class: AppClass = AppClass.NON_HPC
+    #: The class of every job; None: SyncHPC for parallel jobs, AsyncHPC for serial ones.
+    app_class: AppClass | None = AppClass.NON_HPC
     cache_scores: tuple[float, float] | None = None
     runtime_factor: float = 1.0
 
@@ -212,8 +213,11 @@ class Simulator:
         memory = (job.memory_mb or 0.0) / job.processors
         scenario = self.scenario
         app_id = str(job.job_id)
+        app_class = scenario.app_class or (
+            AppClass.SYNC_HPC if job.processors > 1 else AppClass.ASYNC_HPC
+        )
         request = PlacementRequest(
-            ApplicationProfile(scenario.app_class, score, None),
+            ApplicationProfile(app_class, score, None),
             Resources(1, memory, 0),
             job.processors,
             app_id,

@@ -155,6 +155,7 @@ class TestCommandLine(testtools.TestCase):
         ["demo"],
         ["trace"],
         ["trace", "stats"],
+        ["simulate"],
     ]
 
     def test_help_everywhere(self) -> None:
@@ -225,3 +226,43 @@ class TestTraceCommand(testtools.TestCase):
         )
         self.assertEqual(1, code)
         self.assertIn("bad.swf:2: expected 18 fields", err)
+
+
+class TestSimulateCommand(testtools.TestCase):
+    def test_simulate_compares_policies_and_writes_outputs(self) -> None:
+        from tests import traces
+
+        path = traces.trace(self, "METACENTRUM-2009-2.swf.gz")
+        directory = self.useFixture(fixtures.TempDir()).path
+        code, out, err = run(
+            "--config-file",
+            "/dev/null",
+            "simulate",
+            path,
+            "--jobs",
+            "60",
+            "--cores",
+            "64",
+            "--policies",
+            "least-free-pes,mdobp-cache",
+            "--betas",
+            "40,60",
+            "--runtime-adjust",
+            "-10",
+            "--out",
+            directory,
+        )
+        self.assertEqual(0, code, err)
+        for name in ("least-free-pes", "mdobp-cache beta=40", "mdobp-cache beta=60"):
+            self.assertIn(f"| {name}", out)
+        for name in ("jobs.csv", "summary.json", "completed.png"):
+            self.assertTrue(os.path.getsize(os.path.join(directory, name)) > 0, name)
+
+    def test_unknown_policy_is_a_clear_error(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "t.swf")
+        with open(path, "w") as stream:
+            stream.write("1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n")
+        code, _, err = run("--config-file", "/dev/null", "simulate", path, "--policies", "magic")
+        self.assertEqual(1, code)
+        self.assertIn("unknown scenario 'magic'", err)
