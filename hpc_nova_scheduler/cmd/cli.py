@@ -235,23 +235,24 @@ def cmd_interference_export(args: argparse.Namespace, out: TextIO) -> int:
     )
 
 
-def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler.sim import stats as trace_stats
+def _with_trace(args: argparse.Namespace, consume):
+    """Read ``args.trace`` as the trace options say; ``consume`` the jobs."""
     from hpc_nova_scheduler.sim import swf
 
-    report = swf.ReadReport(args.trace, swf.MemorySemantics(args.memory))
+    memory = swf.MemorySemantics(args.memory)
+    report = swf.ReadReport(args.trace, memory)
     try:
-        summary = trace_stats.summarize(
-            swf.read_jobs(
-                args.trace,
-                report,
-                swf.MemorySemantics(args.memory),
-                swf.OnError(args.on_error),
-                limit=args.jobs,
-            )
+        return report, consume(
+            swf.read_jobs(args.trace, report, memory, swf.OnError(args.on_error), limit=args.jobs)
         )
     except swf.TraceError as error:
         raise CommandError(str(error)) from None
+
+
+def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.sim import stats as trace_stats
+
+    report, summary = _with_trace(args, trace_stats.summarize)
     if args.json:
         payload = dataclasses.asdict(summary)
         payload.update(
@@ -316,7 +317,7 @@ def _four(dist, fmt_int: str, fmt_mean: str) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler.sim import report, scenarios, simulator, swf
+    from hpc_nova_scheduler.sim import report, scenarios, simulator
 
     try:
         low, _, high = args.cache_scores.partition(":")
@@ -340,19 +341,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         ]
     except ValueError as error:
         raise CommandError(str(error)) from None
-    report_in = swf.ReadReport(args.trace, swf.MemorySemantics(args.memory))
-    try:
-        jobs = list(
-            swf.read_jobs(
-                args.trace,
-                report_in,
-                swf.MemorySemantics(args.memory),
-                swf.OnError(args.on_error),
-                limit=args.jobs,
-            )
-        )
-    except swf.TraceError as error:
-        raise CommandError(str(error)) from None
+    report_in, jobs = _with_trace(args, list)
     shape = simulator.ClusterShape.from_total_cores(
         args.cores,
         args.cores_per_host,
