@@ -17,6 +17,11 @@ function install_hpc_nova_scheduler {
 function configure_hpc_nova_scheduler {
     iniadd "$NOVA_CONF" filter_scheduler available_filters \
         hpc_nova_scheduler.scheduler.filters.all_filters
+    # The plugin's filter goes last: it plans over the hosts the others accept.
+    local filters
+    filters=$(iniget "$NOVA_CONF" filter_scheduler enabled_filters)
+    filters=${filters:-ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter}
+    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters,HpcPlacementFilter"
     local weighers
     weighers=$(iniget "$NOVA_CONF" filter_scheduler weight_classes)
     weighers=${weighers:-nova.scheduler.weights.all_weighers}
