@@ -464,6 +464,30 @@ def _memory_choices():
     return list(MemorySemantics)
 
 
+def _add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) -> None:
+    """The options of every command that reads a job log (see _with_trace)."""
+    parser.add_argument(
+        "--memory",
+        default="auto",
+        choices=[m.value for m in _memory_choices()],
+        help="which field holds memory and per what (default: auto, from the file name for "
+        "logs known to deviate from the standard)",
+    )
+    parser.add_argument(
+        "--on-error",
+        default="skip",
+        choices=["skip", "stop"],
+        help="what to do at a malformed line (default: skip, and report it)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=jobs,
+        metavar="N",
+        help="only the first N jobs" + (f" (default {jobs})" if jobs else ""),
+    )
+
+
 def _scenario_names() -> list[str]:
     from hpc_nova_scheduler.sim.scenarios import DESCRIPTIONS
 
@@ -547,20 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         "of memory per core in seed 003 Table II's buckets.",
     )
     stats.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
-    stats.add_argument(
-        "--memory",
-        default="auto",
-        choices=[m.value for m in _memory_choices()],
-        help="which field holds memory and per what (default: auto, from the "
-        "file name for logs known to deviate from the standard)",
-    )
-    stats.add_argument(
-        "--on-error",
-        default="skip",
-        choices=["skip", "stop"],
-        help="what to do at a malformed line (default: skip, and report it)",
-    )
-    stats.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs")
+    _add_trace_options(stats)
     stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
     stats.set_defaults(func=cmd_trace_stats)
 
@@ -572,7 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare completed jobs over time, wait, utilisation and makespan.",
     )
     simulate.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
-    simulate.add_argument("--jobs", type=int, default=1500, help="first N jobs (default 1500)")
+    _add_trace_options(simulate, jobs=1500)
     simulate.add_argument("--cores", type=int, default=1024, help="cores in the cloud")
     simulate.add_argument("--cores-per-host", type=int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
@@ -610,8 +621,6 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--times", default="1,6,24", help="hours at which to count completed jobs (default 1,6,24)"
     )
-    simulate.add_argument("--memory", default="auto", choices=[m.value for m in _memory_choices()])
-    simulate.add_argument("--on-error", default="skip", choices=["skip", "stop"])
     simulate.add_argument(
         "--out", metavar="DIR", help="write jobs.csv, summary.json and completed.png here"
     )

@@ -15,13 +15,12 @@ class _HostRecord:
     rack: str
     cpu_group: str
     vms: list[tuple[RunningVM, Resources]] = dataclasses.field(default_factory=list)
+    #: Kept as VMs come and go: the simulator asks for every host's free
+    #: resources at each placement attempt.
+    free: Resources = dataclasses.field(init=False)
 
-    @property
-    def free(self) -> Resources:
-        used = Resources()
-        for _, demand in self.vms:
-            used = used + demand
-        return self.capacity - used
+    def __post_init__(self) -> None:
+        self.free = self.capacity
 
 
 class ClusterState:
@@ -30,6 +29,8 @@ class ClusterState:
     def __init__(self) -> None:
         self._hosts: dict[str, _HostRecord] = {}
         self._serial = 0
+        #: The hosts each application has VMs on, so a release touches only those.
+        self._placed_on: dict[str, set[str]] = {}
 
     def add_host(self, name: str, capacity: Resources, rack: str = "", cpu_group: str = "") -> None:
         self._hosts[name] = _HostRecord(capacity, rack, cpu_group)
@@ -62,15 +63,26 @@ class ClusterState:
                 app_name=profile.app_name,
                 application_id=request.application_id,
             )
-            self._hosts[name].vms.append((vm, request.demand))
+            record = self._hosts[name]
+            record.vms.append((vm, request.demand))
+            record.free = record.free - request.demand
+            self._placed_on.setdefault(request.application_id, set()).add(name)
             uuids.append(uuid)
         return uuids
 
     def release(self, application_ids: Iterable[str]) -> None:
         """Remove every VM of these applications (they finished)."""
         gone = set(application_ids)
-        for record in self._hosts.values():
-            record.vms = [(vm, d) for vm, d in record.vms if vm.application_id not in gone]
+        names = set().union(*(self._placed_on.pop(app, set()) for app in gone))
+        for name in names:
+            record = self._hosts[name]
+            kept = []
+            for vm, demand in record.vms:
+                if vm.application_id in gone:
+                    record.free = record.free + demand
+                else:
+                    kept.append((vm, demand))
+            record.vms = kept
 
     def vms_per_host(self, application_id: str) -> dict[str, int]:
         counts = {}

@@ -192,7 +192,7 @@ def _drive(cloud: HpcCloud, beta: float | None, stream: Sequence[App]) -> Scenar
         title,
         beta,
         [outcomes[app.name] for app in stream],
-        _cache({n: s for n, s in running.items()}, stream),
+        _cache(running, stream),
         peak,
     )
 
