@@ -32,11 +32,14 @@ Decisions where the paper is ambiguous (see seed-notes):
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Iterable, Sequence
+import heapq
+from collections.abc import Iterable
+
+import numpy as np
 
 from hpc_nova_scheduler.core.cluster import Host, Resources
-from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
+from hpc_nova_scheduler.core.columns import HostColumns
+from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 
 PACKING_COSINE = "cosine"
@@ -44,7 +47,10 @@ PACKING_LEAST_FREE_PES = "least_free_pes"
 PACKING_MOST_FREE_RAM = "most_free_ram"
 PACKING_FIRST_FIT = "first_fit"
 PACKINGS = (PACKING_COSINE, PACKING_LEAST_FREE_PES, PACKING_MOST_FREE_RAM, PACKING_FIRST_FIT)
-_ROUND = 9
+#: Resolution of cosine scores: closer values tie (about 1e-9).
+_GRID = 2.0**30
+#: Floating-point slack when checking that a demand fits (as Resources does).
+_SLACK = 1e-9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,205 +122,228 @@ class NoPlacement(Exception):
         self.reason = reason
 
 
-class _Load:
-    """A host's tentative state while one request is planned."""
+def _quantize(value):
+    """Snap to a 2**-30 grid so that scores equal in exact arithmetic tie.
 
-    __slots__ = (
-        "cache_total",
-        "foreign",
-        "foreign_apps",
-        "foreign_extreme",
-        "free",
-        "has_own",
-        "has_sync",
-        "host",
-        "placed",
-        "position",
-    )
+    Scaling by a power of two is exact and rint rounds half to even, so the
+    vector and one-host computations agree to the bit.
+    """
+    return np.rint(value * _GRID)
 
-    def __init__(self, host: Host, application_id: str, position: int) -> None:
-        self.host = host
-        self.position = position
-        self.free = host.free
-        self.placed = 0
-        self.cache_total = 0.0
-        self.has_sync = False
-        self.has_own = False
-        self.foreign = False
-        self.foreign_extreme = False
-        self.foreign_apps: set[str | None] = set()
-        for vm in host.vms:
-            self.cache_total += vm.cache_score
-            self.has_sync |= vm.app_class is AppClass.SYNC_HPC
-            if vm.application_id is not None and vm.application_id == application_id:
-                self.has_own = True
-                continue
-            self.foreign = True
-            self.foreign_extreme |= vm.app_class is AppClass.EXTREME_HPC
-            self.foreign_apps.add(vm.app_name)
 
-    def add(self, request: PlacementRequest) -> None:
-        self.free = self.free - request.demand
-        self.cache_total += request.profile.cache_score
-        self.has_sync |= request.app_class is AppClass.SYNC_HPC
-        self.placed += 1
+def _cosine_keys(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> tuple:
+    """(-cosine, residual after placement) of each row, over CPU and RAM."""
+    dot = norm_r = norm_q = after = 0.0
+    for dim in (0, 1):
+        c = capacity[:, dim]
+        live = c > 0
+        safe = np.where(live, c, 1.0)
+        r = np.where(live, free[:, dim] / safe, 0.0)
+        q = np.where(live, demand[dim] / safe, 0.0)
+        dot = dot + r * q
+        norm_r = norm_r + r * r
+        norm_q = norm_q + q * q
+        gap = r - q
+        after = after + gap * gap
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.where((norm_q == 0) | (norm_r == 0), 1.0, dot / np.sqrt(norm_r * norm_q))
+    return -_quantize(cosine), _quantize(np.sqrt(after))
 
 
 class _Planner:
+    """One request against the columns: the arrays Algorithm 1 reads."""
+
     def __init__(
         self,
         request: PlacementRequest,
+        columns: HostColumns,
         thresholds: Thresholds,
         table: InterferenceTable,
         policy: Policy,
     ) -> None:
         self.request = request
+        self.columns = columns
         self.thresholds = thresholds
-        self.table = table
         self.policy = policy
         cls = request.app_class if policy.classes else AppClass.NON_HPC
         self.extreme = cls is AppClass.EXTREME_HPC
         self.topology_aware = policy.topology and cls.topology_aware
+        self.sync_request = request.app_class is AppClass.SYNC_HPC
+        self.demand = np.array(request.demand.as_tuple(), dtype=float)
+        self.dims = self.demand > 0
+        size = len(columns)
 
-    # -- Algorithm 1, line 6 ------------------------------------------------
+        own_vms = np.zeros(size, dtype=np.int64)
+        own_extreme = np.zeros(size, dtype=np.int64)
+        self.own_rows = columns.by_application.get(request.application_id, {})
+        for row, (vms, extreme) in self.own_rows.items():
+            own_vms[row] = vms
+            own_extreme[row] = extreme
+        self.has_own = own_vms > 0
+        # Algorithm 1, line 6: dedicated hosts.
+        if policy.classes:
+            foreign = columns.vms > own_vms
+            dedicated = ~(columns.extreme_vms > own_extreme)
+            if self.extreme:
+                dedicated &= ~foreign
+        else:
+            dedicated = np.ones(size, dtype=bool)
+        if self.dims.any():
+            copies = np.floor((columns.free[:, self.dims] + _SLACK) / self.demand[self.dims]).min(
+                axis=1
+            )
+            copies = np.maximum(copies, 0)
+        else:
+            copies = np.zeros(size)
+        #: How many VMs of the request each host could take, dedication allowing.
+        self.capacity = np.where(dedicated, copies, 0).astype(np.int64)
+        #: What placing VMs of this request never changes: dedication, harmful pairs.
+        self.fixed_ok = dedicated & ~self._conflicts(table, size)
 
-    def dedicated_ok(self, load: _Load) -> bool:
-        if not self.policy.classes:
-            return True
-        if load.foreign_extreme:
-            return False
-        return not (self.extreme and load.foreign)
+    def _conflicts(self, table: InterferenceTable, size: int) -> np.ndarray:
+        conflict = np.zeros(size, dtype=bool)
+        name = self.request.profile.app_name
+        if not self.policy.interference_table or name is None:
+            return conflict
+        columns = self.columns
+        app = self.request.application_id
+        for pair in table.harmful:
+            if name not in pair:
+                continue
+            other = pair[1] if pair[0] == name else pair[0]
+            own = columns.by_application_name.get((app, other), {})
+            for row, vms in columns.by_name.get(other, {}).items():
+                if vms > own.get(row, 0):
+                    conflict[row] = True
+        return conflict
 
-    def host_capacity(self, load: _Load) -> int:
-        if not self.dedicated_ok(load):
-            return 0
-        return self.request.demand.copies_that_fit(load.free)
+    # -- Algorithm 1, line 6 and meetsInterferenceCriteria ------------------
 
-    def admits(self, load: _Load) -> bool:
-        """Whether one more VM of the request may go on this host now."""
-        request = self.request
-        if not request.demand.fits_in(load.free) or not self.dedicated_ok(load):
-            return False
+    def admissible(
+        self, fixed_ok: np.ndarray, free: np.ndarray, cache: np.ndarray, sync: np.ndarray
+    ) -> np.ndarray:
+        """Whether one more VM of the request may go on each host now."""
+        ok = fixed_ok & (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
         if self.policy.cache_criteria and not self.extreme:
-            total = load.cache_total + request.profile.cache_score
-            sync = load.has_sync or request.app_class is AppClass.SYNC_HPC
-            if not self.thresholds.admits(total, sync):
-                return False
-        return not (
-            self.policy.interference_table
-            and self.table.conflicts_with_any(request.profile.app_name, load.foreign_apps)
-        )
+            total = cache + self.request.profile.cache_score
+            involves_sync = sync | self.sync_request
+            ok &= ~(total > self.thresholds.alpha + EPSILON)
+            ok &= ~(involves_sync & (total > self.thresholds.beta + EPSILON))
+        return ok
 
     # -- Algorithm 1, lines 7-12: the preliminary build plan -----------------
 
-    def ordered(self, loads: list[_Load]) -> list[_Load]:
+    def ordered(self, rows: np.ndarray) -> np.ndarray:
         if not self.topology_aware:
-            return loads
-        capacity = {id(load): self.host_capacity(load) for load in loads}
-        rack_capacity: dict[str, int] = {}
-        rack_own: dict[str, bool] = {}
-        for load in loads:
-            rack = load.host.rack_id
-            rack_capacity[rack] = rack_capacity.get(rack, 0) + capacity[id(load)]
-            rack_own[rack] = rack_own.get(rack, False) or load.has_own
+            return rows
+        capacity = self.capacity[rows]
+        rack = self.columns.rack[rows]
+        racks = len(self.columns.rack_names)
+        rack_capacity = np.bincount(rack, weights=capacity, minlength=racks)
         # An application growing through a server group continues in the
         # racks it already occupies.
-        ordered = sorted(
-            loads,
-            key=lambda load: (
-                not rack_own[load.host.rack_id],
-                -rack_capacity[load.host.rack_id],
-                load.host.rack_id,
-                -capacity[id(load)],
-                load.position,
-            ),
+        rack_own = np.bincount(rack, weights=self.has_own[rows], minlength=racks) > 0
+        order = np.lexsort(
+            (np.arange(len(rows)), -capacity, rack, -rack_capacity[rack], ~rack_own[rack])
         )
-        for position, load in enumerate(ordered):
-            load.position = position
-        return ordered
+        return rows[order]
 
     # -- Algorithm 1, lines 13-19: ExtremeHPC ---------------------------------
 
-    def fill(self, loads: list[_Load]) -> list[_Load]:
-        chosen: list[_Load] = []
-        for load in loads:
-            room = self.host_capacity(load)
-            chosen.extend([load] * min(room, self.request.count - len(chosen)))
+    def fill(self, rows: np.ndarray) -> list[int]:
+        chosen: list[int] = []
+        capacity = self.capacity[rows]
+        for j in np.flatnonzero(capacity > 0).tolist():
+            take = min(int(capacity[j]), self.request.count - len(chosen))
+            chosen.extend([int(rows[j])] * take)
             if len(chosen) == self.request.count:
                 return chosen
         raise NoPlacement(f"dedicated hosts hold only {len(chosen)} of {self.request.count} VMs")
 
     # -- Algorithm 1, lines 24-33: MDOBP --------------------------------------
 
-    def packing_key(self) -> Callable[[_Load], tuple]:
-        demand = self.request.demand
+    def keys(self, rack_rank: np.ndarray, free: np.ndarray, capacity: np.ndarray, positions):
+        """Sort keys, most significant first; the smallest tuple wins."""
         packing = self.policy.packing
-        if packing == PACKING_COSINE and self.topology_aware:
-            return lambda load: _cosine_key(load.free, load.host.capacity, demand)[1:]
         if packing == PACKING_COSINE:
-            return lambda load: _cosine_key(load.free, load.host.capacity, demand)
+            minus_cosine, after = _cosine_keys(free, capacity, self.demand)
+            if self.topology_aware:
+                return (rack_rank, after, positions)
+            return (rack_rank, minus_cosine, after, positions)
         if packing == PACKING_LEAST_FREE_PES:
-            return lambda load: (load.free.vcpus,)
+            return (rack_rank, free[:, 0], positions)
         if packing == PACKING_MOST_FREE_RAM:
-            return lambda load: (-load.free.ram_mb,)
-        return lambda load: ()
+            return (rack_rank, -free[:, 1], positions)
+        return (rack_rank, positions)
 
-    def mdobp(self, loads: list[_Load]) -> list[_Load]:
-        packing_key = self.packing_key()
-        rack_rank: dict[str, int] = {}
+    def mdobp(self, rows: np.ndarray) -> list[int]:
+        columns = self.columns
+        size = len(rows)
+        positions = np.arange(size, dtype=float)
         if self.topology_aware:
-            for load in loads:
-                rack_rank.setdefault(load.host.rack_id, len(rack_rank))
-        chosen: list[_Load] = []
+            _, first, inverse = np.unique(
+                columns.rack[rows], return_index=True, return_inverse=True
+            )
+            rack_rank = np.argsort(np.argsort(first))[inverse].astype(float)
+        else:
+            rack_rank = np.zeros(size)
+        # Working copies: only the hosts that receive VMs change.
+        free = columns.free[rows]
+        capacity = columns.capacity[rows]
+        cache = columns.cache_total[rows]
+        sync = columns.sync_vms[rows] > 0
+        fixed_ok = self.fixed_ok[rows]
+        ok = self.admissible(fixed_ok, free, cache, sync)
+        keys = self.keys(rack_rank, free, capacity, positions)
+        candidates = np.flatnonzero(ok)
+        ranked = candidates[np.lexsort(tuple(k[candidates] for k in reversed(keys)))].tolist()
+        # A host's key changes only when it receives a VM: the rest keep their
+        # rank, and the changed ones wait in a heap.
+        changed: list[tuple[tuple, int]] = []
+        touched: set[int] = set()
+        cursor = 0
+        chosen: list[int] = []
         for _ in range(self.request.count):
-            best_key = None
+            while cursor < len(ranked) and ranked[cursor] in touched:
+                cursor += 1
             best = None
-            for load in loads:
-                if not self.admits(load):
-                    continue
-                key = (rack_rank.get(load.host.rack_id, 0), *packing_key(load), load.position)
-                if best_key is None or key < best_key:
-                    best_key, best = key, load
+            if cursor < len(ranked):
+                j = ranked[cursor]
+                best = (tuple(float(k[j]) for k in keys), j)
+            if changed and (best is None or changed[0] < best):
+                best = heapq.heappop(changed)
             if best is None:
                 raise NoPlacement(
                     f"only {len(chosen)} of {self.request.count} VMs fit within capacity, "
                     "dedicated hosts, cache thresholds and the interference table"
                 )
-            best.add(self.request)
-            chosen.append(best)
+            j = best[1]
+            touched.add(j)
+            free[j] -= self.demand
+            cache[j] += self.request.profile.cache_score
+            sync[j] |= self.sync_request
+            one = slice(j, j + 1)
+            if self.admissible(fixed_ok[one], free[one], cache[one], sync[one])[0]:
+                key = self.keys(rack_rank[one], free[one], capacity[one], positions[one])
+                heapq.heappush(changed, (tuple(float(k[0]) for k in key), j))
+            chosen.append(int(rows[j]))
         return chosen
 
-    def plan_group(self, hosts: Sequence[Host]) -> list[_Load]:
-        loads = [_Load(host, self.request.application_id, i) for i, host in enumerate(hosts)]
-        loads = self.ordered(loads)
-        if self.extreme:
-            chosen = self.fill(loads)
-            for load in chosen:
-                load.add(self.request)
-            return chosen
-        return self.mdobp(loads)
-
-
-def _cosine_key(free: Resources, capacity: Resources, demand: Resources) -> tuple[float, float]:
-    dot = norm_r = norm_q = after = 0.0
-    for f, c, d in (
-        (free.vcpus, capacity.vcpus, demand.vcpus),
-        (free.ram_mb, capacity.ram_mb, demand.ram_mb),
-    ):
-        if c <= 0:
-            continue
-        r, q = f / c, d / c
-        dot += r * q
-        norm_r += r * r
-        norm_q += q * q
-        after += (r - q) ** 2
-    cosine = 1.0 if norm_q == 0 or norm_r == 0 else dot / math.sqrt(norm_r * norm_q)
-    return (-round(cosine, _ROUND), round(math.sqrt(after), _ROUND))
+    def plan_group(self, rows: np.ndarray, group: str | None) -> Plan:
+        rows = self.ordered(rows)
+        chosen = self.fill(rows) if self.extreme else self.mdobp(rows)
+        names = self.columns.names
+        rack_ids = self.columns.rack_ids
+        return Plan(
+            hosts=tuple(names[row] for row in chosen),
+            cpu_group=group,
+            racks=tuple(dict.fromkeys(rack_ids[row] for row in chosen)),
+        )
 
 
 def plan(
     request: PlacementRequest,
-    hosts: Iterable[Host],
+    hosts: Iterable[Host] | HostColumns,
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
@@ -322,27 +351,26 @@ def plan(
     """Place ``request.count`` VMs on ``hosts``; raise :class:`NoPlacement`.
 
     ``hosts`` are the candidates (Nova's filters have already removed hosts
-    that cannot take the flavor at all); their order is the tie-breaker of
-    last resort, so pass them in a stable order (by name) for reproducible
-    plans.
+    that cannot take the flavor at all), as :class:`Host` snapshots or as
+    :class:`HostColumns` kept by the caller; their order is the tie-breaker
+    of last resort, so pass them in a stable order (by name) for
+    reproducible plans. ``hosts`` is never modified.
     """
     if request.count < 1:
         raise NoPlacement("a request needs at least one VM")
     policy = policy or Policy()
-    planner = _Planner(request, thresholds, table or InterferenceTable(), policy)
-    hosts = list(hosts)
-    if not hosts:
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
+    if not len(columns):
         raise NoPlacement("no candidate hosts")
+    planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy)
     homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
     if not homogeneous:
-        return _as_plan(planner.plan_group(hosts), None)
+        return planner.plan_group(np.arange(len(columns)), None)
 
-    groups: dict[str, list[Host]] = {}
-    for host in hosts:
-        groups.setdefault(host.cpu_group, []).append(host)
-    own_groups = {
-        h.cpu_group for h in hosts for vm in h.vms if vm.application_id == request.application_id
-    }
+    groups: dict[str, list[int]] = {}
+    for row, group in enumerate(columns.cpu_groups):
+        groups.setdefault(group, []).append(row)
+    own_groups = {columns.cpu_groups[row] for row in planner.own_rows}
     if own_groups:
         # An application already running stays on its processor type.
         groups = {g: members for g, members in groups.items() if g in own_groups}
@@ -350,7 +378,7 @@ def plan(
     reasons = []
     for group in sorted(groups):
         try:
-            candidate = _as_plan(planner.plan_group(groups[group]), group)
+            candidate = planner.plan_group(np.array(groups[group], dtype=np.int64), group)
         except NoPlacement as refusal:
             reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
             continue
@@ -362,8 +390,3 @@ def plan(
             f"no single processor group can hold all {request.count} VMs; " + "; ".join(reasons)
         )
     return best[1]
-
-
-def _as_plan(chosen: list[_Load], group: str | None) -> Plan:
-    racks = tuple(dict.fromkeys(load.host.rack_id for load in chosen))
-    return Plan(hosts=tuple(load.host.name for load in chosen), cpu_group=group, racks=racks)

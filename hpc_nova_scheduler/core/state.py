@@ -2,57 +2,74 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
-
-
-@dataclasses.dataclass
-class _HostRecord:
-    capacity: Resources
-    rack: str
-    cpu_group: str
-    vms: list[tuple[RunningVM, Resources]] = dataclasses.field(default_factory=list)
-    #: Kept as VMs come and go: the simulator asks for every host's free
-    #: resources at each placement attempt.
-    free: Resources = dataclasses.field(init=False)
-
-    def __post_init__(self) -> None:
-        self.free = self.capacity
+from hpc_nova_scheduler.core.columns import HostColumns
 
 
 class ClusterState:
-    """Hosts and the VMs placed on them."""
+    """Hosts and the VMs placed on them.
+
+    The hosts' :class:`HostColumns` are kept up to date as plans are applied
+    and applications released, so that a placement attempt reads them
+    directly instead of rebuilding a snapshot of every host.
+    """
 
     def __init__(self) -> None:
-        self._hosts: dict[str, _HostRecord] = {}
+        self._names: list[str] = []
+        self._capacity: list[Resources] = []
+        self._racks: list[str] = []
+        self._groups: list[str] = []
+        #: Per host row, its VMs and their demands, in placement order.
+        self._vms: list[list[tuple[RunningVM, Resources]]] = []
+        self._columns: HostColumns | None = None
         self._serial = 0
-        #: The hosts each application has VMs on, so a release touches only those.
-        self._placed_on: dict[str, set[str]] = {}
 
     def add_host(self, name: str, capacity: Resources, rack: str = "", cpu_group: str = "") -> None:
-        self._hosts[name] = _HostRecord(capacity, rack, cpu_group)
+        self._names.append(name)
+        self._capacity.append(capacity)
+        self._racks.append(rack)
+        self._groups.append(cpu_group)
+        self._vms.append([])
+        self._columns = None
+
+    def columns(self) -> HostColumns:
+        """The live columns for :func:`~hpc_nova_scheduler.core.algorithm.plan`."""
+        if self._columns is None:
+            columns = HostColumns(
+                self._names, self._capacity, self._capacity, self._racks, self._groups
+            )
+            for row, placed in enumerate(self._vms):
+                for vm, demand in placed:
+                    columns.free[row] -= demand.as_tuple()
+                    columns.cache_total[row] += vm.cache_score
+                    columns.count_vm(row, vm, +1)
+            self._columns = columns
+        return self._columns
 
     def hosts(self) -> list[Host]:
-        """A snapshot for :func:`~hpc_nova_scheduler.core.algorithm.plan`."""
+        """A snapshot of every host, with its VMs."""
+        columns = self.columns()
         return [
             Host(
                 name=name,
-                capacity=record.capacity,
-                free=record.free,
-                rack=record.rack,
-                cpu_group=record.cpu_group,
-                vms=tuple(vm for vm, _ in record.vms),
+                capacity=self._capacity[row],
+                free=Resources(*columns.free[row].tolist()),
+                rack=self._racks[row],
+                cpu_group=self._groups[row],
+                vms=tuple(vm for vm, _ in self._vms[row]),
             )
-            for name, record in self._hosts.items()
+            for row, name in enumerate(self._names)
         ]
 
     def apply(self, plan: Plan, request: PlacementRequest) -> list[str]:
         """Place the request's VMs as planned; return their uuids."""
+        columns = self.columns()
         uuids = []
         profile = request.profile
+        demand = request.demand.as_tuple()
         for name in plan.hosts:
             self._serial += 1
             uuid = f"{request.application_id}#{self._serial}"
@@ -63,31 +80,37 @@ class ClusterState:
                 app_name=profile.app_name,
                 application_id=request.application_id,
             )
-            record = self._hosts[name]
-            record.vms.append((vm, request.demand))
-            record.free = record.free - request.demand
-            self._placed_on.setdefault(request.application_id, set()).add(name)
+            row = columns.index[name]
+            self._vms[row].append((vm, request.demand))
+            columns.free[row] -= demand
+            columns.cache_total[row] += profile.cache_score
+            columns.count_vm(row, vm, +1)
             uuids.append(uuid)
         return uuids
 
     def release(self, application_ids: Iterable[str]) -> None:
         """Remove every VM of these applications (they finished)."""
+        columns = self.columns()
         gone = set(application_ids)
-        names = set().union(*(self._placed_on.pop(app, set()) for app in gone))
-        for name in names:
-            record = self._hosts[name]
+        rows = {row for app in gone for row in columns.by_application.get(app, {})}
+        for row in rows:
             kept = []
-            for vm, demand in record.vms:
+            for vm, demand in self._vms[row]:
                 if vm.application_id in gone:
-                    record.free = record.free + demand
+                    columns.free[row] += demand.as_tuple()
+                    columns.count_vm(row, vm, -1)
                 else:
                     kept.append((vm, demand))
-            record.vms = kept
+            self._vms[row] = kept
+            # Summed afresh in placement order, as a new look at the host would.
+            total = 0.0
+            for vm, _ in kept:
+                total += vm.cache_score
+            columns.cache_total[row] = total
 
     def vms_per_host(self, application_id: str) -> dict[str, int]:
-        counts = {}
-        for name, record in self._hosts.items():
-            n = sum(1 for vm, _ in record.vms if vm.application_id == application_id)
-            if n:
-                counts[name] = n
-        return counts
+        columns = self.columns()
+        return {
+            self._names[row]: counts[0]
+            for row, counts in sorted(columns.by_application.get(application_id, {}).items())
+        }

@@ -224,7 +224,7 @@ class Simulator:
         )
         try:
             plan = algorithm.plan(
-                request, cluster.hosts(), scenario.thresholds, policy=scenario.policy
+                request, cluster.columns(), scenario.thresholds, policy=scenario.policy
             )
         except NoPlacement:
             return False

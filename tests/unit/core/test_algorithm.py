@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -402,3 +404,79 @@ class TestInvariants(testtools.TestCase):
                 for b, app_b in names:
                     if app_a != app_b:
                         self.assertFalse(table.conflicts(a, b), host)
+
+
+# -- the fast engine against the literal one --------------------------------
+
+policies = st.builds(
+    Policy,
+    classes=st.booleans(),
+    topology=st.booleans(),
+    homogeneity=st.booleans(),
+    cache_criteria=st.booleans(),
+    interference_table=st.booleans(),
+    packing=st.sampled_from(algorithm.PACKINGS),
+)
+
+#: (class, cache score, VMs, demand, name, release an earlier application?)
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(CLASSES),
+        st.sampled_from([0.0, 2.5, 7.5, 10.0, 16.0, 29.0, 0.1, 1 / 3]),
+        st.integers(1, 9),
+        st.sampled_from(
+            [
+                Resources(1, 1024, 10),
+                Resources(2, 512, 10),
+                Resources(1, 3072, 20),
+                Resources(1, 2048 / 3, 0),
+                Resources(0, 0, 0),
+            ]
+        ),
+        st.sampled_from(["A", "B", "C", None]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=16,
+)
+
+
+class TestAgreesWithReference(testtools.TestCase):
+    """plan() over columns makes exactly the literal Algorithm 1's choices."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(clusters(), steps, policies, st.floats(20, 120), st.floats(0, 1), st.booleans())
+    def test_same_plans(self, cluster, stream, policy, alpha, beta_share, live_columns) -> None:
+        from tests.unit.core import reference_algorithm as reference
+
+        limits = Thresholds(alpha, alpha * beta_share)
+        table = InterferenceTable.from_records(
+            [InterferenceRecord("A", "B", 50, 1), InterferenceRecord("C", "C", 50, 50)], 10
+        )
+        old_policy = reference.Policy(**dataclasses.asdict(policy))
+        placed: list[str] = []
+        for i, (cls, score, count, demand, name, release) in enumerate(stream):
+            if release and placed:
+                cluster.release([placed.pop(0)])
+            app = f"app{i % 5}" if i % 3 else f"app{i}"
+            profile = ApplicationProfile(cls, score, name)
+            req = PlacementRequest(profile, demand, count, app)
+            old_req = reference.PlacementRequest(profile, demand, count, app)
+            hosts = cluster.hosts()
+            try:
+                expected = reference.plan(old_req, hosts, limits, table, old_policy)
+            except reference.NoPlacement as refusal:
+                expected = refusal.reason
+            view = cluster.columns() if live_columns else hosts
+            try:
+                got = algorithm.plan(req, view, limits, table, policy)
+            except NoPlacement as refusal:
+                self.assertEqual(expected, refusal.reason)
+                continue
+            self.assertNotIsInstance(expected, str, got)
+            self.assertEqual(
+                (expected.hosts, expected.cpu_group, expected.racks),
+                (got.hosts, got.cpu_group, got.racks),
+            )
+            cluster.apply(got, req)
+            placed.append(app)
