@@ -316,7 +316,29 @@ def _four(dist, fmt_int: str, fmt_mean: str) -> str:
     )
 
 
+def _interference_model(args: argparse.Namespace):
+    from hpc_nova_scheduler.sim import interference
+
+    options = {}
+    for item in args.interference_param:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            options[key.strip().replace("-", "_")] = float(value)
+        except ValueError:
+            raise CommandError(
+                f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
+            ) from None
+    try:
+        return interference.load(args.interference, **options)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+
+
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
+    import tqdm
+
     from hpc_nova_scheduler.sim import report, scenarios, simulator
 
     try:
@@ -328,7 +350,6 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 name.strip(),
                 alpha=args.alpha,
                 beta=beta,
-                cache_scores=cache_range,
                 runtime_factor=1 + args.runtime_adjust / 100.0,
             )
             for name in args.policies.split(",")
@@ -341,6 +362,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         ]
     except ValueError as error:
         raise CommandError(str(error)) from None
+    model = _interference_model(args)
     report_in, jobs = _with_trace(args, list)
     shape = simulator.ClusterShape.from_total_cores(
         args.cores,
@@ -351,22 +373,39 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     )
     out.write(
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
-        f"skipped); {shape.hosts} hosts of {shape.cores} cores and {shape.ram_mb:g} MB\n"
+        f"skipped); {shape.hosts} hosts of {shape.cores} cores and {shape.ram_mb:g} MB; "
+        f"interference: {args.interference}\n"
     )
     results = []
+    show = {"auto": None, "on": False, "off": True}[args.progress]
     for scenario in built:
-        sim = simulator.Simulator(
-            shape,
-            scenario,
-            seed=args.seed,
-            all_at_once=args.arrival == "zero",
-            backfill=args.backfill,
-        )
-        results.append(sim.run(jobs))
-        out.write(f"  {scenario.name}: done\n")
+        with tqdm.tqdm(
+            total=len(jobs), desc=scenario.name, unit="job", file=args.err, disable=show
+        ) as bar:
+            sim = simulator.Simulator(
+                shape,
+                scenario,
+                seed=args.seed,
+                all_at_once=args.arrival == "zero",
+                backfill=args.backfill,
+                backfill_depth=args.backfill_depth,
+                cache_scores=cache_range,
+                interference=model,
+                progress=lambda settled, bar=bar: bar.update(settled - bar.n),
+            )
+            results.append(sim.run(jobs))
     hours = [f"by {t / 3600:g} h" for t in times]
     _table(
-        ["scenario", "completed", "never fit", *hours, "makespan h", "mean wait h", "utilisation"],
+        [
+            "scenario",
+            "completed",
+            "never fit",
+            *hours,
+            "makespan h",
+            "mean wait h",
+            "utilisation",
+            "interference",
+        ],
         [
             [
                 r.scenario,
@@ -376,6 +415,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 f"{r.makespan / 3600:.1f}",
                 f"{r.mean_wait() / 3600:.2f}",
                 f"{r.utilisation():.2f}",
+                f"{r.mean_interference():.3f}",
             ]
             for r in results
         ],
@@ -601,7 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--cache-scores",
         default="0:30",
-        help="uniform range of each job's cache score (default 0:30)",
+        help="uniform range of each job's cache score, drawn once per job for every "
+        "policy (default 0:30)",
     )
     simulate.add_argument(
         "--runtime-adjust",
@@ -617,6 +658,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="jobs arrive at their submit times, or all at time zero",
     )
     simulate.add_argument("--backfill", action="store_true", help="backfill the FCFS queue")
+    simulate.add_argument(
+        "--backfill-depth",
+        type=int,
+        default=64,
+        metavar="N",
+        help="with --backfill, how many queued jobs behind the head may start (default 64)",
+    )
+    simulate.add_argument(
+        "--interference",
+        default="none",
+        metavar="MODEL",
+        help="how co-runners slow jobs down: none (seed 003) or cache-pressure "
+        "(see README); models are plugins in hpc_nova_scheduler.sim.interference",
+    )
+    simulate.add_argument(
+        "--interference-param",
+        action="append",
+        default=[],
+        metavar="KEY=NUMBER",
+        help="a parameter of the model, e.g. knee=60 or gain=1 (repeatable)",
+    )
+    simulate.add_argument(
+        "--progress",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="progress bar on standard error (auto: when it is a terminal)",
+    )
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument(
         "--times", default="1,6,24", help="hours at which to count completed jobs (default 1,6,24)"
@@ -656,6 +724,7 @@ def main(
     err = err or sys.stderr
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.err = err
     try:
         args.conf = _load_conf(args)
         return args.func(args, out)

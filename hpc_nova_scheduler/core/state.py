@@ -108,6 +108,13 @@ class ClusterState:
                 total += vm.cache_score
             columns.cache_total[row] = total
 
+    def rows_of(self, application_id: str) -> list[int]:
+        """The host rows running VMs of this application."""
+        return sorted(self.columns().by_application.get(application_id, {}))
+
+    def vms_on(self, row: int) -> list[RunningVM]:
+        return [vm for vm, _ in self._vms[row]]
+
     def vms_per_host(self, application_id: str) -> dict[str, int]:
         columns = self.columns()
         return {

@@ -20,6 +20,7 @@ def summary(result: Result, times: Sequence[float]) -> dict:
         "mean_wait_s": result.mean_wait(),
         "mean_bounded_slowdown": result.mean_bounded_slowdown(),
         "utilisation": result.utilisation(),
+        "mean_interference_slowdown": result.mean_interference(),
         "completed_by": {f"{t:g}": result.completed_by(t) for t in times},
     }
 
@@ -30,10 +31,22 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
     jobs_path = os.path.join(directory, "jobs.csv")
     with open(jobs_path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["scenario", "job_id", "submit_s", "start_s", "end_s", "processors"])
+        writer.writerow(
+            ["scenario", "job_id", "submit_s", "start_s", "end_s", "processors", "alone_run_s"]
+        )
         for result in results:
             for o in result.outcomes:
-                writer.writerow([result.scenario, o.job_id, o.submit, o.start, o.end, o.processors])
+                writer.writerow(
+                    [
+                        result.scenario,
+                        o.job_id,
+                        o.submit,
+                        o.start,
+                        o.end,
+                        o.processors,
+                        o.nominal_run,
+                    ]
+                )
     summary_path = os.path.join(directory, "summary.json")
     with open(summary_path, "w", encoding="utf-8") as stream:
         json.dump([summary(r, times) for r in results], stream, indent=2)

@@ -1,10 +1,11 @@
 """The scheduler configurations the simulator compares, by name.
 
-Trace jobs carry no application class or cache score. The cache-aware
-scenarios follow seed 003 section VII: every job gets a cache score drawn
-uniformly from a range, and run times are scaled to credit cache-aware
-placement. The HPC-aware scenario treats a job of several processors as a
-SyncHPC application and a single-processor job as AsyncHPC.
+Trace jobs carry no application class or cache score. The simulator draws
+each job's cache score (seed 003 section VII: uniform in [0, 30]); the
+cache-aware scenarios place by it, and their run times may be scaled to
+credit cache-aware placement as the paper does. The HPC-aware scenario
+treats a job of several processors as a SyncHPC application and a
+single-processor job as AsyncHPC.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ def build(
     *,
     alpha: float,
     beta: float,
-    cache_scores: tuple[float, float],
     runtime_factor: float,
 ) -> Scenario:
     """The scenario called ``name``; ``runtime_factor`` applies to cache-aware ones."""
@@ -59,13 +59,10 @@ def build(
             policy,
             thresholds,
             AppClass.SYNC_HPC,
-            cache_scores,
             runtime_factor,
         )
     if name == "hpc-aware":
-        return Scenario(
-            f"{name} beta={beta:g}", Policy(), thresholds, None, cache_scores, runtime_factor
-        )
+        return Scenario(f"{name} beta={beta:g}", Policy(), thresholds, None, runtime_factor)
     raise ValueError(f"unknown scenario {name!r}; use one of {', '.join(DESCRIPTIONS)}")
 
 

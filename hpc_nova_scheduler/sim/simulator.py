@@ -17,7 +17,7 @@ import heapq
 import itertools
 import math
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
@@ -25,6 +25,7 @@ from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
 from hpc_nova_scheduler.sim.swf import Job
 
 UNLIMITED = Thresholds(math.inf, math.inf)
@@ -75,8 +76,7 @@ class ClusterShape:
 class Scenario:
     """One scheduler configuration to replay a log under.
 
-    ``cache_scores`` draws each job's cache score uniformly from the range,
-    and ``runtime_factor`` scales every run time: seed 003's way of crediting
+    ``runtime_factor`` scales every run time: seed 003's way of crediting
     cache-aware placement (0.9 for its -10 % adjustment).
     """
 
@@ -85,7 +85,6 @@ class Scenario:
     thresholds: Thresholds = UNLIMITED
     #: The class of every job; None: SyncHPC for parallel jobs, AsyncHPC for serial ones.
     app_class: AppClass | None = AppClass.NON_HPC
-    cache_scores: tuple[float, float] | None = None
     runtime_factor: float = 1.0
 
 
@@ -96,6 +95,8 @@ class Outcome:
     start: float
     end: float
     processors: int
+    #: The run time the job would have had alone (after ``runtime_factor``).
+    nominal_run: float
 
 
 @dataclasses.dataclass
@@ -127,6 +128,11 @@ class Result:
             self.outcomes
         )
 
+    def mean_interference(self) -> float:
+        """Mean of run time over the run time alone: what co-runners cost, 1.0 for nothing."""
+        runs = [(o.end - o.start) / o.nominal_run for o in self.outcomes if o.nominal_run > 0]
+        return sum(runs) / len(runs) if runs else 1.0
+
     def utilisation(self) -> float:
         """Busy core-seconds over cores x makespan."""
         span = self.makespan - min((o.submit for o in self.outcomes), default=0.0)
@@ -139,7 +145,31 @@ class Result:
 _ARRIVAL, _FINISH = 1, 0  # finishes first at equal times: they free room
 
 
+@dataclasses.dataclass
+class _Running:
+    """A started job; with an interference model its pace changes over time."""
+
+    job: Job
+    arrival: float
+    start: float
+    nominal: float
+    #: Work left, in seconds at full speed, as of ``since``.
+    remaining: float
+    since: float
+    pace: float = 1.0
+    version: int = 0
+
+
 class Simulator:
+    """Replays jobs on one cluster shape under one scenario.
+
+    ``cache_scores`` gives every job a cache score drawn uniformly from the
+    range (seeded, the same draw for every scenario); ``interference``
+    slows co-located jobs down (see :mod:`hpc_nova_scheduler.sim.interference`);
+    ``progress`` is called with the number of jobs settled (finished or found
+    never to fit) as the replay advances.
+    """
+
     def __init__(
         self,
         shape: ClusterShape,
@@ -149,6 +179,9 @@ class Simulator:
         all_at_once: bool = False,
         backfill: bool = False,
         backfill_depth: int = 64,
+        cache_scores: tuple[float, float] | None = None,
+        interference: InterferenceModel | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         self.shape = shape
         self.scenario = scenario
@@ -156,33 +189,51 @@ class Simulator:
         self.all_at_once = all_at_once
         self.backfill = backfill
         self.backfill_depth = backfill_depth
+        self.cache_scores = cache_scores
+        self.interference = (
+            None if isinstance(interference, NoInterference | None) else interference
+        )
+        self.progress = progress
 
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
         rng = random.Random(self.seed)
-        cluster = self.shape.build()
-        events: list[tuple[float, int, int, object]] = []
-        order = itertools.count()
+        self._cluster = self.shape.build()
+        self._events: list[tuple[float, int, int, object]] = []
+        self._order = itertools.count()
+        self._running: dict[str, _Running] = {}
         first_submit: float | None = None
         for job in jobs:
             if first_submit is None:
                 first_submit = job.submit
             arrival = 0.0 if self.all_at_once else job.submit - first_submit
-            score = rng.uniform(*self.scenario.cache_scores) if self.scenario.cache_scores else 0.0
-            heapq.heappush(events, (arrival, _ARRIVAL, next(order), (job, score)))
+            score = rng.uniform(*self.cache_scores) if self.cache_scores else 0.0
+            self._push(arrival, _ARRIVAL, (job, score))
         queue: collections.deque[tuple[Job, float, float]] = collections.deque()
         outcomes: list[Outcome] = []
         never_fit: list[int] = []
-        started: dict[str, tuple[Job, float, float]] = {}
-        while events:
-            now, kind, _, payload = heapq.heappop(events)
+        reported = 0
+        while self._events:
+            now, kind, _, payload = heapq.heappop(self._events)
             if until is not None and now > until:
                 break
             if kind == _FINISH:
-                app_id = payload
-                cluster.release([app_id])
-                job, arrival, start = started.pop(app_id)
-                outcomes.append(Outcome(job.job_id, arrival, start, now, job.processors))
+                app_id, version = payload
+                running = self._running.get(app_id)
+                if running is None or running.version != version:
+                    continue  # superseded: the job's pace changed since
+                self._finish(app_id, now)
+                job = running.job
+                outcomes.append(
+                    Outcome(
+                        job.job_id,
+                        running.arrival,
+                        running.start,
+                        now,
+                        job.processors,
+                        running.nominal,
+                    )
+                )
             else:
                 job, score = payload
                 per_vm_mb = (job.memory_mb or 0.0) / job.processors
@@ -190,25 +241,32 @@ class Simulator:
                     never_fit.append(job.job_id)
                 else:
                     queue.append((job, score, now))
-            self._dispatch(now, queue, cluster, events, order, started)
+            self._dispatch(now, queue)
+            settled = len(outcomes) + len(never_fit)
+            if self.progress is not None and settled != reported:
+                self.progress(settled)
+                reported = settled
         return Result(
             self.scenario.name,
             outcomes,
             never_fit,
-            unfinished=len(queue) + len(started),
+            unfinished=len(queue) + len(self._running),
             total_cores=self.shape.total_cores,
         )
 
-    def _dispatch(self, now, queue, cluster, events, order, started) -> None:
-        while queue and self._start(queue[0], now, cluster, events, order, started):
+    def _push(self, time: float, kind: int, payload: object) -> None:
+        heapq.heappush(self._events, (time, kind, next(self._order), payload))
+
+    def _dispatch(self, now: float, queue) -> None:
+        while queue and self._start(queue[0], now):
             queue.popleft()
         if not self.backfill:
             return
         for entry in list(itertools.islice(queue, 1, self.backfill_depth)):
-            if self._start(entry, now, cluster, events, order, started):
+            if self._start(entry, now):
                 queue.remove(entry)
 
-    def _start(self, entry, now, cluster, events, order, started) -> bool:
+    def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
         memory = (job.memory_mb or 0.0) / job.processors
         scenario = self.scenario
@@ -222,6 +280,7 @@ class Simulator:
             job.processors,
             app_id,
         )
+        cluster = self._cluster
         try:
             plan = algorithm.plan(
                 request, cluster.columns(), scenario.thresholds, policy=scenario.policy
@@ -229,7 +288,48 @@ class Simulator:
         except NoPlacement:
             return False
         cluster.apply(plan, request)
-        started[app_id] = (job, arrival, now)
-        end = now + job.run_time * scenario.runtime_factor
-        heapq.heappush(events, (end, _FINISH, next(order), app_id))
+        nominal = job.run_time * scenario.runtime_factor
+        running = _Running(job, arrival, now, nominal, remaining=nominal, since=now)
+        self._running[app_id] = running
+        if self.interference is None:
+            self._push(now + nominal, _FINISH, (app_id, 0))
+        else:
+            self._repace(self._neighbours(app_id) | {app_id}, now)
         return True
+
+    def _finish(self, app_id: str, now: float) -> None:
+        neighbours = self._neighbours(app_id) if self.interference is not None else set()
+        self._cluster.release([app_id])
+        del self._running[app_id]
+        neighbours.discard(app_id)
+        self._repace(neighbours, now)
+
+    def _neighbours(self, app_id: str) -> set[str]:
+        """The applications sharing a host with ``app_id`` (and itself)."""
+        cluster = self._cluster
+        return {vm.application_id for row in cluster.rows_of(app_id) for vm in cluster.vms_on(row)}
+
+    def _repace(self, app_ids: Iterable[str], now: float) -> None:
+        """Settle the work done at the old pace and reschedule at the new one."""
+        for app_id in sorted(app_ids):
+            running = self._running[app_id]
+            running.remaining = max(0.0, running.remaining - (now - running.since) * running.pace)
+            running.since = now
+            running.pace = 1.0 / self._slowdown(app_id)
+            running.version += 1
+            self._push(now + running.remaining / running.pace, _FINISH, (app_id, running.version))
+
+    def _slowdown(self, app_id: str) -> float:
+        # A tightly coupled job advances at the pace of its slowest VM.
+        cluster = self._cluster
+        worst = 1.0
+        for row in cluster.rows_of(app_id):
+            vms = cluster.vms_on(row)
+            own = next(vm for vm in vms if vm.application_id == app_id)
+            others = list(vms)
+            others.remove(own)
+            worst = max(
+                worst,
+                self.interference.slowdown(own.cache_score, [vm.cache_score for vm in others]),
+            )
+        return worst

@@ -258,6 +258,51 @@ class TestSimulateCommand(testtools.TestCase):
         for name in ("jobs.csv", "summary.json", "completed.png"):
             self.assertTrue(os.path.getsize(os.path.join(directory, name)) > 0, name)
 
+    def small_trace(self) -> str:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "t.swf")
+        with open(path, "w") as stream:
+            for i in range(1, 9):
+                stream.write(f"{i} 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
+        return path
+
+    def test_interference_model_and_progress(self) -> None:
+        code, out, err = run(
+            "--config-file",
+            "/dev/null",
+            "simulate",
+            self.small_trace(),
+            "--cores",
+            "4",
+            "--policies",
+            "mdobp",
+            "--cache-scores",
+            "25:25",
+            "--interference",
+            "cache-pressure",
+            "--interference-param",
+            "knee=40",
+            "--progress",
+            "on",
+        )
+        self.assertEqual(0, code, err)
+        self.assertIn("interference: cache-pressure", out)
+        # Four VMs of 25 on the one host: 1 + (25/40) * (60/40).
+        self.assertIn("| 1.938", out)
+        self.assertIn("mdobp: 100%", err)
+        self.assertIn("8/8", err)
+
+    def test_bad_interference_options_are_clear_errors(self) -> None:
+        path = self.small_trace()
+        for options, message in (
+            (["--interference", "magic"], "unknown interference model 'magic'"),
+            (["--interference-param", "knee"], "expected KEY=NUMBER"),
+            (["--interference", "cache-pressure", "--interference-param", "knee=0"], "knee > 0"),
+        ):
+            code, _, err = run("--config-file", "/dev/null", "simulate", path, *options)
+            self.assertEqual(1, code, options)
+            self.assertIn(message, err)
+
     def test_unknown_policy_is_a_clear_error(self) -> None:
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, "t.swf")

@@ -57,12 +57,19 @@ class TestReplay(testtools.TestCase):
             "cache",
             app_class=AppClass.SYNC_HPC,
             thresholds=Thresholds(100, 40),
-            cache_scores=(0, 30),
         )
         jobs = [job(i, 0, 100, 1) for i in range(1, 9)]
-        first = [o.start for o in self.run_jobs(jobs, scenario, seed=7).outcomes]
-        again = [o.start for o in self.run_jobs(jobs, scenario, seed=7).outcomes]
+        first = [
+            o.start for o in self.run_jobs(jobs, scenario, seed=7, cache_scores=(0, 30)).outcomes
+        ]
+        again = [
+            o.start for o in self.run_jobs(jobs, scenario, seed=7, cache_scores=(0, 30)).outcomes
+        ]
         self.assertEqual(first, again)
+        other = [
+            o.start for o in self.run_jobs(jobs, scenario, seed=8, cache_scores=(0, 30)).outcomes
+        ]
+        self.assertNotEqual(first, other)
 
     def test_metrics(self) -> None:
         result = self.run_jobs(
