@@ -316,6 +316,22 @@ def _four(dist, fmt_int: str, fmt_mean: str) -> str:
     )
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(text: str) -> float:
+    """'24', '24h', '100000s', '90m' or '2d' in seconds; hours without a unit."""
+    text = text.strip()
+    unit = text[-1:].lower()
+    number = text[:-1] if unit in _UNITS else text
+    try:
+        return float(number) * _UNITS.get(unit, 3600.0)
+    except ValueError:
+        raise ValueError(
+            f"--times: {text!r} is not a duration such as 24, 24h or 100000s"
+        ) from None
+
+
 def _interference_model(args: argparse.Namespace):
     from hpc_nova_scheduler.sim import interference
 
@@ -344,7 +360,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     try:
         low, _, high = args.cache_scores.partition(":")
         cache_range = (float(low), float(high))
-        times = [float(t) * 3600 for t in args.times.split(",") if t.strip()]
+        times = [_duration(t) for t in args.times.split(",") if t.strip()]
         built = [
             scenarios.build(
                 name.strip(),
@@ -394,7 +410,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 progress=lambda settled, bar=bar: bar.update(settled - bar.n),
             )
             results.append(sim.run(jobs))
-    hours = [f"by {t / 3600:g} h" for t in times]
+    hours = [f"by {t / 3600:.4g} h" for t in times]
     _table(
         [
             "scenario",
@@ -687,7 +703,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument(
-        "--times", default="1,6,24", help="hours at which to count completed jobs (default 1,6,24)"
+        "--times",
+        default="1,6,24",
+        help="when to count completed jobs: hours, or with a unit s, m, h or d, "
+        "e.g. 100000s (default 1,6,24)",
     )
     simulate.add_argument(
         "--out", metavar="DIR", help="write jobs.csv, summary.json and completed.png here"

@@ -44,9 +44,16 @@ from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 
 PACKING_COSINE = "cosine"
 PACKING_LEAST_FREE_PES = "least_free_pes"
+PACKING_MOST_FREE_PES = "most_free_pes"
 PACKING_MOST_FREE_RAM = "most_free_ram"
 PACKING_FIRST_FIT = "first_fit"
-PACKINGS = (PACKING_COSINE, PACKING_LEAST_FREE_PES, PACKING_MOST_FREE_RAM, PACKING_FIRST_FIT)
+PACKINGS = (
+    PACKING_COSINE,
+    PACKING_LEAST_FREE_PES,
+    PACKING_MOST_FREE_PES,
+    PACKING_MOST_FREE_RAM,
+    PACKING_FIRST_FIT,
+)
 #: Resolution of cosine scores: closer values tie (about 1e-9).
 _GRID = 2.0**30
 #: Floating-point slack when checking that a demand fits (as Resources does).
@@ -272,6 +279,8 @@ class _Planner:
             return (rack_rank, minus_cosine, after, positions)
         if packing == PACKING_LEAST_FREE_PES:
             return (rack_rank, free[:, 0], positions)
+        if packing == PACKING_MOST_FREE_PES:
+            return (rack_rank, -free[:, 0], positions)
         if packing == PACKING_MOST_FREE_RAM:
             return (rack_rank, -free[:, 1], positions)
         return (rack_rank, positions)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
+    PACKING_MOST_FREE_PES,
     PACKING_MOST_FREE_RAM,
     Policy,
 )
@@ -23,6 +24,7 @@ from hpc_nova_scheduler.sim.simulator import UNLIMITED, Scenario
 #: name -> what it is, for --help and the output.
 DESCRIPTIONS = {
     "least-free-pes": "the paper's default: the host with the fewest free cores",
+    "most-free-pes": "CloudSim's VmAllocationPolicySimple: the host with the most free cores",
     "nova-ram": "Nova's default RAM weigher: the host with the most free RAM",
     "mdobp": "multi-dimensional online bin packing (cosine), blind to interference",
     "mdobp-cache": "MDOBP with cache scores and the alpha/beta thresholds (IFMDOBP)",
@@ -40,6 +42,8 @@ def build(
     """The scenario called ``name``; ``runtime_factor`` applies to cache-aware ones."""
     if name == "least-free-pes":
         return Scenario(name, Policy.nova_like(PACKING_LEAST_FREE_PES))
+    if name == "most-free-pes":
+        return Scenario(name, Policy.nova_like(PACKING_MOST_FREE_PES))
     if name == "nova-ram":
         return Scenario(name, Policy.nova_like(PACKING_MOST_FREE_RAM))
     if name == "mdobp":

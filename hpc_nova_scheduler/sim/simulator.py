@@ -19,6 +19,8 @@ import math
 import random
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Resources
@@ -281,10 +283,17 @@ class Simulator:
             app_id,
         )
         cluster = self._cluster
+        columns = cluster.columns()
+        # Most attempts on a busy cloud fail for plain lack of room: a cheap
+        # count of the VMs that fit at all (a necessary condition under every
+        # policy) spares the planner.
+        fit = np.floor(columns.free[:, 0] + 1e-9)
+        if memory > 0:
+            fit = np.minimum(fit, np.floor((columns.free[:, 1] + 1e-9) / memory))
+        if fit[fit > 0].sum() < job.processors:
+            return False
         try:
-            plan = algorithm.plan(
-                request, cluster.columns(), scenario.thresholds, policy=scenario.policy
-            )
+            plan = algorithm.plan(request, columns, scenario.thresholds, policy=scenario.policy)
         except NoPlacement:
             return False
         cluster.apply(plan, request)

@@ -303,6 +303,19 @@ class TestSimulateCommand(testtools.TestCase):
             self.assertEqual(1, code, options)
             self.assertIn(message, err)
 
+    def test_times_take_units(self) -> None:
+        path = self.small_trace()
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--cores", "4", "--times", "99s,2d,1"
+        )
+        self.assertEqual(0, code, err)
+        # Eight 100 s jobs on four cores: none done at 99 s, all by two days.
+        self.assertIn("by 0.0275 h | by 48 h | by 1 h", out)
+        self.assertIn("| 0           | 8       | 8      |", out)
+        code, _, err = run("--config-file", "/dev/null", "simulate", path, "--times", "soon")
+        self.assertEqual(1, code)
+        self.assertIn("'soon' is not a duration", err)
+
     def test_unknown_policy_is_a_clear_error(self) -> None:
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, "t.swf")

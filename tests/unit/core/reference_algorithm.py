@@ -52,9 +52,16 @@ from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 
 PACKING_COSINE = "cosine"
 PACKING_LEAST_FREE_PES = "least_free_pes"
+PACKING_MOST_FREE_PES = "most_free_pes"
 PACKING_MOST_FREE_RAM = "most_free_ram"
 PACKING_FIRST_FIT = "first_fit"
-PACKINGS = (PACKING_COSINE, PACKING_LEAST_FREE_PES, PACKING_MOST_FREE_RAM, PACKING_FIRST_FIT)
+PACKINGS = (
+    PACKING_COSINE,
+    PACKING_LEAST_FREE_PES,
+    PACKING_MOST_FREE_PES,
+    PACKING_MOST_FREE_RAM,
+    PACKING_FIRST_FIT,
+)
 _ROUND = 9
 
 
@@ -266,6 +273,8 @@ class _Planner:
             return lambda load: _cosine_key(load.free, load.host.capacity, demand)
         if packing == PACKING_LEAST_FREE_PES:
             return lambda load: (load.free.vcpus,)
+        if packing == PACKING_MOST_FREE_PES:
+            return lambda load: (-load.free.vcpus,)
         if packing == PACKING_MOST_FREE_RAM:
             return lambda load: (-load.free.ram_mb,)
         return lambda load: ()
