@@ -407,6 +407,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 backfill_depth=args.backfill_depth,
                 cache_scores=cache_range,
                 interference=model,
+                memory_scale=args.memory_scale,
                 progress=lambda settled, bar=bar: bar.update(settled - bar.n),
             )
             results.append(sim.run(jobs))
@@ -644,6 +645,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--cores-per-host", type=int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
     simulate.add_argument("--hosts-per-rack", type=int, default=32)
+    simulate.add_argument(
+        "--memory-scale",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="multiply every job's memory (default 1)",
+    )
     simulate.add_argument(
         "--cpu-groups", type=int, default=1, help="split the racks into this many processor groups"
     )

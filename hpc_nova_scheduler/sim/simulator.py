@@ -169,7 +169,8 @@ class Simulator:
     range (seeded, the same draw for every scenario); ``interference``
     slows co-located jobs down (see :mod:`hpc_nova_scheduler.sim.interference`);
     ``progress`` is called with the number of jobs settled (finished or found
-    never to fit) as the replay advances.
+    never to fit) as the replay advances; ``memory_scale`` multiplies every
+    job's memory (to ask what bigger-memory applications would do).
     """
 
     def __init__(
@@ -184,6 +185,7 @@ class Simulator:
         cache_scores: tuple[float, float] | None = None,
         interference: InterferenceModel | None = None,
         progress: Callable[[int], None] | None = None,
+        memory_scale: float = 1.0,
     ) -> None:
         self.shape = shape
         self.scenario = scenario
@@ -196,6 +198,7 @@ class Simulator:
             None if isinstance(interference, NoInterference | None) else interference
         )
         self.progress = progress
+        self.memory_scale = memory_scale
 
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
@@ -238,7 +241,7 @@ class Simulator:
                 )
             else:
                 job, score = payload
-                per_vm_mb = (job.memory_mb or 0.0) / job.processors
+                per_vm_mb = self._memory_per_vm(job)
                 if job.processors > self.shape.total_cores or per_vm_mb > self.shape.ram_mb:
                     never_fit.append(job.job_id)
                 else:
@@ -256,6 +259,9 @@ class Simulator:
             total_cores=self.shape.total_cores,
         )
 
+    def _memory_per_vm(self, job: Job) -> float:
+        return (job.memory_mb or 0.0) * self.memory_scale / job.processors
+
     def _push(self, time: float, kind: int, payload: object) -> None:
         heapq.heappush(self._events, (time, kind, next(self._order), payload))
 
@@ -270,7 +276,7 @@ class Simulator:
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
-        memory = (job.memory_mb or 0.0) / job.processors
+        memory = self._memory_per_vm(job)
         scenario = self.scenario
         app_id = str(job.job_id)
         app_class = scenario.app_class or (

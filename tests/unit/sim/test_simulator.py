@@ -47,6 +47,14 @@ class TestReplay(testtools.TestCase):
         result = self.run_jobs(jobs)
         self.assertEqual([0, 0, 0], sorted(o.start for o in result.outcomes))
 
+    def test_memory_scale(self) -> None:
+        # Two VMs of 1 GB share a 4 GB host; of 3 GB each needs a host of its own.
+        jobs = [job(1, 0, 100, 2, 2048), job(2, 0, 100, 2, 2048), job(3, 0, 100, 1, 2000)]
+        plain = self.run_jobs(jobs)
+        self.assertEqual(([0, 0, 0], []), ([o.start for o in plain.outcomes], plain.never_fit))
+        scaled = self.run_jobs(jobs, memory_scale=3)
+        self.assertEqual(([0, 100], [3]), ([o.start for o in scaled.outcomes], scaled.never_fit))
+
     def test_all_at_once_and_runtime_factor(self) -> None:
         scenario = simulator.Scenario("fast", runtime_factor=0.9)
         result = self.run_jobs([job(1, 500, 100, 1)], scenario, all_at_once=True)
