@@ -58,7 +58,9 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
 def plot(results: Sequence[Result], path: str, times: Sequence[float] = ()) -> None:
     """Completed jobs over time, one line per scenario (seed 003 Fig. 9).
 
-    Dashed lines mark ``times`` (seconds), where the table counts.
+    Dashed lines mark ``times`` (seconds), where the table counts; the time
+    axis stops a little after the last of them, where the comparison is (a
+    log's few longest jobs would otherwise squeeze it into a corner).
     """
     import matplotlib
 
@@ -71,6 +73,9 @@ def plot(results: Sequence[Result], path: str, times: Sequence[float] = ()) -> N
         axes.step(ends, range(1, len(ends) + 1), where="post", label=result.scenario)
     for time in times:
         axes.axvline(time / 3600.0, color="grey", linestyle="--", linewidth=0.8)
+    if times:
+        makespan = max((r.makespan for r in results), default=0.0)
+        axes.set_xlim(0, min(max(times) * 1.5, max(makespan, max(times))) / 3600.0)
     axes.set_xlabel("simulated time (hours)")
     axes.set_ylabel("completed jobs")
     axes.grid(True, alpha=0.3)

@@ -204,6 +204,7 @@ class Simulator:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
         rng = random.Random(self.seed)
         self._cluster = self.shape.build()
+        self._empty = self.shape.build()
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
         self._running: dict[str, _Running] = {}
@@ -241,11 +242,10 @@ class Simulator:
                 )
             else:
                 job, score = payload
-                per_vm_mb = self._memory_per_vm(job)
-                if job.processors > self.shape.total_cores or per_vm_mb > self.shape.ram_mb:
-                    never_fit.append(job.job_id)
-                else:
+                if self._placeable_when_empty(job, score):
                     queue.append((job, score, now))
+                else:
+                    never_fit.append(job.job_id)
             self._dispatch(now, queue)
             settled = len(outcomes) + len(never_fit)
             if self.progress is not None and settled != reported:
@@ -274,20 +274,50 @@ class Simulator:
             if self._start(entry, now):
                 queue.remove(entry)
 
+    def _request(self, job: Job, score: float) -> PlacementRequest:
+        app_class = self.scenario.app_class or (
+            AppClass.SYNC_HPC if job.processors > 1 else AppClass.ASYNC_HPC
+        )
+        return PlacementRequest(
+            ApplicationProfile(app_class, score, None),
+            Resources(1, self._memory_per_vm(job), 0),
+            job.processors,
+            str(job.job_id),
+        )
+
+    def _placeable_when_empty(self, job: Job, score: float) -> bool:
+        """Whether the job could start on the idle cloud; if not, it never will.
+
+        Nova would refuse such a request at once (no valid host); a queue
+        that kept it would block behind it forever.
+        """
+        memory = self._memory_per_vm(job)
+        shape = self.shape
+        per_host = shape.cores
+        if memory > 0:
+            per_host = min(per_host, math.floor((shape.ram_mb + 1e-9) / memory))
+        if per_host * shape.hosts < job.processors:
+            return False
+        policy = self.scenario.policy
+        if not (policy.cache_criteria or policy.classes or policy.homogeneity):
+            return True  # identical hosts: room is all that counts
+        try:
+            algorithm.plan(
+                self._request(job, score),
+                self._empty.columns(),
+                self.scenario.thresholds,
+                policy=policy,
+            )
+        except NoPlacement:
+            return False
+        return True
+
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
         memory = self._memory_per_vm(job)
         scenario = self.scenario
-        app_id = str(job.job_id)
-        app_class = scenario.app_class or (
-            AppClass.SYNC_HPC if job.processors > 1 else AppClass.ASYNC_HPC
-        )
-        request = PlacementRequest(
-            ApplicationProfile(app_class, score, None),
-            Resources(1, memory, 0),
-            job.processors,
-            app_id,
-        )
+        request = self._request(job, score)
+        app_id = request.application_id
         cluster = self._cluster
         columns = cluster.columns()
         # Most attempts on a busy cloud fail for plain lack of room: a cheap

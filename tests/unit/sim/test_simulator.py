@@ -40,6 +40,25 @@ class TestReplay(testtools.TestCase):
         self.assertEqual([1, 2], result.never_fit)
         self.assertEqual([3], [o.job_id for o in result.outcomes])
 
+    def test_jobs_that_fit_no_idle_cloud_do_not_block_the_queue(self) -> None:
+        # Three VMs of 3 GB: cores and per-VM memory fit, but each 4 GB host
+        # holds one of them and there are two hosts.
+        result = self.run_jobs([job(1, 0, 10, 3, 9216), job(2, 1, 10, 1)])
+        self.assertEqual(([1], [2]), (result.never_fit, [o.job_id for o in result.outcomes]))
+        self.assertEqual(0, result.unfinished)
+
+    def test_jobs_the_thresholds_never_admit_do_not_block_the_queue(self) -> None:
+        scenario = simulator.Scenario(
+            "beta=40",
+            Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
+            Thresholds(200, 40),
+            AppClass.SYNC_HPC,
+        )
+        # Score 25: one VM per host under beta = 40, so three VMs never fit two hosts.
+        sim = simulator.Simulator(SHAPE, scenario, cache_scores=(25, 25))
+        result = sim.run([job(1, 0, 10, 3), job(2, 1, 10, 2)])
+        self.assertEqual(([1], [2]), (result.never_fit, [o.job_id for o in result.outcomes]))
+
     def test_memory_decides_placement(self) -> None:
         # Two 2-VM jobs of 1.5 GB per VM, then a 4-VM job of 256 MB per VM:
         # they all run at once only if the big ones do not fill one host's RAM.
