@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -155,6 +156,34 @@ def _cosine_keys(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         cosine = np.where((norm_q == 0) | (norm_r == 0), 1.0, dot / np.sqrt(norm_r * norm_q))
     return -_quantize(cosine), _quantize(np.sqrt(after))
+
+
+def _cosine_key_one(free, capacity, demand) -> tuple[float, float]:
+    """:func:`_cosine_keys` for one host in Python floats, same operations, same order."""
+    dot = norm_r = norm_q = after = 0.0
+    for dim in (0, 1):
+        c = capacity[dim]
+        r = free[dim] / c if c > 0 else 0.0
+        q = demand[dim] / c if c > 0 else 0.0
+        dot = dot + r * q
+        norm_r = norm_r + r * r
+        norm_q = norm_q + q * q
+        gap = r - q
+        after = after + gap * gap
+    cosine = 1.0 if norm_q == 0 or norm_r == 0 else dot / math.sqrt(norm_r * norm_q)
+    return -float(round(cosine * _GRID)), float(round(math.sqrt(after) * _GRID))
+
+
+class _HostLoad:
+    """A host that received VMs of the request being planned."""
+
+    __slots__ = ("cache", "capacity", "free", "sync")
+
+    def __init__(self, free: list[float], capacity: list[float], cache: float, sync: bool) -> None:
+        self.free = free
+        self.capacity = capacity
+        self.cache = cache
+        self.sync = sync
 
 
 class _Planner:
@@ -307,9 +336,13 @@ class _Planner:
         candidates = np.flatnonzero(ok)
         ranked = candidates[np.lexsort(tuple(k[candidates] for k in reversed(keys)))].tolist()
         # A host's key changes only when it receives a VM: the rest keep their
-        # rank, and the changed ones wait in a heap.
+        # rank, and the changed ones wait in a heap. Changed hosts are kept
+        # as Python floats (the same IEEE operations as the arrays), because
+        # a request of hundreds of VMs would pay numpy's per-call cost per VM.
         changed: list[tuple[tuple, int]] = []
-        touched: set[int] = set()
+        touched: dict[int, _HostLoad] = {}
+        demand = self.request.demand.as_tuple()
+        score = self.request.profile.cache_score
         cursor = 0
         chosen: list[int] = []
         for _ in range(self.request.count):
@@ -327,16 +360,54 @@ class _Planner:
                     "dedicated hosts, cache thresholds and the interference table"
                 )
             j = best[1]
-            touched.add(j)
-            free[j] -= self.demand
-            cache[j] += self.request.profile.cache_score
-            sync[j] |= self.sync_request
-            one = slice(j, j + 1)
-            if self.admissible(fixed_ok[one], free[one], cache[one], sync[one])[0]:
-                key = self.keys(rack_rank[one], free[one], capacity[one], positions[one])
-                heapq.heappush(changed, (tuple(float(k[0]) for k in key), j))
+            load = touched.get(j)
+            if load is None:
+                load = touched[j] = _HostLoad(
+                    free[j].tolist(), capacity[j].tolist(), float(cache[j]), bool(sync[j])
+                )
+            load.free = [f - d for f, d in zip(load.free, demand, strict=True)]
+            load.cache += score
+            load.sync = load.sync or self.sync_request
+            if fixed_ok[j] and self.admits_one(load):
+                key = self.key_one(float(rack_rank[j]), load, float(j))
+                heapq.heappush(changed, (key, j))
             chosen.append(int(rows[j]))
         return chosen
+
+    def admits_one(self, load: _HostLoad) -> bool:
+        """:meth:`admissible` for one changed host (fixed conditions aside)."""
+        if not all(
+            d <= f + _SLACK
+            for d, f in zip(self.request.demand.as_tuple(), load.free, strict=True)
+            if d > 0
+        ):
+            return False
+        if self.policy.cache_criteria and not self.extreme:
+            total = load.cache + self.request.profile.cache_score
+            if total > self.thresholds.alpha + EPSILON:
+                return False
+            if (load.sync or self.sync_request) and total > self.thresholds.beta + EPSILON:
+                return False
+        return True
+
+    def key_one(self, rack_rank: float, load: _HostLoad, position: float) -> tuple:
+        """:meth:`keys` for one changed host, to the bit."""
+        packing = self.policy.packing
+        free = load.free
+        if packing == PACKING_COSINE:
+            minus_cosine, after = _cosine_key_one(
+                free, load.capacity, self.request.demand.as_tuple()
+            )
+            if self.topology_aware:
+                return (rack_rank, after, position)
+            return (rack_rank, minus_cosine, after, position)
+        if packing == PACKING_LEAST_FREE_PES:
+            return (rack_rank, free[0], position)
+        if packing == PACKING_MOST_FREE_PES:
+            return (rack_rank, -free[0], position)
+        if packing == PACKING_MOST_FREE_RAM:
+            return (rack_rank, -free[1], position)
+        return (rack_rank, position)
 
     def plan_group(self, rows: np.ndarray, group: str | None) -> Plan:
         rows = self.ordered(rows)
