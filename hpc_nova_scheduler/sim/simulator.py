@@ -205,6 +205,8 @@ class Simulator:
         rng = random.Random(self.seed)
         self._cluster = self.shape.build()
         self._empty = self.shape.build()
+        self._releases = 0
+        self._refused: dict[int, int] = {}
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
         self._running: dict[str, _Running] = {}
@@ -314,6 +316,17 @@ class Simulator:
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
+        # Placing VMs only ever takes room, cache budget and hosts away, so a
+        # job refused since the last release would be refused again.
+        if self._refused.get(job.job_id) == self._releases:
+            return False
+        if not self._try_start(job, score, arrival, now):
+            self._refused[job.job_id] = self._releases
+            return False
+        self._refused.pop(job.job_id, None)
+        return True
+
+    def _try_start(self, job: Job, score: float, arrival: float, now: float) -> bool:
         memory = self._memory_per_vm(job)
         scenario = self.scenario
         request = self._request(job, score)
@@ -345,6 +358,7 @@ class Simulator:
     def _finish(self, app_id: str, now: float) -> None:
         neighbours = self._neighbours(app_id) if self.interference is not None else set()
         self._cluster.release([app_id])
+        self._releases += 1
         del self._running[app_id]
         neighbours.discard(app_id)
         self._repace(neighbours, now)
