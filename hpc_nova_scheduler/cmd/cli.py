@@ -379,17 +379,26 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         raise CommandError(str(error)) from None
     model = _interference_model(args)
+    try:
+        if args.host_kinds:
+            shape = simulator.ClusterShape.of_kinds(
+                [simulator.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
+                hosts_per_rack=args.hosts_per_rack,
+            )
+        else:
+            shape = simulator.ClusterShape.from_total_cores(
+                args.cores,
+                args.cores_per_host,
+                args.ram_per_host_mb,
+                hosts_per_rack=args.hosts_per_rack,
+                cpu_groups=args.cpu_groups,
+            )
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     report_in, jobs = _with_trace(args, list)
-    shape = simulator.ClusterShape.from_total_cores(
-        args.cores,
-        args.cores_per_host,
-        args.ram_per_host_mb,
-        hosts_per_rack=args.hosts_per_rack,
-        cpu_groups=args.cpu_groups,
-    )
     out.write(
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
-        f"skipped); {shape.hosts} hosts of {shape.cores} cores and {shape.ram_mb:g} MB; "
+        f"skipped); {shape.describe()}; "
         f"interference: {args.interference}\n"
     )
     results = []
@@ -645,6 +654,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--cores-per-host", type=int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
     simulate.add_argument("--hosts-per-rack", type=int, default=32)
+    simulate.add_argument(
+        "--host-kinds",
+        metavar="KINDS",
+        help="a heterogeneous cloud instead of --cores/--cores-per-host/--ram-per-host-mb: "
+        "comma-separated COUNT:CORES:RAM_MB[:SPEED], e.g. 128:4:2048,32:8:16384:0.7; "
+        "each kind is a processor group, SPEED scales run times (1: as logged)",
+    )
     simulate.add_argument(
         "--memory-scale",
         type=float,

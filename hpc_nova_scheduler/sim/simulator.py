@@ -17,7 +17,7 @@ import heapq
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -34,8 +34,47 @@ UNLIMITED = Thresholds(math.inf, math.inf)
 
 
 @dataclasses.dataclass(frozen=True)
+class HostKind:
+    """``count`` identical hosts; ``speed`` scales how fast jobs run on them (1.0: as logged)."""
+
+    count: int
+    cores: int
+    ram_mb: float
+    speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or self.cores < 1 or self.ram_mb <= 0 or self.speed <= 0:
+            raise ValueError(f"host kind {self.describe()}: every number must be positive")
+
+    @classmethod
+    def parse(cls, text: str) -> HostKind:
+        """``COUNT:CORES:RAM_MB[:SPEED]``, e.g. ``64:8:16384:0.8``."""
+        parts = text.strip().split(":")
+        try:
+            if len(parts) not in (3, 4):
+                raise ValueError
+            return cls(int(parts[0]), int(parts[1]), float(parts[2]), *map(float, parts[3:]))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"host kind {text.strip()!r}: expected COUNT:CORES:RAM_MB[:SPEED], "
+                "e.g. 64:8:16384:0.8, every number positive"
+            ) from None
+
+    def describe(self) -> str:
+        return f"{self.count} x {self.cores} cores {self.ram_mb:g} MB speed {self.speed:g}"
+
+    def holds(self, memory_mb: float) -> int:
+        """How many one-core VMs of ``memory_mb`` one idle host takes."""
+        if memory_mb <= 0:
+            return self.cores
+        return min(self.cores, math.floor((self.ram_mb + 1e-9) / memory_mb))
+
+
+@dataclasses.dataclass(frozen=True)
 class ClusterShape:
-    """Identical hosts in racks, optionally split into processor groups."""
+    """Hosts in racks: identical ones, optionally split into processor groups,
+    or several kinds (``kinds``), each its own processor group, that may
+    differ in size and speed."""
 
     hosts: int
     cores: int
@@ -43,6 +82,7 @@ class ClusterShape:
     disk_gb: float = 0.0
     hosts_per_rack: int = 32
     cpu_groups: int = 1
+    kinds: tuple[HostKind, ...] = ()
 
     @classmethod
     def from_total_cores(
@@ -55,22 +95,58 @@ class ClusterShape:
             **kwargs,
         )
 
+    @classmethod
+    def of_kinds(cls, kinds: Sequence[HostKind], hosts_per_rack: int = 32) -> ClusterShape:
+        """A heterogeneous cloud, racks filled in the order the kinds are given."""
+        if not kinds:
+            raise ValueError("a cloud needs at least one host kind")
+        first = kinds[0]
+        return cls(
+            hosts=sum(k.count for k in kinds),
+            cores=first.cores,
+            ram_mb=first.ram_mb,
+            hosts_per_rack=hosts_per_rack,
+            kinds=tuple(kinds),
+        )
+
+    def host_kinds(self) -> tuple[HostKind, ...]:
+        return self.kinds or (HostKind(self.hosts, self.cores, self.ram_mb),)
+
     @property
     def total_cores(self) -> int:
-        return self.hosts * self.cores
+        return sum(k.count * k.cores for k in self.host_kinds())
+
+    def describe(self) -> str:
+        if not self.kinds:
+            return f"{self.hosts} hosts of {self.cores} cores and {self.ram_mb:g} MB"
+        return "; ".join(f"kind-{i}: {kind.describe()}" for i, kind in enumerate(self.kinds))
+
+    def speeds(self) -> list[float]:
+        """Each host's speed, in the order :meth:`build` adds them."""
+        return [kind.speed for kind in self.host_kinds() for _ in range(kind.count)]
+
+    def idle_capacity(self, memory_mb: float) -> int:
+        """How many one-core VMs of ``memory_mb`` the idle cloud takes."""
+        return sum(kind.count * kind.holds(memory_mb) for kind in self.host_kinds())
 
     def build(self) -> ClusterState:
         state = ClusterState()
         racks = max(1, math.ceil(self.hosts / self.hosts_per_rack))
-        for i in range(self.hosts):
-            rack = i // self.hosts_per_rack
-            group = rack * self.cpu_groups // racks
-            state.add_host(
-                f"h{i:05d}",
-                Resources(self.cores, self.ram_mb, self.disk_gb),
-                rack=f"rack-{rack}",
-                cpu_group=f"group-{group}",
-            )
+        i = 0
+        for index, kind in enumerate(self.host_kinds()):
+            for _ in range(kind.count):
+                rack = i // self.hosts_per_rack
+                if self.kinds:
+                    group = f"kind-{index}"
+                else:
+                    group = f"group-{rack * self.cpu_groups // racks}"
+                state.add_host(
+                    f"h{i:05d}",
+                    Resources(kind.cores, kind.ram_mb, self.disk_gb),
+                    rack=f"rack-{rack}",
+                    cpu_group=group,
+                )
+                i += 1
         return state
 
 
@@ -131,7 +207,8 @@ class Result:
         )
 
     def mean_interference(self) -> float:
-        """Mean of run time over the run time alone: what co-runners cost, 1.0 for nothing."""
+        """Mean of run time over the run time alone at speed 1: what co-runners
+        and slower hosts cost, 1.0 for nothing."""
         runs = [(o.end - o.start) / o.nominal_run for o in self.outcomes if o.nominal_run > 0]
         return sum(runs) / len(runs) if runs else 1.0
 
@@ -206,6 +283,8 @@ class Simulator:
         self._cluster = self.shape.build()
         self._empty = self.shape.build()
         self._releases = 0
+        self._speeds = self.shape.speeds()
+        self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
         self._refused: dict[int, int] = {}
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
@@ -293,12 +372,7 @@ class Simulator:
         Nova would refuse such a request at once (no valid host); a queue
         that kept it would block behind it forever.
         """
-        memory = self._memory_per_vm(job)
-        shape = self.shape
-        per_host = shape.cores
-        if memory > 0:
-            per_host = min(per_host, math.floor((shape.ram_mb + 1e-9) / memory))
-        if per_host * shape.hosts < job.processors:
+        if self.shape.idle_capacity(self._memory_per_vm(job)) < job.processors:
             return False
         policy = self.scenario.policy
         if not (policy.cache_criteria or policy.classes or policy.homogeneity):
@@ -349,8 +423,10 @@ class Simulator:
         nominal = job.run_time * scenario.runtime_factor
         running = _Running(job, arrival, now, nominal, remaining=nominal, since=now)
         self._running[app_id] = running
-        if self.interference is None:
+        if self.interference is None and self._uniform_speed:
             self._push(now + nominal, _FINISH, (app_id, 0))
+        elif self.interference is None:
+            self._repace([app_id], now)
         else:
             self._repace(self._neighbours(app_id) | {app_id}, now)
         return True
@@ -374,21 +450,24 @@ class Simulator:
             running = self._running[app_id]
             running.remaining = max(0.0, running.remaining - (now - running.since) * running.pace)
             running.since = now
-            running.pace = 1.0 / self._slowdown(app_id)
+            running.pace = self._pace(app_id)
             running.version += 1
             self._push(now + running.remaining / running.pace, _FINISH, (app_id, running.version))
 
-    def _slowdown(self, app_id: str) -> float:
-        # A tightly coupled job advances at the pace of its slowest VM.
+    def _pace(self, app_id: str) -> float:
+        """Work per second: each VM runs at its host's speed over its slowdown,
+        and a tightly coupled job advances at the pace of its slowest VM."""
         cluster = self._cluster
-        worst = 1.0
+        slowest = math.inf
         for row in cluster.rows_of(app_id):
-            vms = cluster.vms_on(row)
-            own = next(vm for vm in vms if vm.application_id == app_id)
-            others = list(vms)
-            others.remove(own)
-            worst = max(
-                worst,
-                self.interference.slowdown(own.cache_score, [vm.cache_score for vm in others]),
-            )
-        return worst
+            slowdown = 1.0
+            if self.interference is not None:
+                vms = cluster.vms_on(row)
+                own = next(vm for vm in vms if vm.application_id == app_id)
+                others = list(vms)
+                others.remove(own)
+                slowdown = self.interference.slowdown(
+                    own.cache_score, [vm.cache_score for vm in others]
+                )
+            slowest = min(slowest, self._speeds[row] / slowdown)
+        return slowest

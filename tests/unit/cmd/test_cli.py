@@ -316,6 +316,19 @@ class TestSimulateCommand(testtools.TestCase):
         self.assertEqual(1, code)
         self.assertIn("'soon' is not a duration", err)
 
+    def test_host_kinds(self) -> None:
+        path = self.small_trace()
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--host-kinds", "1:4:2048,1:4:2048:0.5"
+        )
+        self.assertEqual(0, code, err)
+        self.assertIn(
+            "kind-0: 1 x 4 cores 2048 MB speed 1; kind-1: 1 x 4 cores 2048 MB speed 0.5", out
+        )
+        code, _, err = run("--config-file", "/dev/null", "simulate", path, "--host-kinds", "4:2048")
+        self.assertEqual(1, code)
+        self.assertIn("host kind '4:2048': expected COUNT:CORES:RAM_MB[:SPEED]", err)
+
     def test_unknown_policy_is_a_clear_error(self) -> None:
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, "t.swf")

@@ -113,3 +113,46 @@ class TestReplay(testtools.TestCase):
         hosts = shape.build().hosts()
         self.assertEqual((256, 1024), (len(hosts), shape.total_cores))
         self.assertEqual({"group-0", "group-1"}, {h.cpu_group for h in hosts})
+
+
+class TestHeterogeneousCloud(testtools.TestCase):
+    FAST_AND_SLOW = simulator.ClusterShape.of_kinds(
+        [simulator.HostKind(1, 4, 4096), simulator.HostKind(1, 4, 4096, speed=0.5)]
+    )
+
+    def test_host_kinds_parse(self) -> None:
+        self.assertEqual(
+            simulator.HostKind(64, 8, 16384, 0.8), simulator.HostKind.parse(" 64:8:16384:0.8")
+        )
+        self.assertEqual(simulator.HostKind(2, 4, 2048), simulator.HostKind.parse("2:4:2048"))
+        for bad in ("2:4", "a:4:2048", "2:4:2048:0", "0:4:2048", "1:2:3:4:5"):
+            error = self.assertRaises(ValueError, simulator.HostKind.parse, bad)
+            self.assertIn("COUNT:CORES:RAM_MB[:SPEED]", str(error))
+
+    def test_kinds_are_processor_groups_with_their_own_shape(self) -> None:
+        shape = simulator.ClusterShape.of_kinds(
+            [simulator.HostKind(2, 4, 2048), simulator.HostKind(1, 8, 16384, 0.7)]
+        )
+        hosts = shape.build().hosts()
+        self.assertEqual(
+            [("kind-0", 4), ("kind-0", 4), ("kind-1", 8)],
+            [(h.cpu_group, h.capacity.vcpus) for h in hosts],
+        )
+        self.assertEqual((16, [1.0, 1.0, 0.7]), (shape.total_cores, shape.speeds()))
+        # 4 GB VMs: none on the 2 GB hosts, four on the 16 GB one.
+        self.assertEqual(4, shape.idle_capacity(4096))
+
+    def test_a_job_split_over_fast_and_slow_hosts_runs_at_the_slow_pace(self) -> None:
+        sim = simulator.Simulator(self.FAST_AND_SLOW, simulator.Scenario("mdobp"))
+        result = sim.run([job(1, 0, 100, 6)])
+        self.assertEqual([200.0], [o.end for o in result.outcomes])
+        self.assertEqual(2.0, result.mean_interference())
+
+    def test_the_hpc_aware_policy_keeps_a_job_on_one_kind(self) -> None:
+        hpc = simulator.Scenario("hpc-aware", Policy(), app_class=None)
+        result = simulator.Simulator(self.FAST_AND_SLOW, hpc).run(
+            [job(1, 0, 100, 6), job(2, 1, 100, 4)]
+        )
+        # Six VMs fit no single kind: refused rather than split; four fit the fast host.
+        self.assertEqual([1], result.never_fit)
+        self.assertEqual([(2, 101.0)], [(o.job_id, o.end) for o in result.outcomes])
