@@ -53,6 +53,7 @@ def main() -> int:
     parser.add_argument("--ram-mb", type=float, default=2048)
     parser.add_argument("--skip-whole", action="store_true", help="only the growth table")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows when piped to a file
     if not os.path.exists(args.trace):
         print(f"no trace at {args.trace}; pass --trace", file=sys.stderr)
         return 2

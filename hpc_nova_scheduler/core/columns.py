@@ -84,7 +84,7 @@ class HostColumns:
             for vm in host.vms:
                 columns.count_vm(row, vm, +1)
             # Summed in VM order, as a fresh look at the host would.
-            columns.cache_total[row] = _ordered_sum(vm.cache_score for vm in host.vms)
+            columns.cache_total[row] = ordered_sum(vm.cache_score for vm in host.vms)
         return columns
 
     def count_vm(self, row: int, vm: RunningVM, sign: int) -> None:
@@ -117,7 +117,8 @@ def _tally(index: dict, key, row: int, sign: int) -> None:
             del index[key]
 
 
-def _ordered_sum(values: Iterable[float]) -> float:
+def ordered_sum(values: Iterable[float]) -> float:
+    """Left to right from 0.0, so every place that sums a host's cache scores agrees to the bit."""
     total = 0.0
     for value in values:
         total += value

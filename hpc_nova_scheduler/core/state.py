@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
-from hpc_nova_scheduler.core.columns import HostColumns
+from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
 
 
 class ClusterState:
@@ -103,10 +103,7 @@ class ClusterState:
                     kept.append((vm, demand))
             self._vms[row] = kept
             # Summed afresh in placement order, as a new look at the host would.
-            total = 0.0
-            for vm, _ in kept:
-                total += vm.cache_score
-            columns.cache_total[row] = total
+            columns.cache_total[row] = ordered_sum(vm.cache_score for vm, _ in kept)
 
     def rows_of(self, application_id: str) -> list[int]:
         """The host rows running VMs of this application."""
