@@ -48,12 +48,16 @@ PACKING_LEAST_FREE_PES = "least_free_pes"
 PACKING_MOST_FREE_PES = "most_free_pes"
 PACKING_MOST_FREE_RAM = "most_free_ram"
 PACKING_FIRST_FIT = "first_fit"
+#: Nova's default RAM and CPU weighers: free RAM plus free vCPUs, each
+#: min-max normalised over the hosts that can take the VM, highest first.
+PACKING_NOVA_WEIGHERS = "nova_weighers"
 PACKINGS = (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
     PACKING_MOST_FREE_PES,
     PACKING_MOST_FREE_RAM,
     PACKING_FIRST_FIT,
+    PACKING_NOVA_WEIGHERS,
 )
 #: Resolution of cosine scores: closer values tie (about 1e-9).
 _GRID = 2.0**30
@@ -172,6 +176,14 @@ def _cosine_key_one(free, capacity, demand) -> tuple[float, float]:
         after = after + gap * gap
     cosine = 1.0 if norm_q == 0 or norm_r == 0 else dot / math.sqrt(norm_r * norm_q)
     return -float(round(cosine * _GRID)), float(round(math.sqrt(after) * _GRID))
+
+
+def _normalised(values: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1] as nova.weights.normalize does; all equal: all 0."""
+    low, high = values.min(), values.max()
+    if high == low:
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
 
 
 class _HostLoad:
@@ -331,6 +343,8 @@ class _Planner:
         cache = columns.cache_total[rows]
         sync = columns.sync_vms[rows] > 0
         fixed_ok = self.fixed_ok[rows]
+        if self.policy.packing == PACKING_NOVA_WEIGHERS:
+            return self.weighed(rows, rack_rank, positions, free, cache, sync, fixed_ok)
         ok = self.admissible(fixed_ok, free, cache, sync)
         keys = self.keys(rack_rank, free, capacity, positions)
         candidates = np.flatnonzero(ok)
@@ -371,6 +385,26 @@ class _Planner:
             if fixed_ok[j] and self.admits_one(load):
                 key = self.key_one(float(rack_rank[j]), load, float(j))
                 heapq.heappush(changed, (key, j))
+            chosen.append(int(rows[j]))
+        return chosen
+
+    def weighed(self, rows, rack_rank, positions, free, cache, sync, fixed_ok) -> list[int]:
+        """Nova's weighing, one VM at a time: normalising over the hosts that
+        can take the VM makes every host's weight depend on all the others,
+        so each VM weighs them all again (as Nova does each round)."""
+        chosen: list[int] = []
+        for _ in range(self.request.count):
+            candidates = np.flatnonzero(self.admissible(fixed_ok, free, cache, sync))
+            if not candidates.size:
+                raise NoPlacement(
+                    f"only {len(chosen)} of {self.request.count} VMs fit within capacity, "
+                    "dedicated hosts, cache thresholds and the interference table"
+                )
+            weight = _normalised(free[candidates, 1]) + _normalised(free[candidates, 0])
+            j = candidates[np.lexsort((positions[candidates], -weight, rack_rank[candidates]))[0]]
+            free[j] -= self.demand
+            cache[j] += self.request.profile.cache_score
+            sync[j] |= self.sync_request
             chosen.append(int(rows[j]))
         return chosen
 

@@ -15,6 +15,7 @@ from hpc_nova_scheduler.core.algorithm import (
     PACKING_LEAST_FREE_PES,
     PACKING_MOST_FREE_PES,
     PACKING_MOST_FREE_RAM,
+    PACKING_NOVA_WEIGHERS,
     Policy,
 )
 from hpc_nova_scheduler.core.criteria import Thresholds
@@ -25,6 +26,7 @@ from hpc_nova_scheduler.sim.simulator import UNLIMITED, Scenario
 DESCRIPTIONS = {
     "least-free-pes": "the paper's default: the host with the fewest free cores",
     "most-free-pes": "CloudSim's VmAllocationPolicySimple: the host with the most free cores",
+    "nova-default": "Nova's default RAM and CPU weighers, normalised and summed",
     "nova-ram": "Nova's default RAM weigher: the host with the most free RAM",
     "mdobp": "multi-dimensional online bin packing (cosine), blind to interference",
     "mdobp-cache": "MDOBP with cache scores and the alpha/beta thresholds (IFMDOBP)",
@@ -44,6 +46,8 @@ def build(
         return Scenario(name, Policy.nova_like(PACKING_LEAST_FREE_PES))
     if name == "most-free-pes":
         return Scenario(name, Policy.nova_like(PACKING_MOST_FREE_PES))
+    if name == "nova-default":
+        return Scenario(name, Policy.nova_like(PACKING_NOVA_WEIGHERS))
     if name == "nova-ram":
         return Scenario(name, Policy.nova_like(PACKING_MOST_FREE_RAM))
     if name == "mdobp":
