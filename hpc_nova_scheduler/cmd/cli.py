@@ -402,10 +402,10 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         f"interference: {args.interference}\n"
     )
     results = []
-    show = {"auto": None, "on": False, "off": True}[args.progress]
+    disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
     for scenario in built:
         with tqdm.tqdm(
-            total=len(jobs), desc=scenario.name, unit="job", file=args.err, disable=show
+            total=len(jobs), desc=scenario.name, unit="job", file=args.err, disable=disable_bar
         ) as bar:
             sim = simulator.Simulator(
                 shape,

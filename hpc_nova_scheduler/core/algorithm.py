@@ -217,7 +217,9 @@ class _Planner:
         self.extreme = cls is AppClass.EXTREME_HPC
         self.topology_aware = policy.topology and cls.topology_aware
         self.sync_request = request.app_class is AppClass.SYNC_HPC
-        self.demand = np.array(request.demand.as_tuple(), dtype=float)
+        #: The demand as a tuple for one-host rescoring, as an array for the columns.
+        self.demand_tuple = request.demand.as_tuple()
+        self.demand = np.array(self.demand_tuple, dtype=float)
         self.dims = self.demand > 0
         size = len(columns)
 
@@ -355,7 +357,7 @@ class _Planner:
         # a request of hundreds of VMs would pay numpy's per-call cost per VM.
         changed: list[tuple[tuple, int]] = []
         touched: dict[int, _HostLoad] = {}
-        demand = self.request.demand.as_tuple()
+        demand = self.demand_tuple
         score = self.request.profile.cache_score
         cursor = 0
         chosen: list[int] = []
@@ -369,10 +371,7 @@ class _Planner:
             if changed and (best is None or changed[0] < best):
                 best = heapq.heappop(changed)
             if best is None:
-                raise NoPlacement(
-                    f"only {len(chosen)} of {self.request.count} VMs fit within capacity, "
-                    "dedicated hosts, cache thresholds and the interference table"
-                )
+                raise self.short_of(len(chosen))
             j = best[1]
             load = touched.get(j)
             if load is None:
@@ -396,10 +395,7 @@ class _Planner:
         for _ in range(self.request.count):
             candidates = np.flatnonzero(self.admissible(fixed_ok, free, cache, sync))
             if not candidates.size:
-                raise NoPlacement(
-                    f"only {len(chosen)} of {self.request.count} VMs fit within capacity, "
-                    "dedicated hosts, cache thresholds and the interference table"
-                )
+                raise self.short_of(len(chosen))
             weight = _normalised(free[candidates, 1]) + _normalised(free[candidates, 0])
             j = candidates[np.lexsort((positions[candidates], -weight, rack_rank[candidates]))[0]]
             free[j] -= self.demand
@@ -408,12 +404,16 @@ class _Planner:
             chosen.append(int(rows[j]))
         return chosen
 
+    def short_of(self, placed: int) -> NoPlacement:
+        return NoPlacement(
+            f"only {placed} of {self.request.count} VMs fit within capacity, "
+            "dedicated hosts, cache thresholds and the interference table"
+        )
+
     def admits_one(self, load: _HostLoad) -> bool:
         """:meth:`admissible` for one changed host (fixed conditions aside)."""
         if not all(
-            d <= f + _SLACK
-            for d, f in zip(self.request.demand.as_tuple(), load.free, strict=True)
-            if d > 0
+            d <= f + _SLACK for d, f in zip(self.demand_tuple, load.free, strict=True) if d > 0
         ):
             return False
         if self.policy.cache_criteria and not self.extreme:

@@ -376,7 +376,7 @@ class Simulator:
             return False
         policy = self.scenario.policy
         if not (policy.cache_criteria or policy.classes or policy.homogeneity):
-            return True  # identical hosts: room is all that counts
+            return True  # no thresholds, classes or groups: room is all that counts
         try:
             algorithm.plan(
                 self._request(job, score),
@@ -425,22 +425,26 @@ class Simulator:
         self._running[app_id] = running
         if self.interference is None and self._uniform_speed:
             self._push(now + nominal, _FINISH, (app_id, 0))
-        elif self.interference is None:
-            self._repace([app_id], now)
         else:
-            self._repace(self._neighbours(app_id) | {app_id}, now)
+            self._repace(self._affected(app_id) | {app_id}, now)
         return True
 
     def _finish(self, app_id: str, now: float) -> None:
-        neighbours = self._neighbours(app_id) if self.interference is not None else set()
+        neighbours = self._affected(app_id)
         self._cluster.release([app_id])
         self._releases += 1
         del self._running[app_id]
         neighbours.discard(app_id)
         self._repace(neighbours, now)
 
-    def _neighbours(self, app_id: str) -> set[str]:
-        """The applications sharing a host with ``app_id`` (and itself)."""
+    def _affected(self, app_id: str) -> set[str]:
+        """The applications whose pace ``app_id`` arriving or leaving changes
+        (itself included while it runs).
+
+        Only an interference model couples jobs: host speeds do not.
+        """
+        if self.interference is None:
+            return set()
         cluster = self._cluster
         return {vm.application_id for row in cluster.rows_of(app_id) for vm in cluster.vms_on(row)}
 
