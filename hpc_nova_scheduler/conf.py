@@ -72,7 +72,25 @@ suffers a slowdown above this value when sharing a host with the other.
     ),
 ]
 
-record_opts = []
+record_opts = [
+    cfg.IntOpt(
+        "claim_timeout",
+        default=600,
+        min=1,
+        help="""
+Seconds a scheduler's claim on hosts lasts at most.
+
+Before Nova places the first VM of an HPC request, the plugin claims the
+cache budget and dedication its plan needs (and one slot on each alternate
+host) in the plugin database, so that requests scheduled at the same time by
+other threads or nova-scheduler workers count them. A claim ends as soon as
+its VMs are recorded and their builds have settled (active, failed or
+deleted); this timeout only ends the claims of a scheduler that died or lost
+its request midway. It should exceed the time a build can take, including a
+reschedule to an alternate host.
+""",
+    ),
+]
 
 database_opts = [
     cfg.StrOpt(

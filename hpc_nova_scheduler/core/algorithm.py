@@ -38,7 +38,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from hpc_nova_scheduler.core.cluster import Host, Resources
+from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
@@ -504,3 +504,69 @@ def plan(
             f"no single processor group can hold all {request.count} VMs; " + "; ".join(reasons)
         )
     return best[1]
+
+
+def alternates(
+    request: PlacementRequest,
+    hosts: Iterable[Host] | HostColumns,
+    chosen: Plan,
+    thresholds: Thresholds,
+    table: InterferenceTable | None = None,
+    policy: Policy | None = None,
+    limit: int = 2,
+) -> tuple[str, ...]:
+    """Hosts outside ``chosen`` where any one VM of the request may be rebuilt.
+
+    Nova's conductor retries a VM whose build failed on the alternates it
+    was given, without asking the scheduler again. An alternate therefore
+    has to keep every rule with the whole plan in place: it is in the plan's
+    processor group, dedicated or free of dedicated VMs as the class needs,
+    free of harmful partners, within the cache thresholds, and has room for
+    one VM. They come in Algorithm 1's order (the plan's racks first, then
+    the roomiest racks), at most ``limit`` of them.
+    """
+    if limit <= 0:
+        return ()
+    policy = policy or Policy()
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
+    after = columns.copy()
+    profile = request.profile
+    for name in chosen.hosts:
+        vm = RunningVM(
+            uuid=f"{request.application_id}#planned",
+            app_class=profile.app_class,
+            cache_score=profile.cache_score,
+            app_name=profile.app_name,
+            application_id=request.application_id,
+        )
+        after.place(after.index[name], vm, request.demand)
+    one = dataclasses.replace(request, count=1)
+    planner = _Planner(one, after, thresholds, table or InterferenceTable(), policy)
+    homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
+    rows = np.array(
+        [
+            row
+            for row, group in enumerate(after.cpu_groups)
+            if not homogeneous or group == chosen.cpu_group
+        ],
+        dtype=np.int64,
+    )
+    if not rows.size:
+        return ()
+    ordered = planner.ordered(rows)
+    ok = planner.capacity[ordered] > 0
+    ok &= planner.admissible(
+        planner.fixed_ok[ordered],
+        after.free[ordered],
+        after.cache_total[ordered],
+        after.sync_vms[ordered] > 0,
+    )
+    planned = set(chosen.hosts)
+    found: list[str] = []
+    for row in ordered[ok].tolist():
+        name = after.names[row]
+        if name not in planned:
+            found.append(name)
+            if len(found) == limit:
+                break
+    return tuple(found)

@@ -87,6 +87,28 @@ class HostColumns:
             columns.cache_total[row] = ordered_sum(vm.cache_score for vm in host.vms)
         return columns
 
+    def copy(self) -> HostColumns:
+        """An independent copy, to try changes on without touching this one."""
+        other = HostColumns.__new__(HostColumns)
+        other.__dict__.update(self.__dict__)
+        for name in ("capacity", "free", "cache_total", "vms", "sync_vms", "extreme_vms"):
+            setattr(other, name, getattr(self, name).copy())
+        other.by_application = {
+            app: {row: list(counts) for row, counts in rows.items()}
+            for app, rows in self.by_application.items()
+        }
+        other.by_name = {name: dict(rows) for name, rows in self.by_name.items()}
+        other.by_application_name = {
+            key: dict(rows) for key, rows in self.by_application_name.items()
+        }
+        return other
+
+    def place(self, row: int, vm: RunningVM, demand: Resources) -> None:
+        """Account for ``vm`` of ``demand`` placed on host ``row``."""
+        self.free[row] -= demand.as_tuple()
+        self.cache_total[row] += vm.cache_score
+        self.count_vm(row, vm, +1)
+
     def count_vm(self, row: int, vm: RunningVM, sign: int) -> None:
         """Count ``vm`` on host ``row`` in (+1) or out (-1); not its cache score."""
         extreme = vm.app_class is AppClass.EXTREME_HPC

@@ -43,9 +43,7 @@ class ClusterState:
             )
             for row, placed in enumerate(self._vms):
                 for vm, demand in placed:
-                    columns.free[row] -= demand.as_tuple()
-                    columns.cache_total[row] += vm.cache_score
-                    columns.count_vm(row, vm, +1)
+                    columns.place(row, vm, demand)
             self._columns = columns
         return self._columns
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
-from sqlalchemy import delete, select
+from oslo_utils import timeutils
+from sqlalchemy import delete, select, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
@@ -69,6 +71,58 @@ class RunningVM:
     project_id: str | None = None
     #: When the row was written, i.e. when the VM was placed.
     placed_at: datetime.datetime | None = dataclasses.field(default=None, compare=False)
+    #: The claim the VM was placed under, if any.
+    claim_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        return host_key(self.host, self.nodename)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One host's share of a claim: one row of ``app_claims``."""
+
+    claim_id: str
+    #: The first instance of the claim's request.
+    instance_uuid: str
+    application_id: str
+    host: str
+    nodename: str
+    app_class: AppClass
+    cache_score: float
+    vms: int = 0
+    spare: int = 0
+    app_name: str | None = None
+    project_id: str | None = None
+    cell_uuid: str | None = None
+
+    @property
+    def key(self) -> str:
+        return host_key(self.host, self.nodename)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimView:
+    """What runs and is claimed, read under the claim's locks."""
+
+    #: Rows on the claim's hosts, and every row of the application.
+    running: list[RunningVM]
+    #: Live claims on the claim's hosts, and every live claim of the application.
+    claims: list[Claim]
+
+
+def host_key(host: str, nodename: str | None) -> str:
+    """A host's name, with its node where the two differ (as the scheduler names it)."""
+    return host if nodename in (None, host) else f"{host}/{nodename}"
+
+
+def lock_name(kind: str, name: str) -> str:
+    """The ``app_locks`` row of a host or an application."""
+    full = f"{kind}:{name}"
+    if len(full) <= models.NAME_LENGTH:
+        return full
+    return f"{kind}#" + hashlib.sha256(name.encode()).hexdigest()
 
 
 _CLASSES = {member.value: member for member in AppClass}
@@ -86,11 +140,23 @@ def _running_columns() -> tuple:
         table.c.request_id,
         table.c.project_id,
         table.c.created_at,
+        table.c.claim_id,
     )
 
 
 def _running_from_tuple(row) -> RunningVM:
-    uuid, host, app_class, cache_score, app_name, nodename, request_id, project_id, created = row
+    (
+        uuid,
+        host,
+        app_class,
+        cache_score,
+        app_name,
+        nodename,
+        request_id,
+        project_id,
+        created,
+        claim_id,
+    ) = row
     return RunningVM(
         instance_uuid=uuid,
         host=host,
@@ -101,6 +167,24 @@ def _running_from_tuple(row) -> RunningVM:
         request_id=request_id,
         project_id=project_id,
         placed_at=created,
+        claim_id=claim_id,
+    )
+
+
+def _claim_from_row(row: models.AppClaim) -> Claim:
+    return Claim(
+        claim_id=row.claim_id,
+        instance_uuid=row.instance_uuid,
+        application_id=row.application_id,
+        host=row.host,
+        nodename=row.nodename,
+        app_class=_CLASSES.get(row.app_class) or AppClass.parse(row.app_class),
+        cache_score=row.cache_score,
+        vms=row.vms,
+        spare=row.spare,
+        app_name=row.app_name,
+        project_id=row.project_id,
+        cell_uuid=row.cell_uuid,
     )
 
 
@@ -157,6 +241,38 @@ def _apply(row: object, columns: dict) -> bool:
             setattr(row, name, value)
             changed = True
     return changed
+
+
+def _upsert_running(session, vms: Sequence[RunningVM]) -> None:
+    existing = (
+        {
+            row.instance_uuid: row
+            for row in session.scalars(
+                select(models.AppRunning).where(
+                    models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
+                )
+            )
+        }
+        if vms
+        else {}
+    )
+    for vm in vms:
+        columns = {
+            "host": vm.host,
+            "nodename": vm.nodename,
+            "app_name": vm.app_name,
+            "app_class": vm.app_class.value,
+            "cache_score": vm.cache_score,
+            "request_id": vm.request_id,
+            "project_id": vm.project_id,
+        }
+        if vm.claim_id is not None:
+            columns["claim_id"] = vm.claim_id
+        row = existing.get(vm.instance_uuid)
+        if row is None:
+            session.add(models.AppRunning(instance_uuid=vm.instance_uuid, **columns))
+        else:
+            _apply(row, columns)
 
 
 class Database:
@@ -330,33 +446,7 @@ class Database:
     def record_running(self, vms: Sequence[RunningVM]) -> None:
         """Insert or refresh ``app_running`` rows, keyed by instance."""
         with self._writer() as session:
-            existing = (
-                {
-                    row.instance_uuid: row
-                    for row in session.scalars(
-                        select(models.AppRunning).where(
-                            models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
-                        )
-                    )
-                }
-                if vms
-                else {}
-            )
-            for vm in vms:
-                columns = {
-                    "host": vm.host,
-                    "nodename": vm.nodename,
-                    "app_name": vm.app_name,
-                    "app_class": vm.app_class.value,
-                    "cache_score": vm.cache_score,
-                    "request_id": vm.request_id,
-                    "project_id": vm.project_id,
-                }
-                row = existing.get(vm.instance_uuid)
-                if row is None:
-                    session.add(models.AppRunning(instance_uuid=vm.instance_uuid, **columns))
-                else:
-                    _apply(row, columns)
+            _upsert_running(session, vms)
 
     @_retry_on_deadlock
     def forget_running(self, instance_uuids: Iterable[str]) -> int:
@@ -406,3 +496,213 @@ class Database:
                 ):
                     found[row[0]] = _running_from_tuple(row)
         return list(found.values())
+
+    # -- claims -----------------------------------------------------------
+
+    @oslo_db_api.wrap_db_retry(
+        max_retries=5,
+        retry_interval=0.05,
+        exception_checker=lambda error: isinstance(error, db_exc.DBDuplicateEntry),
+    )
+    def _ensure_locks(self, names: Sequence[str]) -> None:
+        # Lock rows are created once, outside the claiming transaction, so
+        # that it only ever locks existing rows; two schedulers creating the
+        # same row at once collide harmlessly and try again.
+        with self._writer() as session:
+            table = models.AppLock.__table__
+            existing = set(session.scalars(select(table.c.name).where(table.c.name.in_(names))))
+            for name in names:
+                if name not in existing:
+                    session.add(models.AppLock(name=name, generation=0))
+
+    @_retry_on_deadlock
+    def claim(
+        self,
+        claims: Sequence[Claim],
+        check: Callable[[ClaimView], str | None],
+        *,
+        ttl: float,
+        extra_locks: Sequence[str] = (),
+    ) -> str | None:
+        """Write ``claims`` if ``check`` finds nothing against them; else say why.
+
+        In one transaction: lock the claims' hosts and their application
+        (and ``extra_locks``), read what runs and is claimed there now, ask
+        ``check``, and write the claims only if it answers None. Two
+        schedulers claiming the same host are thereby serialised, and the
+        second one sees the first one's claim. ``ttl`` seconds from now the
+        claims expire, in case their scheduler never comes back to them.
+        """
+        if not claims:
+            return None
+        application_id = claims[0].application_id
+        hosts = sorted({claim.host for claim in claims})
+        names = sorted(
+            {lock_name("host", claim.key) for claim in claims}
+            | {lock_name("app", application_id)}
+            | set(extra_locks)
+        )
+        self._ensure_locks(names)
+        locks = models.AppLock.__table__
+        with self._writer() as session:
+            if session.get_bind().dialect.name == "sqlite":
+                # SQLite has no row locks: the first write of a transaction
+                # takes the database's write lock, which serialises claims.
+                session.execute(
+                    update(locks)
+                    .where(locks.c.name.in_(names))
+                    .values(generation=locks.c.generation + 1)
+                )
+            else:
+                session.execute(
+                    select(locks.c.name)
+                    .where(locks.c.name.in_(names))
+                    .order_by(locks.c.name)
+                    .with_for_update()
+                ).all()
+            view = self._claim_view(session, hosts, application_id)
+            reason = check(view)
+            if reason is not None:
+                return reason
+            expires = timeutils.utcnow() + datetime.timedelta(seconds=ttl)
+            for claim in claims:
+                session.add(
+                    models.AppClaim(
+                        claim_id=claim.claim_id,
+                        instance_uuid=claim.instance_uuid,
+                        application_id=claim.application_id,
+                        host=claim.host,
+                        nodename=claim.nodename,
+                        cell_uuid=claim.cell_uuid,
+                        vms=claim.vms,
+                        spare=claim.spare,
+                        app_name=claim.app_name,
+                        app_class=claim.app_class.value,
+                        cache_score=claim.cache_score,
+                        project_id=claim.project_id,
+                        expires_at=expires,
+                    )
+                )
+        return None
+
+    @staticmethod
+    def _claim_view(session, hosts: Sequence[str], application_id: str) -> ClaimView:
+        running_table = models.AppRunning.__table__
+        found: dict[str, RunningVM] = {}
+        for chunk in _chunks(hosts):
+            for row in session.execute(
+                select(*_running_columns()).where(running_table.c.host.in_(chunk))
+            ):
+                found[row[0]] = _running_from_tuple(row)
+        for row in session.execute(
+            select(*_running_columns()).where(running_table.c.request_id == application_id)
+        ):
+            found[row[0]] = _running_from_tuple(row)
+        now = timeutils.utcnow()
+        claims = models.AppClaim
+        rows = session.scalars(
+            select(claims).where(
+                (claims.host.in_(list(hosts)) | (claims.application_id == application_id))
+                & (claims.expires_at >= now)
+            )
+        )
+        return ClaimView(list(found.values()), [_claim_from_row(row) for row in rows])
+
+    def live_claims(
+        self,
+        hosts: Iterable[str] | None = None,
+        *,
+        app_class: AppClass | None = None,
+    ) -> list[Claim]:
+        """Claims not yet expired, on ``hosts`` or of one class if given."""
+        claims = models.AppClaim
+        query = select(claims).where(claims.expires_at >= timeutils.utcnow())
+        if app_class is not None:
+            query = query.where(claims.app_class == app_class.value)
+        with self._reader() as session:
+            if hosts is None:
+                return [_claim_from_row(row) for row in session.scalars(query)]
+            found = []
+            for chunk in _chunks(sorted(set(hosts))):
+                found.extend(
+                    _claim_from_row(row)
+                    for row in session.scalars(query.where(claims.host.in_(chunk)))
+                )
+            return found
+
+    @_retry_on_deadlock
+    def record_placed(self, vm: RunningVM, claim_id: str) -> None:
+        """Record a VM the claim ``claim_id`` planned, and take it off the claim.
+
+        Both in one transaction, so that a reader counts the VM exactly
+        once: as the claim's or as the row.
+        """
+        claims = models.AppClaim.__table__
+        with self._writer() as session:
+            _upsert_running(session, [dataclasses.replace(vm, claim_id=claim_id)])
+            session.flush()
+            mine = (
+                (claims.c.claim_id == claim_id)
+                & (claims.c.host == vm.host)
+                & (claims.c.nodename == (vm.nodename or vm.host))
+            )
+            session.execute(
+                update(claims).where(mine & (claims.c.vms > 0)).values(vms=claims.c.vms - 1)
+            )
+            session.execute(
+                delete(claims).where(mine & (claims.c.vms <= 0) & (claims.c.spare <= 0))
+            )
+
+    @_retry_on_deadlock
+    def release_claims(self, claim_ids: Iterable[str], *, planned_only: bool = False) -> int:
+        """End claims; with ``planned_only``, keep their spare slots."""
+        ids = sorted(set(claim_ids))
+        if not ids:
+            return 0
+        claims = models.AppClaim.__table__
+        with self._writer() as session:
+            if not planned_only:
+                return session.execute(delete(claims).where(claims.c.claim_id.in_(ids))).rowcount
+            session.execute(update(claims).where(claims.c.claim_id.in_(ids)).values(vms=0))
+            return session.execute(
+                delete(claims).where(claims.c.claim_id.in_(ids) & (claims.c.spare <= 0))
+            ).rowcount
+
+    @_retry_on_deadlock
+    def expire_claims(self) -> int:
+        """Delete claims past their expiry (their scheduler went away)."""
+        claims = models.AppClaim.__table__
+        expired = claims.c.expires_at < timeutils.utcnow()
+        # Looked for first: on SQLite even a DELETE of nothing takes the
+        # database's write lock, and every request passes here.
+        with self._reader() as session:
+            if session.execute(select(claims.c.id).where(expired).limit(1)).first() is None:
+                return 0
+        with self._writer() as session:
+            return session.execute(delete(claims).where(expired)).rowcount
+
+    def open_claims(self) -> dict[str, tuple[str | None, list[str]]]:
+        """Each live claim's cell and the instances known to belong to it.
+
+        The first instance of the claim's request, and the VMs it placed
+        (which carry the claim's id in ``app_running``).
+        """
+        claims = models.AppClaim.__table__
+        running = models.AppRunning.__table__
+        with self._reader() as session:
+            found: dict[str, tuple[str | None, list[str]]] = {}
+            for claim_id, instance_uuid, cell_uuid in session.execute(
+                select(claims.c.claim_id, claims.c.instance_uuid, claims.c.cell_uuid)
+                .where(claims.c.expires_at >= timeutils.utcnow())
+                .distinct()
+            ):
+                found.setdefault(claim_id, (cell_uuid, [instance_uuid]))
+            for chunk in _chunks(sorted(found)):
+                for uuid, claim_id in session.execute(
+                    select(running.c.instance_uuid, running.c.claim_id).where(
+                        running.c.claim_id.in_(chunk)
+                    )
+                ):
+                    if uuid not in found[claim_id][1]:
+                        found[claim_id][1].append(uuid)
+            return found

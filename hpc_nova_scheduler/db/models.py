@@ -25,6 +25,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 NAME_LENGTH = 255
 CLASS_LENGTH = 16
 SOURCE_LENGTH = 32
+UUID_LENGTH = 36
 
 # Explicit names keep constraints identical across SQLite, MariaDB and
 # PostgreSQL, so later migrations can drop or alter them by name.
@@ -86,6 +87,7 @@ class AppRunning(TimestampMixin, Base):
         Index(None, "host"),
         Index(None, "app_name"),
         Index(None, "request_id"),
+        Index(None, "claim_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -97,6 +99,63 @@ class AppRunning(TimestampMixin, Base):
     cache_score: Mapped[float] = mapped_column(Double, nullable=False, default=0.0)
     request_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    #: The claim this VM was placed under (see :class:`AppClaim`).
+    claim_id: Mapped[str | None] = mapped_column(String(UUID_LENGTH))
+
+
+class AppClaim(TimestampMixin, Base):
+    """Room a scheduler has promised to one request and not yet used.
+
+    A plan is claimed before Nova places its first VM, so that schedulers
+    planning at the same moment (threads of one nova-scheduler worker or
+    separate workers) count each other's VMs. One row per host of a claim:
+    ``vms`` VMs of the plan not yet recorded in ``app_running`` and
+    ``spare`` slots held for alternates, where Nova's conductor may rebuild
+    a VM whose build failed. The row counts against the host like that many
+    VMs of the application; it ends when its VMs are recorded and its
+    builds have settled, or at ``expires_at`` if its scheduler went away.
+    ``claim_id`` is new for every claim; ``instance_uuid`` is the first
+    instance of its request, whose fate tells whether the request is still
+    being built.
+    """
+
+    __tablename__ = "app_claims"
+    __table_args__ = (
+        UniqueConstraint("claim_id", "host", "nodename"),
+        Index(None, "host"),
+        Index(None, "application_id"),
+        Index(None, "expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim_id: Mapped[str] = mapped_column(String(UUID_LENGTH), nullable=False)
+    instance_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), nullable=False)
+    application_id: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    nodename: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    cell_uuid: Mapped[str | None] = mapped_column(String(UUID_LENGTH))
+    vms: Mapped[int] = mapped_column(Integer, nullable=False)
+    spare: Mapped[int] = mapped_column(Integer, nullable=False)
+    app_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    cache_score: Mapped[float] = mapped_column(Double, nullable=False)
+    project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+class AppLock(Base):
+    """A row per host or application that claims lock while they check.
+
+    Claiming takes these rows' locks (``SELECT ... FOR UPDATE`` on MariaDB
+    and PostgreSQL, a write on SQLite) in name order, re-reads what runs on
+    the hosts, checks the plan against it and writes the claim in the same
+    transaction.
+    """
+
+    __tablename__ = "app_locks"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
 class AppInterference(TimestampMixin, Base):

@@ -71,6 +71,9 @@ class Knowledge:
     vms: dict[str, list[RunningVM]]
     backfill: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
     stale: list[str] = dataclasses.field(default_factory=list)
+    #: Records whose instance now runs on another host (rebuilt on an
+    #: alternate, or moved), rewritten to keep their application.
+    moved: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
 
 
 class NovaInstances:
@@ -224,6 +227,14 @@ class CoRunnerSource:
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
                 dedicate(host_key(located[uuid]), record)
+        if database is not None:
+            # Hosts promised to ExtremeHPC requests still being placed.
+            keys = {host_key(hs) for hs in host_states}
+            for claim in database.live_claims(app_class=core_profile.AppClass.EXTREME_HPC):
+                if claim.key in keys and claim.application_id != application_id:
+                    knowledge.vms.setdefault(claim.key, []).extend(
+                        claimed_vms(claim, claim.application_id)
+                    )
         return knowledge
 
     @_serialised
@@ -245,9 +256,11 @@ class CoRunnerSource:
         exclude, own = set(exclude), set(own)
         by_key, located = _locate(host_states)
         rows: dict[str, db_api.RunningVM] = {}
+        claims: list[db_api.Claim] = []
         if database is not None:
             names = {hs.host for hs in host_states}
             rows = {vm.instance_uuid: vm for vm in database.running_for(names, located)}
+            claims = database.live_claims(names)
 
         # Records on a candidate host that Nova does not show there.
         unlocated = {
@@ -296,9 +309,32 @@ class CoRunnerSource:
             elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):
                 knowledge.stale.append(uuid)
             elif instance.host and instance.host != hs.host:
-                # Moved: its new host's state will show it.
-                knowledge.stale.append(uuid)
+                # Rebuilt on an alternate or moved: its new host's state will
+                # show it; the record follows, keeping its application.
+                knowledge.moved.append(
+                    dataclasses.replace(
+                        rows[uuid], host=instance.host, nodename=getattr(instance, "node", None)
+                    )
+                )
+        for claim in claims:
+            if claim.key in knowledge.vms:
+                # Room promised to requests still being placed counts as theirs.
+                knowledge.vms[claim.key].extend(claimed_vms(claim, claim.application_id))
         return knowledge
+
+
+def claimed_vms(claim: db_api.Claim, application_id: str | None) -> list[RunningVM]:
+    """The VMs a claim stands for on its host: planned ones and spare slots."""
+    return [
+        RunningVM(
+            uuid=f"claim:{claim.claim_id}:{claim.key}:{i}",
+            app_class=claim.app_class,
+            cache_score=claim.cache_score,
+            app_name=claim.app_name,
+            application_id=application_id,
+        )
+        for i in range(max(0, claim.vms) + max(0, claim.spare))
+    ]
 
 
 def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:

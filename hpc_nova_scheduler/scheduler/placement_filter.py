@@ -17,30 +17,56 @@ application's ExtremeHPC VMs.
 
 Enable it last in ``[filter_scheduler] enabled_filters`` so that it plans
 over the hosts Nova's own filters accept.
+
+Concurrency: nova-scheduler runs requests in native threads, and operators
+run several scheduler workers. A plan is therefore claimed in the plugin
+database before Nova places its first VM (:meth:`Database.claim`): under
+row locks on the plan's hosts and application, the filter re-reads what runs
+and is claimed there, checks the plan against it with
+:mod:`hpc_nova_scheduler.core.admission`, and writes the claim in the same
+transaction; a plan that lost a race is made again from fresh data. Other
+requests count live claims as VMs, so two requests never spend the same
+cache budget or take the same host as dedicated. Placement, not the plugin,
+guards CPU, RAM and disk.
+
+Alternates: when ``HpcPlanWeigher`` is enabled too, the filter also offers
+Nova up to ``[scheduler] max_attempts - 1`` alternate hosts that keep every
+rule with the whole plan in place (:func:`algorithm.alternates`), claimed as
+spare slots; the weigher keeps them behind the planned hosts, so Nova
+chooses planned hosts and hands the alternates to the conductor for a
+rebuild after a failed build.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
+import uuid as uuid_lib
 import weakref
 from typing import Any
 
+from nova import conf as nova_conf
 from nova.scheduler import filters
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from hpc_nova_scheduler import conf as hpc_conf
-from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core import admission, algorithm
 from hpc_nova_scheduler.core import profile as core_profile
+from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
-from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
+from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
+NOVA_CONF = nova_conf.CONF
+
+#: How often a plan that lost a race to a concurrent one is made again.
+CLAIM_ATTEMPTS = 5
 
 DATABASE_ERRORS = (db_api.DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
 
@@ -67,12 +93,66 @@ class _RequestState:
     #: The hosts kept for each instance, so that a repeated round (Nova
     #: filters again when it looks for alternates) gets the same answer.
     answers: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: The claim of the plan in the plugin database, if one was written.
+    claim_id: str | None = None
+    #: Alternate hosts, best first, offered behind the planned ones.
+    spares: tuple[str, ...] = ()
+    #: The planned hosts offered in the current round (the weigher puts
+    #: them first).
+    planned_now: frozenset[str] = frozenset()
+    #: Instances on each offered host when the pending instance was offered
+    #: them: the host Nova claimed for it is the one that gained one.
+    seen: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 #: The state of every request being scheduled. Nova hands the filter the
 #: same RequestSpec object for every instance of a request, and drops it when
-#: the request is done.
+#: the request is done. Requests run in threads of their own.
 REQUESTS: weakref.WeakKeyDictionary[Any, _RequestState] = weakref.WeakKeyDictionary()
+_REQUESTS_LOCK = threading.Lock()
+
+
+def request_state(spec_obj: Any) -> _RequestState | None:
+    """What the filter decided for the request of ``spec_obj``, if anything."""
+    with _REQUESTS_LOCK:
+        return REQUESTS.get(spec_obj)
+
+
+def _remember(spec_obj: Any, state: _RequestState) -> None:
+    with _REQUESTS_LOCK:
+        REQUESTS[spec_obj] = state
+
+
+#: Set when nova-scheduler loads ``HpcPlanWeigher``: only then are alternates
+#: offered, since without it Nova's weighers could prefer one to a planned host.
+PLAN_WEIGHER = threading.Event()
+
+_REPORTED_THRESHOLDS: set[tuple[float, float]] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
+def report_threshold_problems() -> None:
+    """Log, once per value pair, thresholds that contradict each other.
+
+    alpha below beta is a mistake, but a safe one: every host is held to
+    alpha, so a SyncHPC host is held to the smaller of the two anyway.
+    Refusing every HPC request over it would turn a typo into an outage,
+    so the filter goes on and says so in the log.
+    """
+    group = CONF.hpc_scheduler
+    pair = (group.cache_threshold, group.sync_cache_threshold)
+    try:
+        hpc_conf.check_thresholds(CONF)
+    except hpc_conf.ConfigurationError as error:
+        with _REPORTED_LOCK:
+            if pair in _REPORTED_THRESHOLDS:
+                return
+            _REPORTED_THRESHOLDS.add(pair)
+        LOG.error(
+            "hpc-nova-scheduler: %s; every host is held to cache_threshold, so "
+            "sync_cache_threshold has no effect until this is fixed",
+            error,
+        )
 
 
 def _group(spec_obj: Any) -> Any:
@@ -83,6 +163,96 @@ def _hints(spec_obj: Any) -> dict:
     if spec_obj.obj_attr_is_set("scheduler_hints") and spec_obj.scheduler_hints:
         return dict(spec_obj.scheduler_hints)
     return {}
+
+
+def _settled(instance: Any) -> bool:
+    """Whether Nova is done building (or moving) ``instance``."""
+    if instance is None or getattr(instance, "deleted", False):
+        return True
+    vm_state = getattr(instance, "vm_state", None)
+    if vm_state in ("error", "deleted"):
+        return True
+    return vm_state != "building" and getattr(instance, "task_state", None) is None
+
+
+@dataclasses.dataclass
+class _PlanContext:
+    """What a plan was made from, to check it again under the claim's locks."""
+
+    hosts: list
+    request: algorithm.PlacementRequest
+    thresholds: Thresholds
+    table: InterferenceTable
+    instance_uuid: str | None
+    own: set[str]
+    #: Co-runners per host key as planned on (Nova's view and the database's).
+    knowledge: dict[str, list[RunningVM]] = dataclasses.field(default_factory=dict)
+    #: Processor group per candidate host key.
+    groups: dict[str, str] = dataclasses.field(default_factory=dict)
+    project_id: str | None = None
+
+    def _as_vm(self, row: db_api.RunningVM) -> RunningVM:
+        application_id = self.request.application_id
+        own = row.instance_uuid in self.own or row.request_id == application_id
+        return RunningVM(
+            uuid=row.instance_uuid,
+            app_class=row.app_class,
+            cache_score=row.cache_score,
+            app_name=row.app_name,
+            application_id=application_id if own else row.request_id,
+        )
+
+    def check(
+        self, view: db_api.ClaimView, plan: algorithm.Plan, slots: dict[str, int]
+    ) -> str | None:
+        """Why the plan no longer holds against ``view``; None if it does.
+
+        On each host the plan uses: what the database says runs and is
+        claimed there now, plus what only Nova showed when the plan was made
+        (VMs with no record), judged by the same rules the planner applied.
+        """
+        exclude = {self.instance_uuid} if self.instance_uuid else set()
+        application_id = self.request.application_id
+        fresh: dict[str, list[RunningVM]] = {}
+        recorded = set()
+        app_keys = set()
+        for row in view.running:
+            recorded.add(row.instance_uuid)
+            if row.instance_uuid in exclude:
+                continue
+            vm = self._as_vm(row)
+            fresh.setdefault(row.key, []).append(vm)
+            if vm.application_id == application_id:
+                app_keys.add(row.key)
+        for claim in view.claims:
+            fresh.setdefault(claim.key, []).extend(claimed_vms(claim, claim.application_id))
+            if claim.application_id == application_id:
+                app_keys.add(claim.key)
+        profile = self.request.profile
+        for key, adding in slots.items():
+            nova_only = [
+                vm
+                for vm in self.knowledge.get(key, ())
+                if vm.uuid not in recorded and not vm.uuid.startswith("claim:")
+            ]
+            reason = admission.refusal(
+                [*fresh.get(key, ()), *nova_only],
+                profile,
+                application_id,
+                adding,
+                self.thresholds,
+                self.table,
+            )
+            if reason is not None:
+                return f"{key}: {reason}"
+        if profile.app_class.needs_homogeneity and plan.cpu_group is not None:
+            # The application may have grown elsewhere meanwhile (another
+            # request of its server group): it must stay on one processor type.
+            for key in app_keys:
+                group = self.groups.get(key)
+                if group is not None and group != plan.cpu_group:
+                    return f"the application now runs on processor group {group}"
+        return None
 
 
 class HpcPlacementFilter(filters.BaseHostFilter):
@@ -96,18 +266,21 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._source = CoRunnerSource()
         self._database: db_api.Database | None = None
         self._database_url: str | None = None
+        self._database_lock = threading.Lock()
+        report_threshold_problems()
 
     # -- plumbing ------------------------------------------------------------
 
     def _db(self) -> db_api.Database:
         group = CONF.hpc_scheduler
-        if self._database is None or self._database_url != group.connection:
-            if self._database is not None:
-                self._database.dispose()
-            self._database = None
-            self._database_url = group.connection
-            self._database = db_api.Database.from_conf(CONF)
-        return self._database
+        with self._database_lock:
+            if self._database is None or self._database_url != group.connection:
+                if self._database is not None:
+                    self._database.dispose()
+                self._database = None
+                self._database_url = group.connection
+                self._database = db_api.Database.from_conf(CONF)
+            return self._database
 
     def _database_for(self, profile: ApplicationProfile) -> db_api.Database | None:
         """The database, or None where the policy allows going on without it."""
@@ -138,19 +311,21 @@ class HpcPlacementFilter(filters.BaseHostFilter):
 
     def filter_all(self, filter_obj_list, spec_obj):
         hosts = list(filter_obj_list)
-        state = REQUESTS.get(spec_obj)
+        state = request_state(spec_obj)
         try:
             if state is None:
                 state = self._start(hosts, spec_obj)
-                REQUESTS[spec_obj] = state
+                _remember(spec_obj, state)
             return self._select(state, hosts, spec_obj)
         except DatabaseDown:
-            REQUESTS[spec_obj] = _RequestState(ApplicationProfile(), "", refusal="database")
+            _remember(spec_obj, _RequestState(ApplicationProfile(), "", refusal="database"))
             return []
         except Exception:
             # A fault of the plugin must not take nova-scheduler down; an HPC
             # request is refused rather than placed blind.
             hpc = state is not None and state.profile.is_hpc
+            if state is not None and state.plan is not None:
+                self._abandon(state)
             LOG.exception(
                 "hpc-nova-scheduler: unexpected error; %s",
                 "refusing the request" if hpc else "leaving the request to Nova",
@@ -218,61 +393,206 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         state = _RequestState(profile, application_id, database=database)
         if plain:
             # Left to Nova: only another application's dedicated hosts are off limits.
+            if database is not None:
+                self._settle(database)
             knowledge = self._knowledge(
                 hosts, database, profile, instance_uuid, own, application_id, dedicated_only=True
             )
             state.avoid = frozenset(knowledge.vms)
             return state
-        knowledge = self._knowledge(hosts, database, profile, instance_uuid, own, application_id)
-        core_hosts = sorted(
-            (host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)]) for hs in hosts),
-            key=lambda h: h.name,
-        )
-        if LOG.isEnabledFor(logging.DEBUG):
-            for host in core_hosts:
-                LOG.debug(
-                    "hpc-nova-scheduler: %s rack=%s group=%s free=%s capacity=%s vms=%s",
-                    host.name,
-                    host.rack_id,
-                    host.cpu_group,
-                    host.free,
-                    host.capacity,
-                    [(vm.uuid, vm.app_class.value, vm.application_id) for vm in host.vms],
-                )
         table = self._interference_table(profile, database)
         group_conf = CONF.hpc_scheduler
+        thresholds = Thresholds(group_conf.cache_threshold, group_conf.sync_cache_threshold)
+        demand = host_view.demand(spec_obj)
         request = algorithm.PlacementRequest(
             profile=profile,
-            demand=host_view.demand(spec_obj),
+            demand=demand,
             # Nova keeps the original request's count on the spec of a move.
             count=1 if moving else max(1, spec_obj.num_instances),
             application_id=application_id,
         )
-        try:
-            state.plan = algorithm.plan(
-                request,
-                core_hosts,
-                Thresholds(group_conf.cache_threshold, group_conf.sync_cache_threshold),
-                table,
+        context = _PlanContext(
+            hosts=hosts,
+            request=request,
+            thresholds=thresholds,
+            table=table,
+            instance_uuid=instance_uuid,
+            own=own,
+            project_id=getattr(spec_obj, "project_id", None),
+        )
+        if database is not None:
+            self._settle(database)
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            knowledge = self._knowledge(
+                hosts, state.database, profile, instance_uuid, own, application_id
             )
-        except algorithm.NoPlacement as refusal:
+            core_hosts = sorted(
+                (
+                    host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)], demand=demand)
+                    for hs in hosts
+                ),
+                key=lambda h: h.name,
+            )
+            self._log_hosts(core_hosts)
+            try:
+                plan = algorithm.plan(request, core_hosts, thresholds, table)
+            except algorithm.NoPlacement as refusal:
+                LOG.info(
+                    "hpc-nova-scheduler: no placement for %d x %s VM(s) of %s: %s",
+                    request.count,
+                    profile.app_class,
+                    profile.app_name or application_id,
+                    refusal.reason,
+                )
+                state.refusal = refusal.reason
+                return state
+            spares = self._alternates(request, core_hosts, plan, thresholds, table)
+            context.knowledge = knowledge.vms
+            context.groups = {host.name: host.cpu_group for host in core_hosts}
+            conflict = self._claim(state, context, plan, spares)
+            if conflict is None:
+                break
             LOG.info(
-                "hpc-nova-scheduler: no placement for %d x %s VM(s) of %s: %s",
-                request.count,
-                profile.app_class,
+                "hpc-nova-scheduler: the plan of %s conflicts with a concurrent placement "
+                "(%s); planning again (attempt %d of %d)",
                 profile.app_name or application_id,
-                refusal.reason,
+                conflict,
+                attempt,
+                CLAIM_ATTEMPTS,
             )
-            state.refusal = refusal.reason
+        else:
+            state.refusal = f"no plan survived {CLAIM_ATTEMPTS} concurrent placements"
+            LOG.warning("hpc-nova-scheduler: refusing %s: %s", application_id, state.refusal)
             return state
-        state.remaining = state.plan.vms_per_host()
+        state.plan = plan
+        state.spares = spares
+        state.remaining = plan.vms_per_host()
         LOG.info(
-            "hpc-nova-scheduler: %s %s: %s",
+            "hpc-nova-scheduler: %s %s: %s%s",
             profile.app_class,
             profile.app_name or application_id,
-            state.plan.vms_per_host(),
+            state.remaining,
+            f", alternates {list(spares)}" if spares else "",
         )
         return state
+
+    @staticmethod
+    def _log_hosts(core_hosts) -> None:
+        if not LOG.isEnabledFor(logging.DEBUG):
+            return
+        for host in core_hosts:
+            LOG.debug(
+                "hpc-nova-scheduler: %s rack=%s group=%s free=%s capacity=%s vms=%s",
+                host.name,
+                host.rack_id,
+                host.cpu_group,
+                host.free,
+                host.capacity,
+                [(vm.uuid, vm.app_class.value, vm.application_id) for vm in host.vms],
+            )
+
+    @staticmethod
+    def _alternates(request, core_hosts, plan, thresholds, table) -> tuple[str, ...]:
+        if not PLAN_WEIGHER.is_set():
+            return ()
+        limit = NOVA_CONF.scheduler.max_attempts - 1
+        return algorithm.alternates(request, core_hosts, plan, thresholds, table, limit=limit)
+
+    # -- claims ----------------------------------------------------------------
+
+    def _claim(
+        self,
+        state: _RequestState,
+        context: _PlanContext,
+        plan: algorithm.Plan,
+        spares: tuple[str, ...],
+    ) -> str | None:
+        """Claim the plan and its spares; say what conflicts if they cannot be.
+
+        Without a database (``database_failure_policy = degrade``) nothing
+        is claimed: the plan stands on what this scheduler alone knows.
+        """
+        database = state.database
+        if database is None:
+            return None
+        by_key = {host_view.host_key(hs): hs for hs in context.hosts}
+        profile = context.request.profile
+        claim_id = str(uuid_lib.uuid4())
+        adding = dict(plan.vms_per_host())
+        claims = []
+        for key in [*adding, *spares]:
+            hs = by_key[key]
+            claims.append(
+                db_api.Claim(
+                    claim_id=claim_id,
+                    instance_uuid=context.instance_uuid or claim_id,
+                    application_id=state.application_id,
+                    host=hs.host,
+                    nodename=hs.nodename or hs.host,
+                    cell_uuid=getattr(hs, "cell_uuid", None),
+                    vms=adding.get(key, 0),
+                    spare=0 if key in adding else 1,
+                    app_class=profile.app_class,
+                    cache_score=profile.cache_score,
+                    app_name=profile.app_name,
+                    project_id=context.project_id,
+                )
+            )
+        slots = {**{key: 1 for key in spares}, **adding}
+        try:
+            conflict = database.claim(
+                claims,
+                lambda view: context.check(view, plan, slots),
+                ttl=CONF.hpc_scheduler.claim_timeout,
+            )
+        except DATABASE_ERRORS as error:
+            self._database_failed(profile, error)
+            state.database = None
+            return None
+        if conflict is None:
+            state.claim_id = claim_id
+        return conflict
+
+    def _settle(self, database: db_api.Database) -> None:
+        """End the claims of requests that Nova has finished building.
+
+        A claim holds its planned VMs until they are recorded, and its spare
+        slots until the request's builds have settled: until then Nova's
+        conductor may still rebuild a VM on an alternate. A request whose
+        instances are all active, failed or gone no longer needs either.
+        """
+        try:
+            database.expire_claims()
+            open_claims = database.open_claims()
+            if not open_claims:
+                return
+            asked: dict[str | None, list[str]] = {}
+            for cell_uuid, uuids in open_claims.values():
+                asked.setdefault(cell_uuid, []).extend(uuids)
+            instances = self._source.nova.get(asked)
+            settled = [
+                claim_id
+                for claim_id, (_, uuids) in open_claims.items()
+                if all(_settled(instances.get(uuid)) for uuid in uuids)
+            ]
+            if settled:
+                database.release_claims(settled)
+        except DATABASE_ERRORS as error:
+            LOG.warning("hpc-nova-scheduler: could not settle claims: %s", error)
+
+    def _abandon(self, state: _RequestState) -> None:
+        """The request will not be placed as planned: give its room back."""
+        state.refusal = state.refusal or "abandoned"
+        if state.database is None or state.claim_id is None:
+            return
+        try:
+            state.database.release_claims([state.claim_id])
+        except DATABASE_ERRORS as error:
+            LOG.warning(
+                "hpc-nova-scheduler: could not release claim %s (it expires by itself): %s",
+                state.claim_id,
+                error,
+            )
 
     @staticmethod
     def _with_stored_profile(
@@ -329,6 +649,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         try:
             if knowledge.backfill:
                 database.record_running(knowledge.backfill)
+            if knowledge.moved:
+                database.record_running(knowledge.moved)
             if knowledge.stale:
                 database.forget_running(knowledge.stale)
         except DATABASE_ERRORS as error:
@@ -351,9 +673,11 @@ class HpcPlacementFilter(filters.BaseHostFilter):
 
         A plan fixes how many VMs go on each host, not in which order: each
         round keeps the hosts that still have planned VMs and lets Nova's
-        weighers choose among them. Nova passes the next round the hosts it
-        kept with its choice first, which tells where the previous VM went;
-        in the last round one host is left, which tells where the last goes.
+        weighers choose among them, with the alternates behind them (see
+        ``HpcPlanWeigher``). The next round tells where the previous VM
+        went: the host Nova claimed for it gained an instance in Nova's
+        host state (Nova also puts it first, which is the fallback); in the
+        last round one planned host is left, which tells where the last goes.
         """
         if state.refusal is not None:
             return []
@@ -363,25 +687,61 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return [hs for hs in hosts if host_view.host_key(hs) not in state.avoid]
         instance_uuid = spec_obj.instance_uuid
         if instance_uuid in state.answers:
+            # Nova filters the last instance again when it gathers alternates.
             return [hs for hs in hosts if host_view.host_key(hs) in state.answers[instance_uuid]]
-        if state.pending is not None and (not hosts or not self._took(state, hosts[0], spec_obj)):
-            return []
+        if state.pending is not None:
+            went = self._claimed_host(state, hosts)
+            if went is None or not self._took(state, went, spec_obj):
+                self._abandon(state)
+                return []
         kept = frozenset(key for key, count in state.remaining.items() if count > 0)
-        state.answers[instance_uuid] = kept
-        chosen = [hs for hs in hosts if host_view.host_key(hs) in kept]
+        state.planned_now = kept
+        offered = kept | frozenset(state.spares)
+        state.answers[instance_uuid] = offered
+        chosen = [hs for hs in hosts if host_view.host_key(hs) in offered]
+        state.pending = instance_uuid
         if sum(state.remaining.values()) == 1:
-            if not chosen:
+            planned = [hs for hs in chosen if host_view.host_key(hs) in kept]
+            if not planned:
                 LOG.warning(
                     "hpc-nova-scheduler: planned host %s no longer passes Nova's "
                     "filters; the request fails rather than being split",
                     sorted(kept),
                 )
+                state.pending = None
+                self._abandon(state)
                 return []
-            state.pending = instance_uuid
-            self._took(state, chosen[0], spec_obj)
+            self._took(state, planned[0], spec_obj)
         else:
-            state.pending = instance_uuid
+            state.seen = {host_view.host_key(hs): _instance_count(hs) for hs in chosen}
         return chosen
+
+    @staticmethod
+    def _claimed_host(state: _RequestState, hosts: list) -> Any:
+        """The host Nova claimed for the pending instance, among ``hosts``.
+
+        Nova consumes the claimed host's state, which counts one more
+        instance. When Placement turned down the first host, Nova claimed a
+        later one, so the first is not enough. Other requests of this
+        scheduler may consume the same host states meanwhile; the first
+        host, when it gained, and otherwise the first planned host that
+        gained, is the one.
+        """
+        if not hosts:
+            return None
+        gained = [
+            hs
+            for hs in hosts
+            if _instance_count(hs) is not None
+            and state.seen.get(host_view.host_key(hs)) is not None
+            and _instance_count(hs) > state.seen[host_view.host_key(hs)]
+        ]
+        if not gained or gained[0] is hosts[0]:
+            return hosts[0]
+        for hs in gained:
+            if state.remaining.get(host_view.host_key(hs), 0) > 0:
+                return hs
+        return gained[0]
 
     def _took(self, state: _RequestState, host_state: Any, spec_obj: Any) -> bool:
         """The pending instance went to ``host_state``: count and record it."""
@@ -406,22 +766,27 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if state.database is None or not instance_uuid:
             return
         profile = state.profile
+        vm = db_api.RunningVM(
+            instance_uuid=instance_uuid,
+            host=host_state.host,
+            nodename=host_state.nodename,
+            app_class=profile.app_class,
+            cache_score=profile.cache_score,
+            app_name=profile.app_name,
+            request_id=state.application_id,
+            project_id=getattr(spec_obj, "project_id", None),
+        )
         try:
-            state.database.record_running(
-                [
-                    db_api.RunningVM(
-                        instance_uuid=instance_uuid,
-                        host=host_state.host,
-                        nodename=host_state.nodename,
-                        app_class=profile.app_class,
-                        cache_score=profile.cache_score,
-                        app_name=profile.app_name,
-                        request_id=state.application_id,
-                        project_id=getattr(spec_obj, "project_id", None),
-                    )
-                ]
-            )
+            if state.claim_id is None:
+                state.database.record_running([vm])
+            else:
+                state.database.record_placed(vm, state.claim_id)
         except DATABASE_ERRORS as error:
             LOG.warning(
                 "hpc-nova-scheduler: could not record %s in app_running: %s", instance_uuid, error
             )
+
+
+def _instance_count(host_state: Any) -> int | None:
+    count = getattr(host_state, "num_instances", None)
+    return count if isinstance(count, int) else None

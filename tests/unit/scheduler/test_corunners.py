@@ -78,19 +78,65 @@ class TestCollect(testtools.TestCase):
         self.assertEqual(10.0, knowledge.vms["n1"][0].cache_score)
         self.assertEqual([], knowledge.stale)
 
-    def test_deleted_failed_and_moved_vms_are_stale(self) -> None:
+    def test_deleted_and_failed_vms_are_stale_moved_ones_follow(self) -> None:
         for uuid in ("deleted", "failed", "moved", "vanished"):
             self.record(uuid, "n1")
+        moved = instance("moved", host="n2")
+        moved.node = "n2"
         nova = RecordedNova(
             {
                 "deleted": instance("deleted", host="n1", deleted=True),
                 "failed": instance("failed", host=None, vm_state="error"),
-                "moved": instance("moved", host="n2"),
+                "moved": moved,
             }
         )
         knowledge = corunners.CoRunnerSource(nova).collect([host_state("n1")], self.database)
         self.assertEqual([], knowledge.vms["n1"])
-        self.assertEqual({"deleted", "failed", "moved", "vanished"}, set(knowledge.stale))
+        self.assertEqual({"deleted", "failed", "vanished"}, set(knowledge.stale))
+        # Rebuilt elsewhere (an alternate host): the record keeps its application.
+        self.assertEqual(
+            [("moved", "n2", "n2", "app")],
+            [(vm.instance_uuid, vm.host, vm.nodename, vm.request_id) for vm in knowledge.moved],
+        )
+
+    def test_live_claims_count_as_their_applications_vms(self) -> None:
+        self.database.claim(
+            [
+                db_api.Claim(
+                    claim_id="c1",
+                    instance_uuid="first",
+                    application_id="other",
+                    host="n1",
+                    nodename="n1",
+                    app_class=AppClass.SYNC_HPC,
+                    cache_score=20.0,
+                    vms=2,
+                    spare=0,
+                ),
+                db_api.Claim(
+                    claim_id="c1",
+                    instance_uuid="first",
+                    application_id="other",
+                    host="n2",
+                    nodename="n2",
+                    app_class=AppClass.SYNC_HPC,
+                    cache_score=20.0,
+                    spare=1,
+                ),
+            ],
+            lambda view: None,
+            ttl=60,
+        )
+        knowledge = corunners.CoRunnerSource(RecordedNova({})).collect(
+            [host_state("n1"), host_state("n2")], self.database
+        )
+        self.assertEqual(
+            {"n1": [(20.0, "other")] * 2, "n2": [(20.0, "other")]},
+            {
+                key: [(vm.cache_score, vm.application_id) for vm in vms]
+                for key, vms in knowledge.vms.items()
+            },
+        )
 
     def test_old_vms_are_read_from_flavors_once(self) -> None:
         nova = RecordedNova(
