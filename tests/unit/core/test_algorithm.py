@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core import admission, algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
@@ -381,11 +382,29 @@ class TestInvariants(testtools.TestCase):
             except NoPlacement:
                 continue
             self.assertEqual(count, len(plan.hosts))
+            before = {h.name: h for h in cluster.hosts()}
+            for name, adding in plan.vms_per_host().items():
+                # The claim step judges each host with the same rules.
+                self.assertIsNone(
+                    admission.refusal(
+                        before[name].vms, req.profile, f"app{i}", adding, limits, table
+                    )
+                )
+            spares = algorithm.alternates(req, cluster.hosts(), plan, limits, table, limit=3)
             cluster.apply(plan, req)
             if cls.needs_homogeneity:
                 groups = {h.cpu_group for h in cluster.hosts() if h.name in plan.hosts}
                 self.assertEqual(1, len(groups))
             self.check(cluster.hosts(), limits, table)
+            for spare in spares:
+                # A failed build rebuilt on an alternate keeps every rule,
+                # even with its failed host's slot still counted.
+                self.assertNotIn(spare, plan.hosts)
+                if cls.needs_homogeneity:
+                    self.assertEqual(plan.cpu_group, before[spare].cpu_group)
+                trial = copy.deepcopy(cluster)
+                trial.apply(algorithm.Plan((spare,), None, ()), dataclasses.replace(req, count=1))
+                self.check(trial.hosts(), limits, table)
 
     def check(self, hosts: list[Host], limits: Thresholds, table: InterferenceTable) -> None:
         for host in hosts:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import types
 
+import fixtures
 import testtools
+from oslo_config import fixture as config_fixture
 
+from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.scheduler import placement_filter
 
 
-def hs(name: str) -> types.SimpleNamespace:
-    return types.SimpleNamespace(host=name, nodename=name)
+def hs(name: str, instances: int | None = None) -> types.SimpleNamespace:
+    return types.SimpleNamespace(host=name, nodename=name, num_instances=instances)
 
 
 class TestRounds(testtools.TestCase):
@@ -68,3 +72,63 @@ class TestRounds(testtools.TestCase):
             ["a", "c"],
             [h.host for h in self.filter._select(state, list(self.hosts.values()), spec)],
         )
+
+
+class TestAlternatesInRounds(testtools.TestCase):
+    """Spares ride along every round; the planned counts stay exact."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.filter = placement_filter.HpcPlacementFilter()
+        plan = Plan(("a", "a", "b"), "g", ("r",))
+        self.state = placement_filter._RequestState(
+            ApplicationProfile(), "app", plan=plan, remaining=plan.vms_per_host(), spares=("s",)
+        )
+        self.hosts = {name: hs(name, 0) for name in "abs"}
+
+    def round(self, uuid: str, order: str) -> list[str]:
+        spec = types.SimpleNamespace(instance_uuid=uuid)
+        kept = self.filter._select(self.state, [self.hosts[n] for n in order], spec)
+        return [h.host for h in kept]
+
+    def test_spares_are_offered_behind_the_planned_hosts(self) -> None:
+        self.assertEqual(["a", "b", "s"], self.round("u1", "abs"))
+        self.assertEqual(frozenset("ab"), self.state.planned_now)
+        self.hosts["a"].num_instances = 1
+        self.assertEqual(["a", "b", "s"], self.round("u2", "abs"))
+        self.hosts["b"].num_instances = 1
+        # The last planned VM goes to a; the spare stays for the alternates.
+        self.assertEqual(["a", "s"], self.round("u3", "bas"))
+        self.assertEqual({"a": 0, "b": 0}, self.state.remaining)
+        self.assertEqual(frozenset("a"), self.state.planned_now)
+        # Nova's alternates round repeats the last instance: same answer.
+        self.assertEqual(["a", "s"], self.round("u3", "as"))
+
+    def test_the_host_that_gained_an_instance_is_the_one_nova_claimed(self) -> None:
+        self.round("u1", "abs")
+        # Placement refused a; Nova claimed b, which gained the instance.
+        self.hosts["b"].num_instances = 1
+        self.round("u2", "abs")
+        self.assertEqual({"a": 2, "b": 0}, self.state.remaining)
+
+    def test_a_vm_claimed_on_a_spare_abandons_the_plan(self) -> None:
+        self.round("u1", "abs")
+        self.hosts["s"].num_instances = 1
+        self.assertEqual([], self.round("u2", "sab"))
+        self.assertEqual("off plan", self.state.refusal)
+
+
+class TestThresholdCheck(testtools.TestCase):
+    def test_alpha_below_beta_is_logged_once_and_not_refused(self) -> None:
+        conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        conf.config(cache_threshold=50.0, sync_cache_threshold=61.5, group="hpc_scheduler")
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
+        placement_filter.HpcPlacementFilter()
+        placement_filter.HpcPlacementFilter()
+        self.assertEqual(1, logs.output.count("alpha must be >= beta"), logs.output)
+        self.assertIn("sync_cache_threshold has no effect", logs.output)
+
+    def test_consistent_thresholds_say_nothing(self) -> None:
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
+        placement_filter.HpcPlacementFilter()
+        self.assertEqual("", logs.output)
