@@ -210,6 +210,7 @@ def measure(
             database.forget_running(
                 [vm.instance_uuid for vm in database.list_running() if vm.instance_uuid not in base]
             )
+            database.release_claims([claim.claim_id for claim in database.live_claims()])
     return {name: statistics.median(values) for name, values in times.items()}
 
 

@@ -8,9 +8,11 @@ the database as it was.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from oslo_config import cfg
@@ -36,6 +38,10 @@ LOG = logging.getLogger(__name__)
 _retry_on_deadlock = oslo_db_api.wrap_db_retry(
     max_retries=5, retry_on_deadlock=True, retry_interval=0.1, inc_retry_interval=True
 )
+
+
+#: Seconds a SQLite connection waits for the database's write lock.
+SQLITE_LOCK_WAIT = 30
 
 
 class DatabaseUnavailable(Exception):
@@ -286,12 +292,19 @@ class Database:
             )
         self.url = url
         self._tx = enginefacade.transaction_context()
+        extra = {}
+        if url.startswith("sqlite") and "timeout=" not in url:
+            # Scheduler threads queue for SQLite's one write lock; its
+            # default wait of 5 s is too short when a machine is busy.
+            extra["connection_parameters"] = f"timeout={SQLITE_LOCK_WAIT}"
         self._tx.configure(
             connection=url,
             max_retries=max_retries,
             retry_interval=retry_interval,
             sqlite_fk=True,
+            **extra,
         )
+        self._write_lock = threading.RLock() if url.startswith("sqlite") else None
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts = hpc_conf.CONF) -> Database:
@@ -325,8 +338,17 @@ class Database:
     def dispose(self) -> None:
         self._tx.dispose_pool()
 
+    @contextlib.contextmanager
     def _writer(self):
-        return self._tx.writer.using(_Context())
+        if self._write_lock is None:
+            with self._tx.writer.using(_Context()) as session:
+                yield session
+            return
+        # SQLite has one write lock for the whole file, and a connection that
+        # read first and then writes is refused at once, without waiting,
+        # when another holds it: the threads of this process take turns here.
+        with self._write_lock, self._tx.writer.using(_Context()) as session:
+            yield session
 
     def _reader(self):
         return self._tx.reader.using(_Context())
@@ -587,6 +609,21 @@ class Database:
 
     @staticmethod
     def _claim_view(session, hosts: Sequence[str], application_id: str) -> ClaimView:
+        # Claims are read before rows. A VM goes from its claim to its row in
+        # one transaction, never back, and on PostgreSQL each statement sees
+        # what was committed when it started: read the other way round, a
+        # VM recorded between the two reads would be in neither.
+        now = timeutils.utcnow()
+        claims = models.AppClaim
+        claimed = [
+            _claim_from_row(row)
+            for row in session.scalars(
+                select(claims).where(
+                    (claims.host.in_(list(hosts)) | (claims.application_id == application_id))
+                    & (claims.expires_at >= now)
+                )
+            )
+        ]
         running_table = models.AppRunning.__table__
         found: dict[str, RunningVM] = {}
         for chunk in _chunks(hosts):
@@ -598,15 +635,7 @@ class Database:
             select(*_running_columns()).where(running_table.c.request_id == application_id)
         ):
             found[row[0]] = _running_from_tuple(row)
-        now = timeutils.utcnow()
-        claims = models.AppClaim
-        rows = session.scalars(
-            select(claims).where(
-                (claims.host.in_(list(hosts)) | (claims.application_id == application_id))
-                & (claims.expires_at >= now)
-            )
-        )
-        return ClaimView(list(found.values()), [_claim_from_row(row) for row in rows])
+        return ClaimView(list(found.values()), claimed)
 
     def live_claims(
         self,

@@ -259,8 +259,10 @@ class CoRunnerSource:
         claims: list[db_api.Claim] = []
         if database is not None:
             names = {hs.host for hs in host_states}
-            rows = {vm.instance_uuid: vm for vm in database.running_for(names, located)}
+            # Claims first: a VM moves from its claim to its row, never back,
+            # so reading in this order may count it twice but never miss it.
             claims = database.live_claims(names)
+            rows = {vm.instance_uuid: vm for vm in database.running_for(names, located)}
 
         # Records on a candidate host that Nova does not show there.
         unlocated = {

@@ -577,7 +577,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             ]
             if settled:
                 database.release_claims(settled)
-        except DATABASE_ERRORS as error:
+        except Exception as error:
+            # Best effort: an unsettled claim only holds room until it expires.
             LOG.warning("hpc-nova-scheduler: could not settle claims: %s", error)
 
     def _abandon(self, state: _RequestState) -> None:
