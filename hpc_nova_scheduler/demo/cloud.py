@@ -77,8 +77,9 @@ class NovaCloud(integrated_helpers._IntegratedTestBase):
 class HpcCloud(NovaCloud):
     """A small cloud of shaped hosts, racks and processor groups, with the plugin on.
 
-    ``HOSTS`` maps host names to :class:`fake_driver.Shape`; ``RACKS`` and
-    ``CPU_GROUPS`` map aggregate metadata values to host names.
+    ``HOSTS`` maps host names to :class:`fake_driver.Shape` (only the names
+    count with ``STOCK_DRIVER``); ``RACKS`` and ``CPU_GROUPS`` map aggregate
+    metadata values to host names.
     """
 
     EXTRA_FILTERS = ("HpcPlacementFilter",)
@@ -88,13 +89,21 @@ class HpcCloud(NovaCloud):
     HPC_FLAGS: dict = {}
     #: The plugin database; a throw-away SQLite file when unset.
     DB_URL: str | None = None
+    #: One of Nova's own drivers (``"fake.MediumFakeDriver"``) to run instead
+    #: of the shaped one; ``HOSTS`` then only names the computes.
+    STOCK_DRIVER: str | None = None
 
     def _setup_services(self) -> None:
-        self.useFixture(fixtures.MonkeyPatch(f"{fake_driver.__name__}.SHAPES", dict(self.HOSTS)))
-        self.useFixture(
-            fixtures.MonkeyPatch("nova.virt.fake.HpcFakeDriver", fake_driver.HpcFakeDriver)
-        )
-        self.flags(compute_driver=FAKE_DRIVER)
+        if self.STOCK_DRIVER:
+            self.flags(compute_driver=self.STOCK_DRIVER)
+        else:
+            self.useFixture(
+                fixtures.MonkeyPatch(f"{fake_driver.__name__}.SHAPES", dict(self.HOSTS))
+            )
+            self.useFixture(
+                fixtures.MonkeyPatch("nova.virt.fake.HpcFakeDriver", fake_driver.HpcFakeDriver)
+            )
+            self.flags(compute_driver=FAKE_DRIVER)
         self.flags(instances=-1, cores=-1, ram=-1, group="quota")
         # HPC hosts are not overcommitted; "initial" ratios apply to the
         # compute node records created when the computes first start.

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nova import context as nova_context
+from nova import exception as nova_exception
 from nova import objects
 from oslo_log import log as logging
 
@@ -106,6 +107,46 @@ class NovaInstances:
                         )
                 found.update((instance.uuid, instance) for instance in instances)
         return found
+
+    def scheduling(self, uuids: Sequence[str]) -> set[str]:
+        """Which of ``uuids`` Nova is still scheduling.
+
+        Until the conductor has a host for it, an instance exists only as a
+        build request in the API database, not in any cell; the plugin
+        records VMs (and claims room) in that window.
+        """
+        ctxt = nova_context.get_admin_context()
+        found = set()
+        for uuid in uuids:
+            try:
+                objects.BuildRequest.get_by_instance_uuid(ctxt, uuid)
+            except nova_exception.BuildRequestNotFound:
+                continue
+            found.add(uuid)
+        return found
+
+
+def look_up(nova: Any, uuids_by_cell: Mapping[str | None, Sequence[str]]):
+    """Instances by uuid, and the uuids Nova is still scheduling.
+
+    An instance is looked for in its cell, then among build requests, then
+    in its cell again: the conductor creates the instance before it deletes
+    the build request, so one of the three reads sees it whenever it
+    exists. One that is in none of them is gone.
+    """
+    instances = dict(nova.get(uuids_by_cell)) if uuids_by_cell else {}
+    missing = {
+        cell: [u for u in uuids if u not in instances] for cell, uuids in uuids_by_cell.items()
+    }
+    missing = {cell: uuids for cell, uuids in missing.items() if uuids}
+    if not missing:
+        return instances, set()
+    scheduling = nova.scheduling([u for uuids in missing.values() for u in uuids])
+    rest = {cell: [u for u in uuids if u not in scheduling] for cell, uuids in missing.items()}
+    rest = {cell: uuids for cell, uuids in rest.items() if uuids}
+    if rest:
+        instances.update(nova.get(rest))
+    return instances, scheduling
 
 
 def _serialised(method):
@@ -202,7 +243,7 @@ class CoRunnerSource:
         asked: dict[str | None, list[str]] = {}
         for uuid, hs in {**unknown, **unlocated}.items():
             asked.setdefault(getattr(hs, "cell_uuid", None), []).append(uuid)
-        instances = self.nova.get(asked) if asked else {}
+        instances, scheduling = look_up(self.nova, asked)
         knowledge = Knowledge(vms={})
         learned = self._learn_flavors(unknown, instances)
         self._from_flavors = {u: vm for u, vm in self._from_flavors.items() if u in located}
@@ -220,7 +261,7 @@ class CoRunnerSource:
             if uuid in located:
                 dedicate(host_key(located[uuid]), record)
             elif uuid in unlocated:
-                if _in_flight(instances.get(uuid)):
+                if uuid in scheduling or _in_flight(instances.get(uuid)):
                     dedicate(_row_key(record), record)
                 else:
                     knowledge.stale.append(uuid)
@@ -278,7 +319,7 @@ class CoRunnerSource:
         asked: dict[str | None, list[str]] = {}
         for uuid, hs in {**unknown, **unlocated}.items():
             asked.setdefault(getattr(hs, "cell_uuid", None), []).append(uuid)
-        instances = self.nova.get(asked) if asked else {}
+        instances, scheduling = look_up(self.nova, asked)
 
         knowledge = Knowledge(vms={key: [] for key in by_key})
         self._learn_flavors(unknown, instances)
@@ -305,7 +346,7 @@ class CoRunnerSource:
 
         for uuid, hs in unlocated.items():
             instance = instances.get(uuid)
-            if _in_flight(instance):
+            if uuid in scheduling or _in_flight(instance):
                 # Placed (here or by another scheduler), not yet on its compute.
                 knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
             elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):

@@ -7,12 +7,16 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import nova.conf
+import os_resource_classes as orc
+from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 
 LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
 
 RACK_KEY = "hpc:rack"
 CPU_GROUP_KEY = "hpc:cpu_group"
@@ -80,25 +84,164 @@ def _ratio(value: Any) -> float:
     return float(value) if value else 1.0
 
 
+def _placement_count(total: float, reserved: float, ratio: Any, used: float) -> tuple[float, float]:
+    """``(capacity, free)`` of one resource class as Placement counts it."""
+    capacity = max(0.0, total - reserved) * _ratio(ratio)
+    return capacity, capacity - max(0.0, used)
+
+
 def resources(host_state: Any) -> tuple[Resources, Resources]:
-    """``(capacity, free)`` with Nova's allocation ratios applied."""
-    vcpus = host_state.vcpus_total * _ratio(host_state.cpu_allocation_ratio)
-    ram_total = host_state.total_usable_ram_mb
-    ram = ram_total * _ratio(host_state.ram_allocation_ratio)
-    disk_total = host_state.total_usable_disk_gb
-    disk = disk_total * _ratio(host_state.disk_allocation_ratio)
-    capacity = Resources(vcpus, ram, disk)
-    used_ram = ram_total - host_state.free_ram_mb
-    used_disk = disk_total - host_state.free_disk_mb / 1024.0
-    free = Resources(vcpus - host_state.vcpus_used, ram - used_ram, disk - used_disk)
-    return capacity, free
+    """``(capacity, free)`` of a host, counted as Placement counts them.
+
+    Placement's capacity of a resource class is ``(total - reserved) x
+    allocation_ratio`` and its free amount is that capacity less what the
+    instances use. Nova's ``HostState`` carries the resource tracker's
+    numbers, which fold the host's reservation into the usage (see
+    ``ResourceTracker._update_usage_from_instances``: ``vcpus_used``,
+    ``memory_mb_used`` and ``local_gb_used`` start from the
+    ``reserved_host_*`` options, and ``free_ram_mb = memory_mb -
+    memory_mb_used``); the reservation is taken back out of the usage here
+    and out of the total instead, as the virt drivers report it to Placement
+    (``reserved`` of each inventory, see ``FakeDriver.update_provider_tree``).
+    The ``reserved_host_*`` options are read from the scheduler's own
+    ``nova.conf``: they must match the computes'.
+
+    * VCPU: ``vcpus_total``, instances use ``vcpus_used - reserved_host_cpus``.
+    * MEMORY_MB: ``total_usable_ram_mb``, instances use ``total_usable_ram_mb
+      - free_ram_mb - reserved_host_memory_mb``.
+    * DISK_GB: ``total_usable_disk_gb``, instances use ``disk_mb_used`` less
+      the reservation the resource tracker put there; Placement reserves
+      ``reserved_host_disk_mb`` rounded up to whole GB.
+
+    ``free_disk_mb`` is not read: Nova derives it from the driver's
+    ``disk_available_least``, which Placement never counts (Nova's fake
+    drivers report 0, shared storage reports the pool, a boot-from-volume
+    server needs none). The cost: the scheduler lowers ``free_ram_mb`` and
+    raises ``vcpus_used`` at once for the VMs it has just placed
+    (``HostState.consume_from_request``) but lowers only ``free_disk_mb`` for
+    their disk, mixed with ``disk_available_least`` beyond telling apart, so
+    their disk counts from the moment their compute reports them (it does
+    when it claims them, seconds later). Until then the estimate may offer a
+    host more disk than Placement has; Placement then refuses the claim and
+    Nova fails the request as a whole, which never splits it.
+
+    Allocation ratios are the compute node's, which are Placement's unless
+    an operator changed the inventory in Placement directly and left
+    ``[DEFAULT] *_allocation_ratio`` unset; :func:`to_host` never lets such
+    a difference refuse a host Placement offers.
+    """
+    vcpus_total = float(host_state.vcpus_total or 0)
+    vcpus = _placement_count(
+        vcpus_total,
+        CONF.reserved_host_cpus,
+        host_state.cpu_allocation_ratio,
+        (host_state.vcpus_used or 0) - CONF.reserved_host_cpus,
+    )
+    ram_total = float(host_state.total_usable_ram_mb or 0)
+    ram = _placement_count(
+        ram_total,
+        CONF.reserved_host_memory_mb,
+        host_state.ram_allocation_ratio,
+        ram_total - (host_state.free_ram_mb or 0) - CONF.reserved_host_memory_mb,
+    )
+    reserved_disk_mb = CONF.reserved_host_disk_mb
+    # ComputeNode.local_gb_used is an integer field: the resource tracker's
+    # reservation is truncated to whole GB, Placement's is rounded up.
+    tracker_reserved_gb = int(reserved_disk_mb / 1024)
+    disk = _placement_count(
+        float(host_state.total_usable_disk_gb or 0),
+        math.ceil(reserved_disk_mb / 1024),
+        host_state.disk_allocation_ratio,
+        (host_state.disk_mb_used or 0) / 1024 - tracker_reserved_gb,
+    )
+    return (
+        Resources(vcpus[0], ram[0], disk[0]),
+        Resources(vcpus[1], ram[1], disk[1]),
+    )
+
+
+def _flavor_demand(spec_obj: Any) -> Resources:
+    """Nova's arithmetic for a flavor without extra specs (swap counts as disk)."""
+    flavor = spec_obj.flavor
+    disk = (flavor.ephemeral_gb or 0) + math.ceil((flavor.swap or 0) / 1024)
+    if not getattr(spec_obj, "is_bfv", False):
+        disk += flavor.root_gb or 0
+    return Resources(float(flavor.vcpus), float(flavor.memory_mb), float(disk))
 
 
 def demand(spec_obj: Any) -> Resources:
-    """One VM's demand, as Placement counts it (swap counts as disk)."""
-    flavor = spec_obj.flavor
-    disk = (flavor.root_gb or 0) + (flavor.ephemeral_gb or 0) + math.ceil((flavor.swap or 0) / 1024)
-    return Resources(float(flavor.vcpus), float(flavor.memory_mb), float(disk))
+    """One VM's demand, as Nova asks Placement for it.
+
+    Nova's own ``ResourceRequest.from_request_spec`` builds the request, so
+    ``resources:*`` flavor overrides, boot-from-volume (no ``DISK_GB``) and
+    swap rounded up to GB count exactly as in ``GET
+    /allocation_candidates``. Dedicated CPUs (``PCPU``) count in the vCPU
+    dimension with shared ones: the host side has a single vCPU count.
+    A spec Nova's code cannot read (a partial one, in tests) falls back to
+    the flavor's arithmetic.
+    """
+    try:
+        amounts = scheduler_utils.ResourceRequest.from_request_spec(
+            spec_obj, enable_pinning_translate=True
+        ).merged_resources()
+    except Exception as error:
+        # A real RequestSpec Nova itself could not read deserves a word.
+        log = LOG.warning if hasattr(spec_obj, "obj_name") else LOG.debug
+        log(
+            "hpc-nova-scheduler: cannot build Placement's request from this %s (%s); "
+            "counting the flavor",
+            type(spec_obj).__name__,
+            error,
+        )
+        return _flavor_demand(spec_obj)
+    return Resources(
+        float(amounts.get(orc.VCPU, 0) + amounts.get(orc.PCPU, 0)),
+        float(amounts.get(orc.MEMORY_MB, 0)),
+        float(amounts.get(orc.DISK_GB, 0)),
+    )
+
+
+def disk_is_per_host(host_state: Any, vm: Resources) -> bool:
+    """Whether the host's own disk limits how many VMs of demand ``vm`` it takes.
+
+    Not when the request asks Placement for no disk (boot from volume,
+    ``resources:DISK_GB=0``), when the compute reports no local disk, or when
+    the allocation candidate Nova will claim (the first, see
+    ``SchedulerManager._schedule``) takes ``DISK_GB`` from a provider other
+    than the compute node: shared storage, which Placement counts once for
+    all the hosts sharing it.
+    """
+    if vm.disk_gb <= 0 or not (host_state.total_usable_disk_gb or 0) > 0:
+        return False
+    candidates = getattr(host_state, "allocation_candidates", None) or []
+    if not candidates:
+        # No word from Placement (a rebuild, tests): the local disk counts.
+        return True
+    own = (candidates[0].get("allocations") or {}).get(getattr(host_state, "uuid", None)) or {}
+    return orc.DISK_GB in (own.get("resources") or {})
+
+
+def _as_placement_answers(
+    host_state: Any, capacity: Resources, free: Resources, vm: Resources
+) -> tuple[Resources, Resources]:
+    """``capacity`` and ``free`` adjusted to what Placement said of this host."""
+    free_values = list(free.as_tuple())
+    if getattr(host_state, "allocation_candidates", None):
+        # Placement found room for one VM here: the estimate only decides
+        # how many more fit, never that none does.
+        free_values = [
+            max(f, d) if d > 0 else f for f, d in zip(free_values, vm.as_tuple(), strict=True)
+        ]
+    if vm.disk_gb > 0 and not disk_is_per_host(host_state, vm):
+        # Enough disk for as many VMs as the other dimensions allow, so
+        # that disk never decides here.
+        others = Resources(vm.vcpus, vm.ram_mb, 0.0).copies_that_fit(Resources(*free_values))
+        free_values[2] = vm.disk_gb * max(others, 1)
+    free = Resources(*free_values)
+    capacity = Resources(
+        *(max(c, f) for c, f in zip(capacity.as_tuple(), free.as_tuple(), strict=True))
+    )
+    return capacity, free
 
 
 def host_key(host_state: Any) -> str:
@@ -107,8 +250,17 @@ def host_key(host_state: Any) -> str:
     return host_state.host if node in (None, host_state.host) else f"{host_state.host}/{node}"
 
 
-def to_host(host_state: Any, vms: Iterable[RunningVM]) -> Host:
+def to_host(host_state: Any, vms: Iterable[RunningVM], demand: Resources | None = None) -> Host:
+    """The core's view of a host; with the request's ``demand``, as Placement answered.
+
+    Placement's answer is authoritative: a host with allocation candidates
+    for this request has room for one of its VMs, whatever Nova's host
+    state says, and a disk Placement does not count per host (see
+    :func:`disk_is_per_host`) never limits the count.
+    """
     capacity, free = resources(host_state)
+    if demand is not None:
+        capacity, free = _as_placement_answers(host_state, capacity, free, demand)
     rack, group = topology(host_state)
     return Host(
         name=host_key(host_state),

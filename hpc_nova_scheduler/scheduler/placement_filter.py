@@ -59,7 +59,7 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
-from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms
+from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -569,11 +569,11 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             asked: dict[str | None, list[str]] = {}
             for cell_uuid, uuids in open_claims.values():
                 asked.setdefault(cell_uuid, []).extend(uuids)
-            instances = self._source.nova.get(asked)
+            instances, scheduling = look_up(self._source.nova, asked)
             settled = [
                 claim_id
                 for claim_id, (_, uuids) in open_claims.items()
-                if all(_settled(instances.get(uuid)) for uuid in uuids)
+                if all(uuid not in scheduling and _settled(instances.get(uuid)) for uuid in uuids)
             ]
             if settled:
                 database.release_claims(settled)

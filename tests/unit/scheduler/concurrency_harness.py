@@ -261,6 +261,10 @@ class FakeNova:
             flavor=types.SimpleNamespace(extra_specs=dict(self._specs[uuid_])),
         )
 
+    def scheduling(self, uuids: Sequence[str]) -> set[str]:
+        # Every instance of the run exists from the start.
+        return set()
+
     def get(self, uuids_by_cell: Mapping[str | None, Sequence[str]]) -> dict[str, Any]:
         with self._lock:
             return {

@@ -26,6 +26,11 @@ class RecordedNova:
         self.asked.append(wanted)
         return {u: self.instances[u] for u in wanted if u in self.instances}
 
+    def scheduling(self, uuids):
+        return set(uuids) & self.building
+
+    building: set[str] = set()
+
 
 def host_state(name: str, *uuids: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(
@@ -98,6 +103,16 @@ class TestCollect(testtools.TestCase):
             [("moved", "n2", "n2", "app")],
             [(vm.instance_uuid, vm.host, vm.nodename, vm.request_id) for vm in knowledge.moved],
         )
+
+    def test_vm_recorded_while_nova_still_schedules_it_counts(self) -> None:
+        # Until the conductor has hosts for the whole request, Nova's cells
+        # have no instance, only a build request.
+        self.record("scheduling", "n1")
+        nova = RecordedNova({})
+        nova.building = {"scheduling"}
+        knowledge = corunners.CoRunnerSource(nova).collect([host_state("n1")], self.database)
+        self.assertEqual(["scheduling"], [vm.uuid for vm in knowledge.vms["n1"]])
+        self.assertEqual([], knowledge.stale)
 
     def test_live_claims_count_as_their_applications_vms(self) -> None:
         self.database.claim(
@@ -217,7 +232,8 @@ class TestDedicatedHosts(TestCollect):
         # Known instances are not read again.
         nova.asked.clear()
         source.dedicated_hosts(states, self.database, application_id="mine")
-        self.assertEqual([{"x-flight", "x-gone"}], nova.asked)
+        # x-gone is looked for again after the build requests: still gone.
+        self.assertEqual([{"x-flight", "x-gone"}, {"x-gone"}], nova.asked)
 
     def test_own_application_is_not_avoided(self) -> None:
         self.record("x", "n1", AppClass.EXTREME_HPC, request_id="group-1")
