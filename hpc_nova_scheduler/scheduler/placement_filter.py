@@ -60,6 +60,7 @@ from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
+from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -103,6 +104,10 @@ class _RequestState:
     #: Instances on each offered host when the pending instance was offered
     #: them: the host Nova claimed for it is the one that gained one.
     seen: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: For ExtremeHPC: the plan's host states, and the VMs of the
+    #: application that may share them (checked against Placement).
+    dedicated: dict[str, Any] = dataclasses.field(default_factory=dict)
+    own_vms: frozenset[str] = frozenset()
 
 
 #: The state of every request being scheduled. Nova hands the filter the
@@ -267,6 +272,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._database: db_api.Database | None = None
         self._database_url: str | None = None
         self._database_lock = threading.Lock()
+        self._occupancy = PlacementOccupancy()
         report_threshold_problems()
 
     # -- plumbing ------------------------------------------------------------
@@ -422,10 +428,15 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         )
         if database is not None:
             self._settle(database)
+        extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
+        #: Hosts Placement showed busy with VMs the plugin does not know yet.
+        occupied: set[str] = set()
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
             knowledge = self._knowledge(
                 hosts, state.database, profile, instance_uuid, own, application_id
             )
+            for key in occupied:
+                knowledge.vms[key].append(RunningVM(uuid=f"placement:{key}"))
             core_hosts = sorted(
                 (
                     host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)], demand=demand)
@@ -450,6 +461,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             context.knowledge = knowledge.vms
             context.groups = {host.name: host.cpu_group for host in core_hosts}
             conflict = self._claim(state, context, plan, spares)
+            if conflict is None and extreme:
+                conflict = self._check_dedicated(state, context, plan, spares, knowledge, occupied)
             if conflict is None:
                 break
             LOG.info(
@@ -552,6 +565,30 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if conflict is None:
             state.claim_id = claim_id
         return conflict
+
+    def _check_dedicated(self, state, context, plan, spares, knowledge, occupied) -> str | None:
+        """Whether Placement shows VMs the plugin does not know on ExtremeHPC hosts.
+
+        Requests left to Nova are not claimed; one that read the database
+        before this claim was written may have claimed Placement since.
+        """
+        by_key = {host_view.host_key(hs): hs for hs in context.hosts}
+        keys = [*dict.fromkeys(plan.hosts), *spares]
+        state.dedicated = {key: by_key[key] for key in keys}
+        state.own_vms = frozenset(
+            vm.uuid
+            for key in keys
+            for vm in knowledge.vms.get(key, ())
+            if vm.application_id == state.application_id
+        ) | ({context.instance_uuid} if context.instance_uuid else frozenset())
+        busy = self._occupancy.foreign(state.dedicated.values(), set(state.own_vms))
+        if not busy:
+            return None
+        occupied.update(busy)
+        self._abandon(state)
+        state.refusal = None
+        state.claim_id = None
+        return f"Placement shows other VMs on {sorted(busy)}"
 
     def _settle(self, database: db_api.Database) -> None:
         """End the claims of requests that Nova has finished building.
@@ -712,6 +749,23 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 state.pending = None
                 self._abandon(state)
                 return []
+            if state.dedicated and len(state.answers) > 1:
+                # Before the last VM: a request that read the database before
+                # this plan was claimed may have claimed Placement meanwhile.
+                busy = self._occupancy.foreign(
+                    [hs for key, hs in state.dedicated.items() if key not in state.spares],
+                    set(state.own_vms) | set(state.answers),
+                )
+                if busy:
+                    LOG.warning(
+                        "hpc-nova-scheduler: ExtremeHPC hosts %s of %s now run other VMs; "
+                        "the request fails rather than sharing them",
+                        sorted(busy),
+                        state.application_id,
+                    )
+                    state.pending = None
+                    self._abandon(state)
+                    return []
             self._took(state, planned[0], spec_obj)
         else:
             state.seen = {host_view.host_key(hs): _instance_count(hs) for hs in chosen}

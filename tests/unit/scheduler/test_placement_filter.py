@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import types
+import uuid
 
 import fixtures
 import testtools
@@ -11,8 +12,10 @@ from oslo_config import fixture as config_fixture
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.algorithm import Plan
-from hpc_nova_scheduler.core.profile import ApplicationProfile
+from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.scheduler import placement_filter
+from tests import db_backends
+from tests.unit.scheduler import concurrency_harness as harness
 
 
 def hs(name: str, instances: int | None = None) -> types.SimpleNamespace:
@@ -132,3 +135,67 @@ class TestThresholdCheck(testtools.TestCase):
         logs = self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
         placement_filter.HpcPlacementFilter()
         self.assertEqual("", logs.output)
+
+
+class _Occupancy:
+    """Placement's consumers per host, as a test sets them."""
+
+    def __init__(self) -> None:
+        self.by_host: dict[str, set[str]] = {}
+
+    def foreign(self, host_states, allowed: set[str]) -> set[str]:
+        return {hs.host for hs in host_states if self.by_host.get(hs.host, set()) - allowed}
+
+
+class TestExtremeHostsInPlacement(db_backends.DatabaseTestCase):
+    """VMs only Placement knows of (requests left to Nova) keep ExtremeHPC away."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from nova import objects
+
+        objects.register_all()
+        harness.prepare_database(self.db_url)
+        conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        conf.config(connection=self.db_url, group="hpc_scheduler")
+        self.request = harness.Request(
+            0, (str(uuid.uuid4()), str(uuid.uuid4())), AppClass.EXTREME_HPC, 47.0, "IS"
+        )
+        self.nova = harness.FakeNova([self.request])
+        self.filter = harness.new_filter(self.nova)
+        self.addCleanup(harness.dispose, self.filter)
+        self.occupancy = self.filter._occupancy = _Occupancy()
+        self.hosts = harness.host_states()
+
+    def rounds(self, before_last=None) -> list[str]:
+        spec = harness.request_spec(self.request)
+        candidates, chosen = list(self.hosts), []
+        for number, instance_uuid in enumerate(self.request.uuids):
+            if number == len(self.request.uuids) - 1 and before_last:
+                before_last()
+            spec.instance_uuid = instance_uuid
+            returned = self.filter.filter_all(candidates, spec)
+            if not returned:
+                return []
+            chosen.append(returned[0].host)
+            candidates = [returned[0], *[hs for hs in returned if hs is not returned[0]]]
+        return chosen
+
+    def test_a_host_placement_shows_busy_is_not_taken(self) -> None:
+        first = self.rounds()
+        self.assertEqual(2, len(first))
+        # Start again with that host busy in Placement only.
+        self.database.release_claims([c.claim_id for c in self.database.live_claims()])
+        self.database.forget_running(list(self.request.uuids))
+        self.occupancy.by_host = {first[0]: {"stranger"}}
+        second = self.rounds()
+        self.assertEqual(2, len(second))
+        self.assertNotIn(first[0], second)
+
+    def test_a_vm_claimed_meanwhile_fails_the_request(self) -> None:
+        def stranger_arrives() -> None:
+            host = self.database.live_claims()[0].host
+            self.occupancy.by_host = {host: {"stranger"}}
+
+        self.assertEqual([], self.rounds(before_last=stranger_arrives))
+        self.assertEqual([], self.database.live_claims())
