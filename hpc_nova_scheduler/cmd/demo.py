@@ -6,16 +6,28 @@ with the plugin enabled and boots the Figure 8 stream; then the same stream
 runs under Nova's default filters and weighers. Each run prints where every
 application landed, which requests were deferred, and the cache score each
 host carried, next to the paper's table.
+
+The exit status says whether the paper was reproduced: 0 when every row
+(placement and deferral order) matches, 1 when a row differs, 2 when a run
+failed (a boot that Nova's scheduler did not refuse but that did not become
+ACTIVE, or computes that never reported to Placement).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging as std_logging
 import os
+import shutil
+import sys
 import tempfile
+import textwrap
 import time
+import traceback
 import warnings
+from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TextIO
 
 import prettytable
@@ -25,6 +37,10 @@ from hpc_nova_scheduler.cmd import cli
 from hpc_nova_scheduler.db import api as db_api
 
 EXAMPLE_FILE = "seed-applications.yaml"
+PAPER_NAME = "seed 003's Figure 8"
+EXIT_SAME = 0
+EXIT_DIFFERS = 1
+EXIT_FAILED = 2
 
 
 def _quiet() -> None:
@@ -60,7 +76,62 @@ def _database(workdir: str, label: str) -> str:
     return url
 
 
-def _print_scenario(out: TextIO, scenario, paper: dict[str, str] | None, seconds: float) -> int:
+@dataclasses.dataclass(frozen=True)
+class PaperRow:
+    """One placement of the paper's table: VMs per host, and who finished first."""
+
+    vms_per_host: dict[str, int]
+    after: list[str]
+
+
+def parse_paper(text: str) -> PaperRow:
+    """'2x(N1-N8) after App1, App3-App5' -> VMs per host and the expanded 'after' list."""
+    from hpc_nova_scheduler.demo import figure8
+
+    placement, _, after = text.partition(" after ")
+    counts: dict[str, int] = {}
+    for part in placement.split("+"):
+        per, span = part.strip().split("x", 1)
+        first, _, last = span.strip().strip("()").partition("-")
+        last = last or first
+        for n in range(int(first[1:]), int(last[1:]) + 1):
+            counts[f"N{n}"] = int(per)
+    return PaperRow(counts, figure8.expand_after(after))
+
+
+def compare(
+    vms_per_host: Mapping[str, int], after: Sequence[str], refused: bool, paper: str
+) -> str | None:
+    """Why the demo's row differs from the paper's, or None when it matches.
+
+    Both the placement and the deferral order ('after ...') count.
+    """
+    from hpc_nova_scheduler.demo import figure8
+
+    row = parse_paper(paper)
+    if refused:
+        return "never placed; the paper places it " + paper
+    if dict(vms_per_host) != row.vms_per_host:
+        return f"placement {figure8.notation(dict(vms_per_host))}, the paper's {paper}"
+    if list(after) != row.after:
+        ours = ", ".join(figure8.compress_after(list(after))) if after else ""
+        theirs = ", ".join(figure8.compress_after(row.after)) if row.after else ""
+        if not after:
+            return f"placed at once; the paper deferred it until after {theirs}"
+        if not row.after:
+            return f"deferred until after {ours}; the paper placed it at once"
+        return f"deferral order: placed after {ours}, the paper after {theirs}"
+    return None
+
+
+def _wrap(text: str, indent: str = "    ") -> str:
+    return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent)
+
+
+def _print_scenario(
+    out: TextIO, scenario, paper: dict[str, str] | None, seconds: float
+) -> tuple[int, list[str]]:
+    """Print one run; return how many rows match the paper and why the others do not."""
     from hpc_nova_scheduler.demo import figure8
 
     out.write(f"\n== {scenario.title} ({seconds:.0f} s) ==\n")
@@ -70,6 +141,8 @@ def _print_scenario(out: TextIO, scenario, paper: dict[str, str] | None, seconds
     table = prettytable.PrettyTable(columns)
     table.align = "l"
     matches = 0
+    differences: list[str] = []
+    notes: list[str] = []
     for outcome in scenario.outcomes:
         row = [
             outcome.app.name,
@@ -79,11 +152,21 @@ def _print_scenario(out: TextIO, scenario, paper: dict[str, str] | None, seconds
             outcome.placement,
         ]
         if paper:
-            same = outcome.vms_per_host == _parse(paper[outcome.app.name])
-            matches += same
-            row += [paper[outcome.app.name], "yes" if same else "NO"]
+            why = compare(
+                outcome.vms_per_host, outcome.after, outcome.refused, paper[outcome.app.name]
+            )
+            matches += why is None
+            row += [paper[outcome.app.name], "yes" if why is None else "NO"]
+            if why is not None:
+                differences.append(f"{outcome.app.name} at beta = {scenario.beta:g}: {why}")
+                notes.append(_wrap(f"NO: {outcome.app.name}: {why}.", indent=""))
+                known = figure8.UNREPRODUCIBLE.get((int(scenario.beta), outcome.app.name))
+                if known and list(outcome.after) == list(known[0]):
+                    notes.append(_wrap(known[1]))
         table.add_row(row)
     out.write(table.get_string() + "\n")
+    for note in notes:
+        out.write(note + "\n")
     hosts = prettytable.PrettyTable(["", *figure8.HOSTS])
     dedicated = {
         h
@@ -104,19 +187,14 @@ def _print_scenario(out: TextIO, scenario, paper: dict[str, str] | None, seconds
         ["cache score at end", *(f"{scenario.cache_per_host[h]:g}" for h in figure8.HOSTS)]
     )
     out.write(hosts.get_string() + "\n")
-    return matches
+    return matches, differences
 
 
-def _parse(text: str) -> dict[str, int]:
-    """The paper's notation back into VMs per host ('after ...' ignored)."""
-    counts: dict[str, int] = {}
-    for part in text.split(" after ")[0].split("+"):
-        per, span = part.strip().split("x", 1)
-        first, _, last = span.strip("()").partition("-")
-        last = last or first
-        for n in range(int(first[1:]), int(last[1:]) + 1):
-            counts[f"N{n}"] = int(per)
-    return counts
+def _betas(text: str) -> list[float]:
+    try:
+        return [float(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise cli.CommandError(f"--betas wants comma-separated numbers, not {text!r}") from None
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -128,9 +206,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"the demo runs Nova's functional harness, which is not installed here ({error}); "
             "install it with: pip install 'hpc-nova-scheduler[demo]'"
         ) from None
+    betas = _betas(args.betas)
     workdir = args.keep or tempfile.mkdtemp(prefix="hpc-nova-demo-")
-    os.makedirs(workdir, exist_ok=True)
-    betas = [float(b) for b in args.betas.split(",") if b.strip()]
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        return _run(args, out, figure8, betas, workdir)
+    finally:
+        # An interrupted or failed run leaves nothing behind either.
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(
+    args: argparse.Namespace, out: TextIO, figure8: ModuleType, betas: list[float], workdir: str
+) -> int:
+    err: TextIO = getattr(args, "err", None) or sys.stderr
+    kept = "" if args.keep else " (removed at the end; --keep DIR keeps them)"
     out.write(
         "hpc-nova-scheduler demo: seed 003 Figure 8 in an in-process Nova\n"
         f"cloud: 8 fake-driver hosts N1-N8 of 4 vCPU and 8 GB in one rack; VMs of 1 vCPU "
@@ -140,29 +231,66 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{a.name} ({a.app_class.value}, cache {a.cache_score:g})" for a in figure8.STREAM
         )
         + "\n"
-        "a request with no placement is deferred; applications then finish in arrival "
-        f"order until it fits\nfiles: {workdir}\n"
+        "a request the scheduler refuses (NoValidHost) is deferred; applications then finish "
+        "in arrival order,\nand it is retried after each until it fits; any other error fails "
+        f"the run\nfiles: {workdir}{kept}\n"
     )
     total = matches = 0
+    differences: list[str] = []
+    failures: list[str] = []
     nova = None
     for beta in [*betas, None]:
         label = "nova" if beta is None else f"beta{beta:g}"
-        url = _database(workdir, label)
+        title = "Nova defaults (no plugin)" if beta is None else f"beta = {beta:g}"
         started = time.monotonic()
-        scenario = figure8.run(beta, alpha=args.alpha, db_url=url)
-        _quiet()
+        log_path = os.path.join(workdir, f"nova-{label}.log")
+        where = f"Nova's log: {log_path}" if args.keep else "--keep DIR keeps Nova's log"
+        try:
+            url = _database(workdir, label)
+            scenario = figure8.run(beta, alpha=args.alpha, db_url=url, log_path=log_path)
+        except figure8.DemoFailure as error:
+            failures.append(f"{title}: {error}")
+            out.write(f"\n== {title}: FAILED ==\n{_wrap(str(error), indent='')}\n({where})\n")
+            continue
+        except Exception as error:
+            # Whatever else breaks is a failed run too: report it, go on.
+            traceback.print_exc(file=err)
+            failures.append(f"{title}: {type(error).__name__}: {error}")
+            out.write(f"\n== {title}: FAILED ==\n{type(error).__name__}: {error}\n({where})\n")
+            continue
+        finally:
+            # Nova's harness resets logging on the way in and out.
+            _quiet()
         paper = figure8.PAPER.get(int(beta)) if beta is not None and beta.is_integer() else None
-        found = _print_scenario(out, scenario, paper, time.monotonic() - started)
+        found, why = _print_scenario(out, scenario, paper, time.monotonic() - started)
         if beta is None:
             nova = scenario
         if paper:
             total += len(paper)
             matches += found
+            differences += why
     if total:
-        out.write(f"\n{matches} of {total} placements match seed 003's Figure 8.\n")
+        out.write(f"\n{matches} of {total} placements match {PAPER_NAME}.\n")
     if nova is not None:
         out.write(_nova_summary(nova, min(betas) if betas else 60.0) + "\n")
-    return 0
+    if failures:
+        out.write(
+            f"RESULT: FAILED: {len(failures)} run(s) failed, so this is no reproduction of "
+            f"{PAPER_NAME}: " + " | ".join(failures) + "\n"
+        )
+        return EXIT_FAILED
+    if differences:
+        out.write(
+            f"RESULT: DIFFERS from {PAPER_NAME}: {matches} of {total} rows match; "
+            + "; ".join(differences)
+            + "\n"
+        )
+        return EXIT_DIFFERS
+    if not total:
+        out.write(f"RESULT: {PAPER_NAME} has no row for these betas; nothing compared\n")
+        return EXIT_SAME
+    out.write(f"RESULT: same as {PAPER_NAME}: {matches} of {total} rows match\n")
+    return EXIT_SAME
 
 
 def _nova_summary(scenario, beta: float) -> str:

@@ -177,21 +177,46 @@ def _running_from_tuple(row) -> RunningVM:
     )
 
 
-def _claim_from_row(row: models.AppClaim) -> Claim:
-    return Claim(
-        claim_id=row.claim_id,
-        instance_uuid=row.instance_uuid,
-        application_id=row.application_id,
-        host=row.host,
-        nodename=row.nodename,
-        app_class=_CLASSES.get(row.app_class) or AppClass.parse(row.app_class),
-        cache_score=row.cache_score,
-        vms=row.vms,
-        spare=row.spare,
-        app_name=row.app_name,
-        project_id=row.project_id,
-        cell_uuid=row.cell_uuid,
+def _claim_columns() -> tuple:
+    table = models.AppClaim.__table__
+    return (
+        table.c.claim_id,
+        table.c.instance_uuid,
+        table.c.application_id,
+        table.c.host,
+        table.c.nodename,
+        table.c.app_class,
+        table.c.cache_score,
+        table.c.vms,
+        table.c.spare,
+        table.c.app_name,
+        table.c.project_id,
+        table.c.cell_uuid,
     )
+
+
+def _claim_from_tuple(row) -> Claim:
+    claim_id, instance_uuid, application_id, host, nodename, app_class, *rest = row
+    cache_score, vms, spare, app_name, project_id, cell_uuid = rest
+    return Claim(
+        claim_id=claim_id,
+        instance_uuid=instance_uuid,
+        application_id=application_id,
+        host=host,
+        nodename=nodename,
+        app_class=_CLASSES.get(app_class) or AppClass.parse(app_class),
+        cache_score=cache_score,
+        vms=vms,
+        spare=spare,
+        app_name=app_name,
+        project_id=project_id,
+        cell_uuid=cell_uuid,
+    )
+
+
+def _live_claims_query():
+    table = models.AppClaim.__table__
+    return select(*_claim_columns()).where(table.c.expires_at >= timeutils.utcnow())
 
 
 def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
@@ -487,17 +512,6 @@ class Database:
         with self._reader() as session:
             return [_running_from_tuple(row) for row in session.execute(query)]
 
-    def running_of_class(self, app_class: AppClass) -> list[RunningVM]:
-        """Every row of one application class (ExtremeHPC rows are few)."""
-        table = models.AppRunning.__table__
-        with self._reader() as session:
-            return [
-                _running_from_tuple(row)
-                for row in session.execute(
-                    select(*_running_columns()).where(table.c.app_class == app_class.value)
-                )
-            ]
-
     def running_for(self, hosts: Iterable[str], instance_uuids: Iterable[str]) -> list[RunningVM]:
         """Rows on any of ``hosts`` or for any of ``instance_uuids``.
 
@@ -613,14 +627,12 @@ class Database:
         # one transaction, never back, and on PostgreSQL each statement sees
         # what was committed when it started: read the other way round, a
         # VM recorded between the two reads would be in neither.
-        now = timeutils.utcnow()
-        claims = models.AppClaim
+        claims = models.AppClaim.__table__
         claimed = [
-            _claim_from_row(row)
-            for row in session.scalars(
-                select(claims).where(
-                    (claims.host.in_(list(hosts)) | (claims.application_id == application_id))
-                    & (claims.expires_at >= now)
+            _claim_from_tuple(row)
+            for row in session.execute(
+                _live_claims_query().where(
+                    claims.c.host.in_(list(hosts)) | (claims.c.application_id == application_id)
                 )
             )
         ]
@@ -637,27 +649,43 @@ class Database:
             found[row[0]] = _running_from_tuple(row)
         return ClaimView(list(found.values()), claimed)
 
-    def live_claims(
-        self,
-        hosts: Iterable[str] | None = None,
-        *,
-        app_class: AppClass | None = None,
-    ) -> list[Claim]:
-        """Claims not yet expired, on ``hosts`` or of one class if given."""
-        claims = models.AppClaim
-        query = select(claims).where(claims.expires_at >= timeutils.utcnow())
-        if app_class is not None:
-            query = query.where(claims.app_class == app_class.value)
+    def live_claims(self, hosts: Iterable[str] | None = None) -> list[Claim]:
+        """Claims not yet expired, on ``hosts`` if given."""
+        claims = models.AppClaim.__table__
+        query = _live_claims_query()
         with self._reader() as session:
             if hosts is None:
-                return [_claim_from_row(row) for row in session.scalars(query)]
+                return [_claim_from_tuple(row) for row in session.execute(query)]
             found = []
             for chunk in _chunks(sorted(set(hosts))):
                 found.extend(
-                    _claim_from_row(row)
-                    for row in session.scalars(query.where(claims.host.in_(chunk)))
+                    _claim_from_tuple(row)
+                    for row in session.execute(query.where(claims.c.host.in_(chunk)))
                 )
             return found
+
+    def of_class(self, app_class: AppClass) -> tuple[list[RunningVM], list[Claim]]:
+        """Every row and live claim of one class (ExtremeHPC ones are few).
+
+        Claims are read first, in the same transaction: a VM moves from its
+        claim to its row, never back, so it is never missed.
+        """
+        claims = models.AppClaim.__table__
+        running = models.AppRunning.__table__
+        with self._reader() as session:
+            claimed = [
+                _claim_from_tuple(row)
+                for row in session.execute(
+                    _live_claims_query().where(claims.c.app_class == app_class.value)
+                )
+            ]
+            rows = [
+                _running_from_tuple(row)
+                for row in session.execute(
+                    select(*_running_columns()).where(running.c.app_class == app_class.value)
+                )
+            ]
+        return rows, claimed
 
     @_retry_on_deadlock
     def record_placed(self, vm: RunningVM, claim_id: str) -> None:

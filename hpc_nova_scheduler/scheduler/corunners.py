@@ -214,8 +214,9 @@ class CoRunnerSource:
             if instances:
                 located.update(dict.fromkeys(instances, hs))
         extreme_rows: list[db_api.RunningVM] = []
+        extreme_claims: list[db_api.Claim] = []
         if database is not None:
-            extreme_rows = database.running_of_class(core_profile.AppClass.EXTREME_HPC)
+            extreme_rows, extreme_claims = database.of_class(core_profile.AppClass.EXTREME_HPC)
             fresh = [uuid for uuid in located if uuid not in self._recorded]
             if fresh:
                 self._recorded.update(vm.instance_uuid for vm in database.running_for((), fresh))
@@ -268,10 +269,10 @@ class CoRunnerSource:
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
                 dedicate(host_key(located[uuid]), record)
-        if database is not None:
+        if extreme_claims:
             # Hosts promised to ExtremeHPC requests still being placed.
             keys = {host_key(hs) for hs in host_states}
-            for claim in database.live_claims(app_class=core_profile.AppClass.EXTREME_HPC):
+            for claim in extreme_claims:
                 if claim.key in keys and claim.application_id != application_id:
                     knowledge.vms.setdefault(claim.key, []).extend(
                         claimed_vms(claim, claim.application_id)

@@ -398,9 +398,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             application_id = existing.request_id
         state = _RequestState(profile, application_id, database=database)
         if plain:
-            # Left to Nova: only another application's dedicated hosts are off limits.
-            if database is not None:
-                self._settle(database)
+            # Left to Nova: only another application's dedicated hosts are off
+            # limits. Claims are settled by HPC requests: this path stays cheap.
             knowledge = self._knowledge(
                 hosts, database, profile, instance_uuid, own, application_id, dedicated_only=True
             )

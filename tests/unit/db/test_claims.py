@@ -125,7 +125,7 @@ class ClaimTests:
         )
         self.database.claim([claim("c1"), extreme], lambda v: None, ttl=60)
         self.assertEqual(
-            ["x"], [c.claim_id for c in self.database.live_claims(app_class=AppClass.EXTREME_HPC)]
+            ["x"], [c.claim_id for c in self.database.of_class(AppClass.EXTREME_HPC)[1]]
         )
         self.assertEqual(["c1"], [c.claim_id for c in self.database.live_claims(["n1"])])
 
