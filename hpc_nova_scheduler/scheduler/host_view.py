@@ -90,7 +90,22 @@ def _placement_count(total: float, reserved: float, ratio: Any, used: float) -> 
     return capacity, capacity - max(0.0, used)
 
 
-def resources(host_state: Any) -> tuple[Resources, Resources]:
+def reservations() -> tuple[float, float, float]:
+    """``reserved_host_cpus``, ``reserved_host_memory_mb``, ``reserved_host_disk_mb``.
+
+    Read once per request: an option lookup costs more than the arithmetic
+    of a host, and a request reads thousands of hosts.
+    """
+    return (
+        float(CONF.reserved_host_cpus),
+        float(CONF.reserved_host_memory_mb),
+        float(CONF.reserved_host_disk_mb),
+    )
+
+
+def resources(
+    host_state: Any, reserved: tuple[float, float, float] | None = None
+) -> tuple[Resources, Resources]:
     """``(capacity, free)`` of a host, counted as Placement counts them.
 
     Placement's capacity of a resource class is ``(total - reserved) x
@@ -130,21 +145,21 @@ def resources(host_state: Any) -> tuple[Resources, Resources]:
     ``[DEFAULT] *_allocation_ratio`` unset; :func:`to_host` never lets such
     a difference refuse a host Placement offers.
     """
+    reserved_cpus, reserved_ram_mb, reserved_disk_mb = reserved or reservations()
     vcpus_total = float(host_state.vcpus_total or 0)
     vcpus = _placement_count(
         vcpus_total,
-        CONF.reserved_host_cpus,
+        reserved_cpus,
         host_state.cpu_allocation_ratio,
-        (host_state.vcpus_used or 0) - CONF.reserved_host_cpus,
+        (host_state.vcpus_used or 0) - reserved_cpus,
     )
     ram_total = float(host_state.total_usable_ram_mb or 0)
     ram = _placement_count(
         ram_total,
-        CONF.reserved_host_memory_mb,
+        reserved_ram_mb,
         host_state.ram_allocation_ratio,
-        ram_total - (host_state.free_ram_mb or 0) - CONF.reserved_host_memory_mb,
+        ram_total - (host_state.free_ram_mb or 0) - reserved_ram_mb,
     )
-    reserved_disk_mb = CONF.reserved_host_disk_mb
     # ComputeNode.local_gb_used is an integer field: the resource tracker's
     # reservation is truncated to whole GB, Placement's is rounded up.
     tracker_reserved_gb = int(reserved_disk_mb / 1024)
@@ -250,15 +265,21 @@ def host_key(host_state: Any) -> str:
     return host_state.host if node in (None, host_state.host) else f"{host_state.host}/{node}"
 
 
-def to_host(host_state: Any, vms: Iterable[RunningVM], demand: Resources | None = None) -> Host:
+def to_host(
+    host_state: Any,
+    vms: Iterable[RunningVM],
+    demand: Resources | None = None,
+    reserved: tuple[float, float, float] | None = None,
+) -> Host:
     """The core's view of a host; with the request's ``demand``, as Placement answered.
 
     Placement's answer is authoritative: a host with allocation candidates
     for this request has room for one of its VMs, whatever Nova's host
     state says, and a disk Placement does not count per host (see
-    :func:`disk_is_per_host`) never limits the count.
+    :func:`disk_is_per_host`) never limits the count. ``reserved`` is
+    :func:`reservations`, read once for all hosts.
     """
-    capacity, free = resources(host_state)
+    capacity, free = resources(host_state, reserved)
     if demand is not None:
         capacity, free = _as_placement_answers(host_state, capacity, free, demand)
     rack, group = topology(host_state)

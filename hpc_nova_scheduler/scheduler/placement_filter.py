@@ -428,6 +428,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if database is not None:
             self._settle(database)
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
+        reserved = host_view.reservations()
         #: Hosts Placement showed busy with VMs the plugin does not know yet.
         occupied: set[str] = set()
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
@@ -438,7 +439,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 knowledge.vms[key].append(RunningVM(uuid=f"placement:{key}"))
             core_hosts = sorted(
                 (
-                    host_view.to_host(hs, knowledge.vms[host_view.host_key(hs)], demand=demand)
+                    host_view.to_host(
+                        hs, knowledge.vms[host_view.host_key(hs)], demand=demand, reserved=reserved
+                    )
                     for hs in hosts
                 ),
                 key=lambda h: h.name,
