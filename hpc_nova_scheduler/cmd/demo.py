@@ -160,13 +160,6 @@ def _print_scenario(
             if why is not None:
                 differences.append(f"{outcome.app.name} at beta = {scenario.beta:g}: {why}")
                 notes.append(_wrap(f"NO: {outcome.app.name}: {why}.", indent=""))
-                known = figure8.UNREPRODUCIBLE.get((int(scenario.beta), outcome.app.name))
-                # The reason holds only for exactly that deferral order, on the paper's hosts.
-                same_hosts = (
-                    outcome.vms_per_host == parse_paper(paper[outcome.app.name]).vms_per_host
-                )
-                if known and same_hosts and list(outcome.after) == list(known[0]):
-                    notes.append(_wrap(known[1]))
         table.add_row(row)
     out.write(table.get_string() + "\n")
     for note in notes:

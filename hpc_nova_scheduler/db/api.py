@@ -558,12 +558,11 @@ class Database:
         check: Callable[[ClaimView], str | None],
         *,
         ttl: float,
-        extra_locks: Sequence[str] = (),
     ) -> str | None:
         """Write ``claims`` if ``check`` finds nothing against them; else say why.
 
         In one transaction: lock the claims' hosts and their application
-        (and ``extra_locks``), read what runs and is claimed there now, ask
+        read what runs and is claimed there now, ask
         ``check``, and write the claims only if it answers None. Two
         schedulers claiming the same host are thereby serialised, and the
         second one sees the first one's claim. ``ttl`` seconds from now the
@@ -574,9 +573,7 @@ class Database:
         application_id = claims[0].application_id
         hosts = sorted({claim.host for claim in claims})
         names = sorted(
-            {lock_name("host", claim.key) for claim in claims}
-            | {lock_name("app", application_id)}
-            | set(extra_locks)
+            {lock_name("host", claim.key) for claim in claims} | {lock_name("app", application_id)}
         )
         self._ensure_locks(names)
         locks = models.AppLock.__table__
@@ -707,19 +704,14 @@ class Database:
             )
 
     @_retry_on_deadlock
-    def release_claims(self, claim_ids: Iterable[str], *, planned_only: bool = False) -> int:
-        """End claims; with ``planned_only``, keep their spare slots."""
+    def release_claims(self, claim_ids: Iterable[str]) -> int:
+        """End claims, planned VMs and spare slots alike."""
         ids = sorted(set(claim_ids))
         if not ids:
             return 0
         claims = models.AppClaim.__table__
         with self._writer() as session:
-            if not planned_only:
-                return session.execute(delete(claims).where(claims.c.claim_id.in_(ids))).rowcount
-            session.execute(update(claims).where(claims.c.claim_id.in_(ids)).values(vms=0))
-            return session.execute(
-                delete(claims).where(claims.c.claim_id.in_(ids) & (claims.c.spare <= 0))
-            ).rowcount
+            return session.execute(delete(claims).where(claims.c.claim_id.in_(ids))).rowcount
 
     @_retry_on_deadlock
     def expire_claims(self) -> int:

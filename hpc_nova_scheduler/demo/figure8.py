@@ -81,11 +81,6 @@ PAPER = {
     },
 }
 
-#: Rows of the paper the demo cannot reproduce: (beta, application) -> (the
-#: demo's "after" list, why). The row still counts as not matching; this
-#: only says why. None since :func:`finishing_batches`.
-UNREPRODUCIBLE: dict[tuple[int, str], tuple[tuple[str, ...], str]] = {}
-
 
 class DemoFailure(Exception):
     """A boot or delete went wrong for a reason other than the scheduler's refusal."""

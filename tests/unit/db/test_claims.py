@@ -96,15 +96,6 @@ class ClaimTests:
         self.database.release_claims(["c1"])
         self.assertEqual([], self.database.live_claims())
 
-    def test_release_of_planned_vms_keeps_spares(self) -> None:
-        self.database.claim(
-            [claim("c1", vms=2), claim("c1", "n2", vms=0, spare=1)], lambda v: None, ttl=60
-        )
-        self.database.release_claims(["c1"], planned_only=True)
-        self.assertEqual(
-            [("n2", 0, 1)], [(c.host, c.vms, c.spare) for c in self.database.live_claims()]
-        )
-
     def test_expired_claims_no_longer_count(self) -> None:
         self.database.claim([claim("old"), claim("new", "n2")], lambda v: None, ttl=60)
         table = models.AppClaim.__table__
