@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +22,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
 from oslo_utils import timeutils
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
@@ -217,6 +218,19 @@ def _claim_from_tuple(row) -> Claim:
 def _live_claims_query():
     table = models.AppClaim.__table__
     return select(*_claim_columns()).where(table.c.expires_at >= timeutils.utcnow())
+
+
+@functools.cache
+def _of_class_queries():
+    claims = models.AppClaim.__table__
+    running = models.AppRunning.__table__
+    return (
+        select(*_claim_columns()).where(
+            claims.c.expires_at >= bindparam("now"),
+            claims.c.app_class == bindparam("app_class"),
+        ),
+        select(*_running_columns()).where(running.c.app_class == bindparam("app_class")),
+    )
 
 
 def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
@@ -661,23 +675,17 @@ class Database:
         """Every row and live claim of one class (ExtremeHPC ones are few).
 
         Claims are read first, in the same transaction: a VM moves from its
-        claim to its row, never back, so it is never missed.
+        claim to its row, never back, so it is never missed. Every request
+        Nova schedules without HPC extra specs makes this read, so it goes
+        through a plain connection and statements built once.
         """
-        claims = models.AppClaim.__table__
-        running = models.AppRunning.__table__
-        with self._reader() as session:
+        claims_query, rows_query = _of_class_queries()
+        parameters = {"app_class": app_class.value, "now": timeutils.utcnow()}
+        with self._tx.reader.connection.using(_Context()) as connection:
             claimed = [
-                _claim_from_tuple(row)
-                for row in session.execute(
-                    _live_claims_query().where(claims.c.app_class == app_class.value)
-                )
+                _claim_from_tuple(row) for row in connection.execute(claims_query, parameters)
             ]
-            rows = [
-                _running_from_tuple(row)
-                for row in session.execute(
-                    select(*_running_columns()).where(running.c.app_class == app_class.value)
-                )
-            ]
+            rows = [_running_from_tuple(row) for row in connection.execute(rows_query, parameters)]
         return rows, claimed
 
     @_retry_on_deadlock

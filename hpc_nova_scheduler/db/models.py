@@ -88,6 +88,8 @@ class AppRunning(TimestampMixin, Base):
         Index(None, "app_name"),
         Index(None, "request_id"),
         Index(None, "claim_id"),
+        # Requests left to Nova read only the ExtremeHPC rows.
+        Index(None, "app_class"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -217,10 +217,13 @@ class CoRunnerSource:
         extreme_claims: list[db_api.Claim] = []
         if database is not None:
             extreme_rows, extreme_claims = database.of_class(core_profile.AppClass.EXTREME_HPC)
-            fresh = [uuid for uuid in located if uuid not in self._recorded]
+            # Set operations: this runs for every request, over every VM.
+            self._recorded.intersection_update(located)
+            fresh = located.keys() - self._recorded
             if fresh:
-                self._recorded.update(vm.instance_uuid for vm in database.running_for((), fresh))
-            self._recorded &= located.keys()
+                self._recorded.update(
+                    vm.instance_uuid for vm in database.running_for((), list(fresh))
+                )
             unknown = {
                 u: located[u]
                 for u in fresh
