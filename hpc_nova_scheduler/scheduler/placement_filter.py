@@ -116,6 +116,10 @@ class _RequestState:
 REQUESTS: weakref.WeakKeyDictionary[Any, _RequestState] = weakref.WeakKeyDictionary()
 _REQUESTS_LOCK = threading.Lock()
 
+#: What the first round decided for the request this thread schedules: Nova
+#: runs every round of one request in one thread, first round first.
+_ROUND = threading.local()
+
 
 def request_state(spec_obj: Any) -> _RequestState | None:
     """What the filter decided for the request of ``spec_obj``, if anything."""
@@ -266,6 +270,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     RUN_ON_REBUILD = False
     run_filter_once_per_request = False
 
+    def run_filter_for_index(self, index: int) -> bool:
+        # Each round sees only the hosts the previous one kept, so a request
+        # left to Nova is settled in its first round: the later ones would
+        # cost Nova a pass over every host for nothing.
+        return index == 0 or not getattr(_ROUND, "settled", False)
+
     def __init__(self) -> None:
         super().__init__()
         self._source = CoRunnerSource()
@@ -318,10 +328,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     def filter_all(self, filter_obj_list, spec_obj):
         hosts = list(filter_obj_list)
         state = request_state(spec_obj)
+        _ROUND.settled = False
         try:
             if state is None:
                 state = self._start(hosts, spec_obj)
                 _remember(spec_obj, state)
+            _ROUND.settled = state.plan is None and state.refusal is None
             return self._select(state, hosts, spec_obj)
         except DatabaseDown:
             _remember(spec_obj, _RequestState(ApplicationProfile(), "", refusal="database"))

@@ -7,7 +7,7 @@ from the rest, so this weigher puts every planned host ahead of every
 alternate, and the alternates in the order the plan ranked them. Between
 planned hosts it gives no preference: Nova's own weighers choose the order
 in which they fill, as before. Requests the filter did not plan get no
-weight, at the cost of one constant per host.
+weight, at no cost per host (see :meth:`HpcPlanWeigher.weigh_objects`).
 
 Loading it is what lets the filter offer alternates at all: without it
 Nova's weighers could rank an alternate first and spread the application.
@@ -28,10 +28,6 @@ MULTIPLIER = 1_000_000_000
 
 
 class HpcPlanWeigher(weights.BaseHostWeigher):
-    # No minval/maxval: Nova then normalises equal weights (every request the
-    # plugin did not plan) to integer zeros without arithmetic, which is the
-    # cheapest a weigher can be on a large cloud.
-
     def __init__(self) -> None:
         super().__init__()
         placement_filter.PLAN_WEIGHER.set()
@@ -45,7 +41,12 @@ class HpcPlanWeigher(weights.BaseHostWeigher):
     def weigh_objects(self, weighed_obj_list: list, weight_properties: Any) -> list[float]:
         state = placement_filter.request_state(weight_properties)
         if state is None or state.plan is None:
-            return [0] * len(weighed_obj_list)
+            # No weights at all: Nova adds each weigher's weights host by
+            # host, formatting each for its log, and an empty list leaves
+            # every host's weight as it was without that pass, which on a
+            # large cloud costs Nova more than any other step of the plugin
+            # for a request it left alone.
+            return []
         spares = {key: rank for rank, key in enumerate(state.spares)}
         # Alternates below 0.5 in their order, planned hosts at 1.
         step = 0.5 / (len(spares) + 1)

@@ -204,3 +204,54 @@ class TestExtremeHostsInPlacement(db_backends.DatabaseTestCase):
 
         self.assertEqual([], self.rounds(before_last=stranger_arrives))
         self.assertEqual([], self.database.live_claims())
+
+
+class TestRoundsAsNovaRunsThem(db_backends.DatabaseTestCase):
+    """Nova's own filter handler asks the filter which rounds it runs."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from nova import objects
+        from nova.scheduler import filters as nova_filters
+
+        objects.register_all()
+        harness.prepare_database(self.db_url)
+        conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        conf.config(connection=self.db_url, group="hpc_scheduler")
+        self.hpc = harness.Request(
+            0, tuple(str(uuid.uuid4()) for _ in range(3)), AppClass.SYNC_HPC, 10.0, "LU"
+        )
+        self.filter = harness.new_filter(harness.FakeNova([self.hpc]))
+        self.addCleanup(harness.dispose, self.filter)
+        self.handler = nova_filters.HostFilterHandler()
+        self.calls = 0
+        filter_all = self.filter.filter_all
+
+        def counted(hosts, spec):
+            self.calls += 1
+            return filter_all(hosts, spec)
+
+        self.filter.filter_all = counted
+
+    def schedule(self, spec, uuids) -> list[str]:
+        hosts = harness.host_states()
+        chosen = []
+        for index, instance_uuid in enumerate(uuids):
+            spec.instance_uuid = instance_uuid
+            hosts = self.handler.get_filtered_objects([self.filter], hosts, spec, index)
+            chosen.append(hosts[0].host)
+            hosts = [hosts[0], *hosts[1:]]
+        return chosen
+
+    def test_a_request_left_to_nova_is_settled_in_its_first_round(self) -> None:
+        plain = harness.request_spec(self.hpc)
+        plain.flavor.extra_specs = {}
+        self.schedule(plain, [str(uuid.uuid4()) for _ in range(3)])
+        self.assertEqual(1, self.calls)
+        # The next request of the same thread is planned, every round.
+        chosen = self.schedule(harness.request_spec(self.hpc), self.hpc.uuids)
+        self.assertEqual(4, self.calls)
+        self.assertEqual(1, len({harness.host_groups()[host] for host in chosen}))
+        # And a plain one after it is settled at once again.
+        self.schedule(plain, [str(uuid.uuid4()) for _ in range(2)])
+        self.assertEqual(5, self.calls)
