@@ -1,0 +1,80 @@
+"""The run's databases on MariaDB and its virtual host on RabbitMQ.
+
+Each run gets databases of its own (``hpc<run>_nova`` and so on) and a
+RabbitMQ virtual host of its own, so that runs, and CI beside a developer's
+run, never share a queue or a table.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import urllib.parse
+
+import sqlalchemy as sa
+
+from hpc_nova_scheduler.devcloud.layout import DATABASE_ROLES, Run
+
+
+class BackendError(RuntimeError):
+    """MariaDB or RabbitMQ is missing or refused what the run needs."""
+
+
+def _server(run: Run) -> sa.Engine:
+    return sa.create_engine(run.mysql, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+
+
+def create_databases(run: Run) -> None:
+    engine = _server(run)
+    try:
+        with engine.connect() as connection:
+            for role in DATABASE_ROLES:
+                name = run.database(role)
+                connection.execute(
+                    sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+                )
+                run.databases.append(name)
+                run.save()
+    except sa.exc.OperationalError as error:
+        raise BackendError(f"MariaDB at {run.mysql} refused: {error.orig}") from error
+    finally:
+        engine.dispose()
+
+
+def drop_databases(run: Run) -> list[str]:
+    dropped = []
+    engine = _server(run)
+    try:
+        with engine.connect() as connection:
+            for name in list(run.databases):
+                connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+                dropped.append(name)
+    finally:
+        engine.dispose()
+    return dropped
+
+
+def _rabbitmqctl(*args: str) -> str:
+    tool = shutil.which("rabbitmqctl")
+    if tool is None:
+        raise BackendError("rabbitmqctl is not on PATH; the cloud needs a local RabbitMQ")
+    done = subprocess.run([tool, "-q", *args], capture_output=True, text=True, timeout=60)
+    if done.returncode:
+        raise BackendError(f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def create_vhost(run: Run) -> None:
+    vhost = f"hpc-{run.run_id}"
+    user = urllib.parse.urlsplit(run.rabbit).username or "guest"
+    _rabbitmqctl("add_vhost", vhost)
+    run.vhost = vhost
+    run.save()
+    _rabbitmqctl("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+
+
+def delete_vhost(run: Run) -> bool:
+    if not run.vhost:
+        return False
+    _rabbitmqctl("delete_vhost", run.vhost)
+    return True

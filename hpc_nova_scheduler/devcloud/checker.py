@@ -1,0 +1,117 @@
+"""After a stress: the invariants per host, and app_running against Nova.
+
+Placements come from the compute API (every ACTIVE server and its host);
+what each server is (class, cache score, application) from the stress
+ledger, which knows what every request asked for; the plugin's records from
+its database. Rack order is not checked here: whether Algorithm 1 chose the
+right rack depends on what ran at the moment of the choice, which the
+functional and unit tests check instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable, Mapping
+
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
+
+EPSILON = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Asked:
+    """What one request asked for (one application)."""
+
+    tag: str
+    app_class: AppClass | None  # None: no hpc extra specs (left to Nova)
+    cache_score: float
+    app_name: str | None
+    count: int
+
+    def describe(self) -> str:
+        kind = self.app_class.value if self.app_class else "plain"
+        return f"{self.tag}({kind} {self.app_name or '-'} {self.count}x{self.cache_score:g})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    uuid: str
+    host: str
+    asked: Asked
+
+
+@dataclasses.dataclass
+class Findings:
+    violations: list[str] = dataclasses.field(default_factory=list)
+    mismatches: list[str] = dataclasses.field(default_factory=list)
+
+
+def host_violations(
+    servers: Iterable[Server],
+    *,
+    alpha: float,
+    beta: float,
+    harmful: frozenset[tuple[str, str]],
+    groups: Mapping[str, str],
+) -> list[str]:
+    found = []
+    by_host: dict[str, list[Server]] = {}
+    by_request: dict[str, list[Server]] = {}
+    for server in servers:
+        by_host.setdefault(server.host, []).append(server)
+        by_request.setdefault(server.asked.tag, []).append(server)
+    for host, here in sorted(by_host.items()):
+        requests = {s.asked.tag: s.asked for s in here}
+        names = ", ".join(
+            f"{a.describe()}:{sum(1 for s in here if s.asked.tag == tag)}"
+            for tag, a in sorted(requests.items())
+        )
+        total = sum(s.asked.cache_score for s in here)
+        if total > alpha + EPSILON:
+            found.append(f"{host}: cache {total:g} > alpha {alpha:g} [{names}]")
+        if any(a.app_class is AppClass.SYNC_HPC for a in requests.values()) and (
+            total > beta + EPSILON
+        ):
+            found.append(f"{host}: runs SyncHPC, cache {total:g} > beta {beta:g} [{names}]")
+        if len(requests) > 1 and any(
+            a.app_class is AppClass.EXTREME_HPC for a in requests.values()
+        ):
+            found.append(f"{host}: ExtremeHPC host shared by {len(requests)} requests [{names}]")
+        for a, b in itertools.combinations(sorted(requests.values(), key=lambda a: a.tag), 2):
+            if a.app_name and b.app_name:
+                pair = tuple(sorted((a.app_name, b.app_name)))
+                if pair in harmful:
+                    found.append(f"{host}: harmful pair {pair[0]}+{pair[1]} [{names}]")
+    for _, placed in sorted(by_request.items()):
+        asked = placed[0].asked
+        if asked.app_class is None or asked.app_class is AppClass.NON_HPC:
+            continue
+        spanned = sorted({groups.get(s.host, "?") for s in placed})
+        if len(spanned) > 1:
+            found.append(
+                f"{asked.describe()} spans processor groups {spanned}: "
+                f"{sorted(s.host for s in placed)}"
+            )
+    return found
+
+
+def record_mismatches(
+    servers: Iterable[Server], alive: set[str], rows: Iterable[db_api.RunningVM]
+) -> list[str]:
+    """app_running against Nova: HPC servers recorded where they run, no row
+    for a server that no longer exists."""
+    found = []
+    by_uuid = {row.instance_uuid: row for row in rows}
+    for server in servers:
+        row = by_uuid.get(server.uuid)
+        if row is None:
+            if server.asked.app_class is not None:
+                found.append(f"lost: {server.asked.describe()} {server.uuid} on {server.host}")
+        elif row.host != server.host:
+            found.append(f"misplaced: {server.uuid} runs on {server.host}, recorded on {row.host}")
+    for uuid, row in sorted(by_uuid.items()):
+        if uuid not in alive:
+            found.append(f"stale: {uuid} ({row.app_class.value}) recorded on {row.host}")
+    return found

@@ -1,0 +1,104 @@
+"""``tools/cloud.py up | status | stress | down``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from hpc_nova_scheduler.devcloud import backends, control, services
+
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / ".cloud"
+MYSQL = "mysql+pymysql://root@127.0.0.1"
+RABBIT = "rabbit://guest:guest@127.0.0.1:5672"
+
+
+def _say(message: str) -> None:
+    print(f"cloud: {message}", flush=True)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    control.up(
+        args.root,
+        mysql=args.mysql,
+        rabbit=args.rabbit,
+        computes=args.computes,
+        scheduler_workers=args.scheduler_workers,
+        plugin=args.plugin == "on",
+        say=_say,
+        keep_on_failure=args.keep_on_failure,
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    run = control.load_current(args.root)
+    print(f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'})")
+    width = max(len(s.name) for s in run.services) if run.services else 10
+    stopped = 0
+    for name, pid, state, detail in control.status(run):
+        stopped += state != "running"
+        print(f"  {name:<{width}}  {pid:>7}  {state:<8} {detail}")
+    return 1 if stopped else 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    run = control.load_current(args.root)
+    control.down(run, say=_say, keep_files=args.keep_logs)
+    return 0
+
+
+def cmd_stress(args: argparse.Namespace) -> int:
+    from hpc_nova_scheduler.devcloud import stress
+
+    run = control.load_current(args.root)
+    return stress.main(run, args, say=_say)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tools/cloud.py",
+        description="A real Nova and Placement control plane on this machine, for trials.",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(os.environ.get("HPC_CLOUD_ROOT", DEFAULT_ROOT)),
+        help="folder holding the runs (default: .cloud in the source tree, or $HPC_CLOUD_ROOT)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    up = sub.add_parser("up", help="start a cloud", description="Set up and start a cloud.")
+    up.add_argument("--computes", type=int, default=8, help="nova-compute processes (default 8)")
+    up.add_argument(
+        "--scheduler-workers", type=int, default=2, help="[scheduler] workers (default 2)"
+    )
+    up.add_argument(
+        "--plugin", choices=("on", "off"), default="on", help="enable HpcPlacementFilter"
+    )
+    up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
+    up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")
+    up.add_argument(
+        "--keep-on-failure", action="store_true", help="leave a failed setup running to inspect"
+    )
+    up.set_defaults(func=cmd_up)
+    status = sub.add_parser("status", help="show each service and its pid")
+    status.set_defaults(func=cmd_status)
+    down = sub.add_parser("down", help="stop everything 'up' started and remove it")
+    down.add_argument("--keep-logs", action="store_true", help="keep the run's folder")
+    down.set_defaults(func=cmd_down)
+    from hpc_nova_scheduler.devcloud import stress
+
+    stress.add_arguments(sub, cmd_stress)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (services.ServiceError, backends.BackendError) as error:
+        print(f"cloud: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,224 @@
+"""The configuration files of one run, as an operator would write them.
+
+One ``nova.conf`` serves every Nova service; each compute adds a small file
+with its own ``host`` and state paths, passed as a second ``--config-file``.
+Nova 34 no longer ships the ``noauth2`` pipeline, so the compute API gets a
+copy of Nova's ``api-paste.ini`` without ``authtoken``: Nova's own
+``keystonecontext`` middleware then builds the request context from the
+identity headers a client sends (``X-User-Id``, ``X-Project-Id``,
+``X-Roles``), which is what ``noauth2`` did. Placement keeps its
+``noauth2``; Glance runs its unauthenticated pipeline. Every service listens
+on 127.0.0.1 only. Neutron runs its API only (ML2, no agents): servers
+boot without networks, and Nova asks Neutron for their ports.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+from hpc_nova_scheduler.devcloud.layout import Run
+
+#: Nova's stock fake driver with a realistic size (10 vCPU, 8 GB).
+COMPUTE_DRIVER = "fake.MediumFakeDriver"
+HPC_FILTERS = "hpc_nova_scheduler.scheduler.filters.all_filters"
+HPC_WEIGHERS = "hpc_nova_scheduler.scheduler.weights.all_weighers"
+NOVA_FILTERS = [
+    "ComputeFilter",
+    "ComputeCapabilitiesFilter",
+    "ImagePropertiesFilter",
+    "ServerGroupAntiAffinityFilter",
+    "ServerGroupAffinityFilter",
+]
+#: Cache thresholds of the trial cloud (alpha, beta): the stress load is
+#: made to reach them.
+ALPHA, BETA = 100.0, 60.0
+INTERFERENCE_TOLERANCE = 0.1
+
+
+def _data_file(*parts: str) -> Path:
+    path = Path(sysconfig.get_path("data"), "etc", *parts)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing; is its package installed in this venv?")
+    return path
+
+
+class Multi(tuple):
+    """The values of a multi-valued option, one line each in the file."""
+
+
+def _write(path: Path, sections: dict[str, dict[str, object]]) -> Path:
+    lines = []
+    for section, options in sections.items():
+        lines.append(f"[{section}]")
+        for key, value in options.items():
+            values = value if isinstance(value, Multi) else (value,)
+            lines.extend(f"{key} = {_value(v)}" for v in values)
+        lines.append("")
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def nova_paste(run: Run) -> Path:
+    """Nova's api-paste.ini, trusting identity headers instead of Keystone."""
+    text = _data_file("nova", "api-paste.ini").read_text()
+    trusted = text.replace(" authtoken keystonecontext ", " keystonecontext ")
+    if trusted == text:
+        raise RuntimeError("Nova's api-paste.ini has no 'authtoken keystonecontext' pipeline")
+    path = run.path / "etc" / "api-paste.ini"
+    path.write_text(trusted)
+    return path
+
+
+def nova_conf(run: Run) -> Path:
+    etc, state = run.path / "etc", run.path / "state"
+    filters = list(NOVA_FILTERS) + (["HpcPlacementFilter"] if run.plugin else [])
+    sections: dict[str, dict[str, object]] = {
+        "DEFAULT": {
+            "transport_url": run.transport_url,
+            "compute_driver": COMPUTE_DRIVER,
+            "state_path": state / "nova",
+            "my_ip": "127.0.0.1",
+            "initial_cpu_allocation_ratio": 4.0,
+            "initial_ram_allocation_ratio": 1.5,
+            "debug": False,
+        },
+        "api": {"auth_strategy": "keystone"},
+        "wsgi": {"api_paste_config": etc / "api-paste.ini"},
+        "api_database": {"connection": run.database_url("nova_api")},
+        "database": {"connection": run.database_url("nova")},
+        "placement": {
+            "auth_type": "admin_token",
+            "endpoint": run.url("placement"),
+            "token": "admin",
+        },
+        "glance": {"endpoint_override": run.url("glance")},
+        "neutron": {
+            "auth_type": "noauth",
+            "user_id": "nova",
+            "project_id": "service",
+            "endpoint": run.url("neutron"),
+            "endpoint_override": run.url("neutron"),
+        },
+        "oslo_concurrency": {"lock_path": state / "locks"},
+        "conductor": {"workers": 2},
+        "scheduler": {
+            "workers": run.scheduler_workers,
+            # `up` runs cell_v2 discover_hosts itself, as an operator would.
+            "discover_hosts_in_cells_interval": -1,
+            "max_attempts": 3,
+        },
+        "filter_scheduler": {
+            "available_filters": Multi(("nova.scheduler.filters.all_filters", HPC_FILTERS)),
+            "weight_classes": ["nova.scheduler.weights.all_weighers", HPC_WEIGHERS],
+            "enabled_filters": filters,
+        },
+        "hpc_scheduler": {
+            "connection": run.database_url("hpc"),
+            "cache_threshold": ALPHA,
+            "sync_cache_threshold": BETA,
+            "interference_tolerance": INTERFERENCE_TOLERANCE,
+        },
+        "oslo_messaging_rabbit": {"heartbeat_timeout_threshold": 30},
+        # The stress load is bounded by the computes, not by project quotas.
+        "quota": {"instances": -1, "cores": -1, "ram": -1},
+    }
+    if not run.plugin:
+        sections["filter_scheduler"]["weight_classes"] = ["nova.scheduler.weights.all_weighers"]
+    return _write(etc / "nova.conf", sections)
+
+
+def compute_conf(run: Run, host: str) -> Path:
+    state = run.path / "state" / host
+    return _write(
+        run.path / "etc" / f"{host}.conf",
+        {"DEFAULT": {"host": host, "state_path": state, "instances_path": state / "instances"}},
+    )
+
+
+def placement_conf(run: Run) -> Path:
+    return _write(
+        run.path / "etc" / "placement.conf",
+        {
+            "DEFAULT": {"debug": False},
+            "api": {"auth_strategy": "noauth2"},
+            "placement_database": {"connection": run.database_url("placement")},
+            "oslo_policy": {"enforce_scope": False, "enforce_new_defaults": False},
+        },
+    )
+
+
+def glance_conf(run: Run) -> Path:
+    paste = run.path / "etc" / "glance-api-paste.ini"
+    paste.write_text(_data_file("glance", "glance-api-paste.ini").read_text())
+    images = run.path / "images"
+    return _write(
+        run.path / "etc" / "glance-api.conf",
+        {
+            "DEFAULT": {"enabled_backends": "fs:file", "debug": False},
+            "database": {"connection": run.database_url("glance")},
+            "paste_deploy": {"config_file": paste, "flavor": ""},
+            "glance_store": {"default_backend": "fs"},
+            "fs": {"filesystem_store_datadir": images / "store"},
+            "os_glance_staging_store": {"filesystem_store_datadir": images / "staging"},
+            "os_glance_tasks_store": {"filesystem_store_datadir": images / "tasks"},
+            "oslo_policy": {"enforce_scope": False, "enforce_new_defaults": False},
+        },
+    )
+
+
+def neutron_conf(run: Run) -> Path:
+    """Neutron's API with ML2 and no agents: servers boot with no network,
+    and Nova asks Neutron only for their ports (none)."""
+    etc = run.path / "etc"
+    _write(
+        etc / "ml2_conf.ini",
+        {
+            "ml2": {
+                "type_drivers": "local,flat",
+                "tenant_network_types": "local",
+                "mechanism_drivers": "",
+                "extension_drivers": "",
+            }
+        },
+    )
+    return _write(
+        etc / "neutron.conf",
+        {
+            "DEFAULT": {
+                "core_plugin": "ml2",
+                "service_plugins": "",
+                "auth_strategy": "noauth",
+                "transport_url": run.transport_url,
+                "api_paste_config": _data_file("neutron", "api-paste.ini"),
+                "notify_nova_on_port_status_changes": False,
+                "notify_nova_on_port_data_changes": False,
+                "debug": False,
+            },
+            "database": {"connection": run.database_url("neutron")},
+            "oslo_concurrency": {"lock_path": run.path / "state" / "locks"},
+            "oslo_policy": {"enforce_scope": False, "enforce_new_defaults": False},
+        },
+    )
+
+
+def write_all(run: Run) -> None:
+    nova_paste(run)
+    neutron_conf(run)
+    nova_conf(run)
+    placement_conf(run)
+    glance_conf(run)
+    for index in range(run.computes):
+        compute_conf(run, compute_host(index))
+
+
+def compute_host(index: int) -> str:
+    return f"compute-{index:02d}"

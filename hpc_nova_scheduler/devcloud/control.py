@@ -1,0 +1,278 @@
+"""``up``, ``status`` and ``down``: the life of one run.
+
+``up`` does what an operator does, in the same order: databases, the
+RabbitMQ virtual host, configuration files, ``placement-manage db sync``,
+``glance-manage db_sync``, ``nova-manage api_db sync``, ``cell_v2
+map_cell0``, ``cell_v2 create_cell``, ``db sync``, ``hpc-nova-scheduler db
+sync`` and the profile import, then the services, ``cell_v2
+discover_hosts`` once every compute has reported to Placement, and finally
+aggregates, flavors and an image through the APIs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hpc_nova_scheduler.devcloud import backends, config, operator, services, workload
+from hpc_nova_scheduler.devcloud.layout import Run, current, mark_current
+
+Say = Callable[[str], None]
+
+
+def _nova_manage(run: Run, *args: str) -> str:
+    return services.run_command(
+        run, [services.tool("nova-manage"), "--config-file", str(run.path / "etc/nova.conf"), *args]
+    )
+
+
+def _setup_databases(run: Run, say: Say) -> None:
+    etc = run.path / "etc"
+    say("placement-manage db sync")
+    services.run_command(
+        run,
+        [
+            services.tool("placement-manage"),
+            "--config-file",
+            str(etc / "placement.conf"),
+            "db",
+            "sync",
+        ],
+    )
+    say("glance-manage db_sync")
+    services.run_command(
+        run,
+        [services.tool("glance-manage"), "--config-file", str(etc / "glance-api.conf"), "db_sync"],
+    )
+    say("neutron-db-manage upgrade heads")
+    services.run_command(
+        run,
+        [
+            services.tool("neutron-db-manage"),
+            "--config-file",
+            str(etc / "neutron.conf"),
+            "--config-file",
+            str(etc / "ml2_conf.ini"),
+            "upgrade",
+            "heads",
+        ],
+    )
+    say("nova-manage api_db sync; cell_v2 map_cell0; cell_v2 create_cell; db sync")
+    _nova_manage(run, "api_db", "sync")
+    _nova_manage(
+        run, "cell_v2", "map_cell0", "--database_connection", run.database_url("nova_cell0")
+    )
+    _nova_manage(run, "cell_v2", "create_cell", "--name", "cell1", "--verbose")
+    _nova_manage(run, "db", "sync")
+    say("hpc-nova-scheduler db sync; profile import; interference import")
+    hpc = [services.tool("hpc-nova-scheduler"), "--config-file", str(etc / "nova.conf")]
+    services.run_command(run, [*hpc, "db", "sync"])
+    profiles, interferences = workload.write_profile_files(run.path / "etc")
+    services.run_command(run, [*hpc, "profile", "import", str(profiles)])
+    services.run_command(run, [*hpc, "interference", "import", str(interferences)])
+
+
+def _gunicorn(run: Run, name: str, app: str, env: dict[str, str], workers: int) -> None:
+    port = run.ports[name]
+    service = services.spawn(
+        run,
+        name,
+        [
+            services.tool("gunicorn"),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            "8",
+            "--timeout",
+            "120",
+            # Several gunicorn masters run side by side.
+            "--no-control-socket",
+            app,
+        ],
+        env=env,
+        url=run.url(name),
+    )
+    services.wait_http(service)
+
+
+def _start_services(run: Run, say: Say) -> None:
+    etc = str(run.path / "etc")
+    say(f"placement, glance, neutron and nova APIs under gunicorn on ports {run.ports}")
+    _gunicorn(
+        run, "placement", "placement.wsgi.api:application", {"OS_PLACEMENT_CONFIG_DIR": etc}, 2
+    )
+    _gunicorn(run, "glance", "glance.wsgi.api:application", {"OS_GLANCE_CONFIG_DIR": etc}, 1)
+    _gunicorn(
+        run,
+        "neutron",
+        "hpc_nova_scheduler.devcloud.wsgi:neutron()",
+        {"OS_NEUTRON_CONFIG_DIR": etc, "OS_NEUTRON_CONFIG_FILES": "neutron.conf;ml2_conf.ini"},
+        1,
+    )
+    _gunicorn(
+        run,
+        "nova",
+        "hpc_nova_scheduler.devcloud.wsgi:nova()",
+        {"OS_NOVA_CONFIG_DIR": etc, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"},
+        2,
+    )
+    nova_conf = ["--config-file", str(run.path / "etc/nova.conf")]
+    say(f"nova-conductor and nova-scheduler ({run.scheduler_workers} workers)")
+    services.spawn(run, "nova-conductor", [services.tool("nova-conductor"), *nova_conf])
+    services.spawn(run, "nova-scheduler", [services.tool("nova-scheduler"), *nova_conf])
+    say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}")
+    for index in range(run.computes):
+        host = config.compute_host(index)
+        services.spawn(
+            run,
+            f"nova-compute-{host}",
+            [
+                services.tool("nova-compute"),
+                *nova_conf,
+                "--config-file",
+                str(run.path / "etc" / f"{host}.conf"),
+            ],
+        )
+
+
+def _wait_for_computes(run: Run, conn, say: Say, timeout: float = 300.0) -> None:
+    say("waiting for every compute to report to Placement")
+    deadline = time.monotonic() + timeout
+    expected = {config.compute_host(i) for i in range(run.computes)}
+    while True:
+        for service in run.services:
+            services.check_running(service)
+        providers = {rp.name for rp in conn.placement.resource_providers()}
+        if expected <= providers:
+            break
+        if time.monotonic() > deadline:
+            raise services.ServiceError(
+                f"computes missing from Placement after {timeout:.0f} s: "
+                f"{sorted(expected - providers)}"
+            )
+        time.sleep(2)
+    say("nova-manage cell_v2 discover_hosts")
+    _nova_manage(run, "cell_v2", "discover_hosts", "--verbose")
+    while True:
+        up = {
+            s.host
+            for s in conn.compute.services(binary="nova-compute")
+            if s.state == "up" and s.status == "enabled"
+        }
+        if expected <= up:
+            return
+        if time.monotonic() > deadline:
+            raise services.ServiceError(f"computes not up in Nova: {sorted(expected - up)}")
+        time.sleep(2)
+
+
+def up(
+    root: Path,
+    *,
+    mysql: str,
+    rabbit: str,
+    computes: int,
+    scheduler_workers: int,
+    plugin: bool,
+    say: Say,
+    keep_on_failure: bool = False,
+) -> Run:
+    root.mkdir(parents=True, exist_ok=True)
+    run = Run.new(
+        root,
+        mysql=mysql,
+        rabbit=rabbit,
+        computes=computes,
+        scheduler_workers=scheduler_workers,
+        plugin=plugin,
+    )
+    run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
+    run.save()
+    mark_current(root, run)
+    say(f"run {run.run_id} in {run.folder}")
+    started = time.monotonic()
+    try:
+        backends.create_vhost(run)
+        backends.create_databases(run)
+        config.write_all(run)
+        _setup_databases(run, say)
+        _start_services(run, say)
+        conn = operator.connect(run)
+        _wait_for_computes(run, conn, say)
+        say("aggregates hpc:rack / hpc:cpu_group, flavors, image")
+        operator.tag_hosts(conn, run.computes)
+        run.image_id = operator.upload_image(conn)
+        run.flavors = workload.create_flavors(conn)
+        run.save()
+    except BaseException:
+        if not keep_on_failure:
+            say("setup failed; stopping what was started (--keep-on-failure keeps it)")
+            down(run, say=say, keep_files=True)
+        raise
+    say(f"up in {time.monotonic() - started:.0f} s")
+    return run
+
+
+def status(run: Run) -> list[tuple[str, int, str, str]]:
+    rows = []
+    for service in run.services:
+        state = "running" if services.group_alive(service.pid) else "stopped"
+        workers = services.children(service.pid)
+        detail = service.url or ""
+        if workers and service.name in ("nova-scheduler", "nova-conductor", "nova", "placement"):
+            detail = f"{detail} workers {' '.join(map(str, workers))}".strip()
+        rows.append((service.name, service.pid, state, detail))
+    return rows
+
+
+def down(run: Run, *, say: Say, keep_files: bool = False) -> None:
+    for service in reversed(run.services):
+        if services.stop(service):
+            say(f"stopped {service.name} (pid {service.pid})")
+    if run.databases:
+        dropped = backends.drop_databases(run)
+        say(f"dropped databases {', '.join(dropped)}")
+        run.databases = []
+    if backends.delete_vhost(run):
+        say(f"deleted RabbitMQ virtual host {run.vhost}")
+        run.vhost = None
+    run.save()
+    if not keep_files:
+        shutil.rmtree(run.folder, ignore_errors=True)
+        link = run.path.parent / "current"
+        if link.is_symlink() and not link.exists():
+            link.unlink()
+        say(f"removed {run.folder}")
+
+
+def load_current(root: Path) -> Run:
+    folder = current(root)
+    if folder is None or not (folder / "cloud.json").is_file():
+        raise services.ServiceError(f"no cloud under {root}; run 'tools/cloud.py up' first")
+    return Run.load(folder)
+
+
+def set_plugin(run: Run, on: bool, *, say: Say, timeout: float = 120.0) -> None:
+    """Enable or disable HpcPlacementFilter: rewrite nova.conf, restart nova-scheduler."""
+    run.plugin = on
+    config.nova_conf(run)
+    run.save()
+    conn = operator.connect(run)
+    (scheduler,) = run.services_named("nova-scheduler")
+    before = {s.id: s.updated_at for s in conn.compute.services(binary="nova-scheduler")}
+    services.stop(scheduler)
+    services.replace(run, scheduler)
+    say(f"nova-scheduler restarted with the plugin {'on' if on else 'off'}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = {s.id: s.updated_at for s in conn.compute.services(binary="nova-scheduler")}
+        if any(now.get(key) != value for key, value in before.items()):
+            return
+        time.sleep(1)
+    raise services.ServiceError(f"nova-scheduler did not report back in {timeout:.0f} s")

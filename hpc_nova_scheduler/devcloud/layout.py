@@ -1,0 +1,106 @@
+"""Where one run of the cloud keeps its files, and what it has started.
+
+A run lives in a folder of its own (``etc/`` for configuration, ``logs/``,
+``state/`` for the services' state paths) with ``cloud.json``, which names
+the run's databases, RabbitMQ virtual host, ports and every process ``up``
+started, so that ``status``, ``stress`` and ``down`` act on exactly those.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+from pathlib import Path
+
+STATE_FILE = "cloud.json"
+#: Databases of one run, by role; each is created as ``<prefix>_<role>``.
+DATABASE_ROLES = ("nova_api", "nova_cell0", "nova", "placement", "glance", "neutron", "hpc")
+
+
+@dataclasses.dataclass
+class Service:
+    """One process started by ``up``; it leads a process group of its own."""
+
+    name: str
+    pid: int
+    command: list[str]
+    log: str
+    #: ``http://host:port`` for WSGI services.
+    url: str | None = None
+
+
+@dataclasses.dataclass
+class Run:
+    """One cloud: its folder, names and processes."""
+
+    folder: str
+    run_id: str
+    mysql: str
+    rabbit: str
+    computes: int
+    scheduler_workers: int
+    plugin: bool
+    ports: dict[str, int] = dataclasses.field(default_factory=dict)
+    services: list[Service] = dataclasses.field(default_factory=list)
+    #: What ``up`` made outside the folder, for ``down`` to remove.
+    databases: list[str] = dataclasses.field(default_factory=list)
+    vhost: str | None = None
+    image_id: str | None = None
+    flavors: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def new(cls, root: Path, **settings) -> Run:
+        run_id = secrets.token_hex(3)
+        folder = root / f"run-{run_id}"
+        for sub in ("etc", "logs", "state", "images"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        return cls(folder=str(folder), run_id=run_id, **settings)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder)
+
+    def database(self, role: str) -> str:
+        return f"hpc{self.run_id}_{role}"
+
+    def database_url(self, role: str) -> str:
+        return f"{self.mysql.rstrip('/')}/{self.database(role)}?charset=utf8mb4"
+
+    @property
+    def transport_url(self) -> str:
+        return f"{self.rabbit.rstrip('/')}/{self.vhost or ''}"
+
+    def url(self, service: str) -> str:
+        return f"http://127.0.0.1:{self.ports[service]}"
+
+    def services_named(self, prefix: str) -> list[Service]:
+        return [s for s in self.services if s.name == prefix or s.name.startswith(prefix + "-")]
+
+    def save(self) -> None:
+        target = self.path / STATE_FILE
+        scratch = target.with_suffix(".tmp")
+        scratch.write_text(json.dumps(dataclasses.asdict(self), indent=2))
+        os.replace(scratch, target)
+
+    @classmethod
+    def load(cls, folder: Path) -> Run:
+        data = json.loads((folder / STATE_FILE).read_text())
+        data["services"] = [Service(**s) for s in data.get("services", [])]
+        return cls(**data)
+
+
+def current(root: Path) -> Path | None:
+    """The run ``up`` made last under ``root`` (the ``current`` link)."""
+    link = root / "current"
+    if not link.exists():
+        return None
+    return link.resolve()
+
+
+def mark_current(root: Path, run: Run) -> None:
+    link = root / "current"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(run.path.name)

@@ -1,0 +1,261 @@
+"""``stress``: concurrent clients boot and delete servers, then a check.
+
+Each client boots one request at a time (``--min-count k`` of one flavor,
+the application name as the ``hpc_app_name`` hint), waits for its servers
+to be ACTIVE or refused, keeps a few requests alive and deletes older ones,
+until the time is up. Then it waits for deletions to settle, reads every
+server from the compute API and the plugin's ``app_running`` table, and
+checks them (:mod:`hpc_nova_scheduler.devcloud.checker`). The last line is
+
+    stress: R requests, S servers, V invariant violations, L record mismatches, T s
+
+and the exit status is non-zero when V or L is above zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Callable
+
+from hpc_nova_scheduler.core.criteria import InterferenceTable
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.core.records import InterferenceRecord
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.devcloud import checker, config, control, operator, workload
+from hpc_nova_scheduler.devcloud.layout import Run
+
+Say = Callable[[str], None]
+#: Request kinds and their weights; None is a plain request (no hpc specs).
+KINDS = (
+    (AppClass.SYNC_HPC, 30),
+    (AppClass.ASYNC_HPC, 25),
+    (AppClass.NON_HPC, 10),
+    (AppClass.EXTREME_HPC, 10),
+    (None, 25),
+)
+#: Requests each client keeps alive; older ones are deleted.
+KEEP_ALIVE = 3
+BUILD_TIMEOUT = 180.0
+
+
+@dataclasses.dataclass
+class Outcome:
+    asked: checker.Asked
+    posted: float
+    settled: float | None = None
+    #: active, novalidhost, error, timeout
+    result: str = "pending"
+    servers: list[str] = dataclasses.field(default_factory=list)
+    detail: str = ""
+
+
+def add_arguments(sub, func) -> None:
+    parser = sub.add_parser(
+        "stress",
+        help="boot and delete servers concurrently, then check every invariant",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("--seconds", type=float, default=60.0, help="load duration (default 60)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (default 4)")
+    parser.add_argument(
+        "--plugin",
+        choices=("on", "off"),
+        default=None,
+        help="run with or without HpcPlacementFilter (restarts nova-scheduler if it changes)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
+    parser.set_defaults(func=func)
+
+
+def random_request(rng: random.Random, tag: str) -> tuple[checker.Asked, str]:
+    app_class = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
+    size = rng.choice(sorted(workload.SIZES))
+    if app_class is None:
+        count = rng.randint(1, 2)
+        flavor = rng.choice(sorted(workload.PLAIN_FLAVORS))
+        return checker.Asked(tag, None, 0.0, None, count), flavor
+    count = rng.randint(1, 2) if app_class is AppClass.EXTREME_HPC else rng.randint(1, 4)
+    score = rng.choice(workload.CACHE_SCORES)
+    name = rng.choice(workload.APPLICATIONS)
+    flavor = workload.flavor_name(app_class, score, size)
+    return checker.Asked(tag, app_class, float(score), name, count), flavor
+
+
+class Client(threading.Thread):
+    def __init__(self, index: int, run: Run, deadline: float, seed: int, ledger: list) -> None:
+        super().__init__(name=f"stress-client-{index}", daemon=True)
+        self.index = index
+        self.run_ = run
+        self.deadline = deadline
+        self.rng = random.Random(seed)
+        self.ledger = ledger
+        self.deleted: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._load()
+        except BaseException as error:  # reported by the main thread
+            self.error = error
+
+    def _load(self) -> None:
+        conn = operator.connect(
+            self.run_, project=f"stress-{self.index % 2}", user=f"user-{self.index}", admin=False
+        )
+        alive: collections.deque[Outcome] = collections.deque()
+        number = 0
+        while time.monotonic() < self.deadline:
+            number += 1
+            asked, flavor = random_request(self.rng, f"c{self.index}r{number}")
+            outcome = self._boot(conn, asked, flavor)
+            self.ledger.append(outcome)
+            if outcome.result == "active":
+                alive.append(outcome)
+            else:
+                self._discard(conn, outcome)
+            while len(alive) > KEEP_ALIVE:
+                self._discard(conn, alive.popleft())
+
+    def _boot(self, conn, asked: checker.Asked, flavor: str) -> Outcome:
+        outcome = Outcome(asked, posted=time.monotonic())
+        hints = {"hpc_app_name": asked.app_name} if asked.app_name else {}
+        conn.compute.create_server(
+            name=asked.tag,
+            image_id=self.run_.image_id,
+            flavor_id=self.run_.flavors[flavor],
+            networks="none",
+            min_count=asked.count,
+            max_count=asked.count,
+            scheduler_hints=hints,
+        )
+        pattern = f"^{asked.tag}(-[0-9]+)?$"
+        limit = outcome.posted + BUILD_TIMEOUT
+        while True:
+            servers = list(conn.compute.servers(details=True, name=pattern))
+            outcome.servers = [s.id for s in servers]
+            states = {s.status for s in servers}
+            if len(servers) == asked.count and states == {"ACTIVE"}:
+                outcome.result = "active"
+                break
+            failed = [s for s in servers if s.status == "ERROR"]
+            if failed and len(servers) == asked.count and states <= {"ACTIVE", "ERROR"}:
+                message = (failed[0].fault or {}).get("message", "")
+                outcome.result = "novalidhost" if "No valid host" in message else "error"
+                outcome.detail = message
+                break
+            if time.monotonic() > limit:
+                outcome.result = "timeout"
+                outcome.detail = f"states {sorted(states)} after {BUILD_TIMEOUT:.0f} s"
+                break
+            time.sleep(0.5)
+        outcome.settled = time.monotonic()
+        return outcome
+
+    def _discard(self, conn, outcome: Outcome) -> None:
+        for uuid in outcome.servers:
+            conn.compute.delete_server(uuid, ignore_missing=True)
+            self.deleted.append(uuid)
+
+
+def _settle(conn, deleted: set[str], timeout: float = 180.0) -> list:
+    """Every server once deletions are done and nothing is building."""
+    deadline = time.monotonic() + timeout
+    while True:
+        servers = list(conn.compute.servers(details=True, all_projects=True))
+        busy = [s for s in servers if s.id in deleted or s.status not in ("ACTIVE", "ERROR")]
+        if not busy or time.monotonic() > deadline:
+            return servers
+        time.sleep(1)
+
+
+def _harmful() -> frozenset[tuple[str, str]]:
+    records = [
+        InterferenceRecord(a, b, slow_a, slow_b, "measured")
+        for a, b, slow_a, slow_b in workload.INTERFERENCES
+    ]
+    return InterferenceTable.from_records(records, config.INTERFERENCE_TOLERANCE).harmful
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def summarise(ledger: list[Outcome], say: Say) -> None:
+    for label, hpc in (("HPC", True), ("plain", False)):
+        mine = [o for o in ledger if (o.asked.app_class is not None) == hpc]
+        active = [o.settled - o.posted for o in mine if o.result == "active" and o.settled]
+        results = collections.Counter(o.result for o in mine)
+        say(
+            f"{label}: {len(mine)} requests {dict(results)}; POST to ACTIVE "
+            f"p50 {_percentile(active, 0.5):.1f} s, p95 {_percentile(active, 0.95):.1f} s"
+        )
+    for outcome in ledger:
+        if outcome.result in ("error", "timeout"):
+            say(f"  {outcome.result}: {outcome.asked.describe()}: {outcome.detail[:200]}")
+
+
+def main(run: Run, args: argparse.Namespace, say: Say) -> int:
+    if args.plugin is not None and (args.plugin == "on") != run.plugin:
+        control.set_plugin(run, args.plugin == "on", say=say)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    say(
+        f"{args.clients} clients for {args.seconds:g} s, plugin "
+        f"{'on' if run.plugin else 'off'}, seed {seed}"
+    )
+    started = time.monotonic()
+    ledger: list[Outcome] = []
+    clients = [
+        Client(i, run, started + args.seconds, seed + i, ledger) for i in range(args.clients)
+    ]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    errors = [c.error for c in clients if c.error is not None]
+    for error in errors:
+        say(f"client failed: {error!r}")
+    admin = operator.connect(run)
+    deleted = {uuid for c in clients for uuid in c.deleted}
+    servers = _settle(admin, deleted)
+    asked_by_tag = {o.asked.tag: o.asked for o in ledger}
+    placed = []
+    for server in servers:
+        tag = server.name.rsplit("-", 1)[0] if server.name not in asked_by_tag else server.name
+        asked = asked_by_tag.get(tag)
+        if server.status == "ACTIVE" and asked is not None and server.compute_host:
+            placed.append(checker.Server(server.id, server.compute_host, asked))
+    groups = {host: group for host, (_, group) in operator.topology(run.computes).items()}
+    violations = checker.host_violations(
+        placed, alpha=config.ALPHA, beta=config.BETA, harmful=_harmful(), groups=groups
+    )
+    mismatches: list[str] = []
+    if run.plugin:
+        database = db_api.Database(run.database_url("hpc"))
+        try:
+            rows = database.list_running()
+        finally:
+            database.dispose()
+        mismatches = checker.record_mismatches(placed, {s.id for s in servers}, rows)
+    else:
+        say("plugin off: app_running is not checked")
+    summarise(ledger, say)
+    for line in violations[:20]:
+        say(f"violation: {line}")
+    for line in mismatches[:20]:
+        say(f"record: {line}")
+    elapsed = time.monotonic() - started
+    print(
+        f"stress: {len(ledger)} requests, {sum(o.asked.count for o in ledger)} servers, "
+        f"{len(violations)} invariant violations, {len(mismatches)} record mismatches, "
+        f"{elapsed:.0f} s",
+        flush=True,
+    )
+    return 1 if violations or mismatches or errors else 0

@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+"""A real OpenStack control plane on this machine: up | status | stress | down.
+
+Run it with the project's virtual environment (made by tools/quickstart.py):
+
+    .venv/bin/python tools/cloud.py up [--computes 8] [--scheduler-workers 2]
+    .venv/bin/python tools/cloud.py status
+    .venv/bin/python tools/cloud.py stress [--seconds 60] [--clients 4] [--plugin on|off]
+    .venv/bin/python tools/cloud.py down
+
+See "Trying it on a real control plane" in README.rst.
+"""
+
+import sys
+
+from hpc_nova_scheduler.devcloud.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
