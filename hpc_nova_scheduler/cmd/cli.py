@@ -24,6 +24,7 @@ from sqlalchemy import exc as sa_exc
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler import datafiles
+from hpc_nova_scheduler.cmd import reconcile as reconcile_cmd
 from hpc_nova_scheduler.core.profile import AppClass, ProfileError
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db import migration
@@ -581,6 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    reconcile_cmd.add_parser(sub)
 
     db = sub.add_parser(
         "db",

@@ -1,0 +1,67 @@
+"""``hpc-nova-scheduler reconcile [--dry-run]``: app_running against Nova.
+
+Run it on a host with the scheduler's nova.conf (it reads Nova's API and
+cell databases through Nova's own objects), for instance after
+nova-scheduler was down while servers were deleted or moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "reconcile",
+        help="repair app_running from Nova's own view of its instances",
+        description=(
+            "Remove records of instances that are gone, move records of instances "
+            "that run elsewhere, and add records of HPC instances that have none."
+        ),
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what would change, change nothing"
+    )
+    parser.set_defaults(func=run)
+
+
+def _load_nova(args: argparse.Namespace) -> None:
+    from nova import config as nova_config
+    from nova import objects
+
+    files = list(args.config_file or [])
+    argv = ["hpc-nova-scheduler"]
+    for path in files:
+        argv += ["--config-file", path]
+    if args.config_dir:
+        argv += ["--config-dir", args.config_dir]
+    nova_config.parse_args(argv, init_rpc=False)
+    objects.register_all()
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.cmd import cli
+    from hpc_nova_scheduler.scheduler import reconcile
+
+    database = cli._database(args)
+    try:
+        _load_nova(args)
+        changes = reconcile.plan(database.list_running(), reconcile.NovaView())
+        for line in changes.describe():
+            out.write(f"{line}\n")
+        if not changes:
+            out.write("app_running matches Nova; nothing to change\n")
+            return 0
+        counts = (
+            f"{len(changes.stale)} stale, {len(changes.moved)} moved, "
+            f"{len(changes.missing)} missing"
+        )
+        if args.dry_run:
+            out.write(f"{counts}; nothing changed (--dry-run)\n")
+            return 0
+        reconcile.apply(database, changes)
+        out.write(f"{counts}; app_running repaired\n")
+        return 0
+    finally:
+        database.dispose()

@@ -1,0 +1,184 @@
+"""Repair ``app_running`` from Nova's own view of its instances.
+
+The scheduler keeps ``app_running`` in step as it places VMs and as it
+meets hosts whose VMs changed; what happened while no scheduler looked
+(servers deleted or moved while nova-scheduler was down, a record that
+failed to write) is repaired here:
+
+- a row whose instance is gone (deleted, never built, archived) is removed;
+- a row whose instance runs on another host now follows it;
+- a live instance whose flavor has ``hpc:`` extra specs and that has no row
+  gets one, from its flavor.
+
+A row whose instance Nova is still scheduling (a build request, no cell yet)
+is left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+
+from hpc_nova_scheduler.core import profile as core_profile
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler.corunners import lenient_profile
+
+_BATCH = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """An instance as Nova's cell database holds it."""
+
+    uuid: str
+    host: str | None
+    nodename: str | None
+    deleted: bool
+    extra_specs: dict
+    project_id: str | None
+
+
+@dataclasses.dataclass
+class Changes:
+    stale: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
+    moved: list[tuple[db_api.RunningVM, str, str | None]] = dataclasses.field(default_factory=list)
+    missing: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.stale or self.moved or self.missing)
+
+    def describe(self) -> list[str]:
+        lines = [f"stale: {vm.instance_uuid} on {vm.host} (instance gone)" for vm in self.stale]
+        lines += [
+            f"moved: {vm.instance_uuid} from {vm.host} to {host}" for vm, host, _ in self.moved
+        ]
+        lines += [
+            f"missing: {vm.instance_uuid} on {vm.host} ({vm.app_class.value}, "
+            f"cache score {vm.cache_score:g})"
+            for vm in self.missing
+        ]
+        return lines
+
+
+class NovaView:
+    """Instances across Nova's cells, read through Nova's own objects."""
+
+    def __init__(self) -> None:
+        self.context = nova_context.get_admin_context(read_deleted="yes")
+
+    def _cells(self) -> list[Any]:
+        return [
+            cell for cell in objects.CellMappingList.get_all(self.context) if not cell.is_cell0()
+        ]
+
+    @staticmethod
+    def _found(instance: Any) -> Found:
+        return Found(
+            uuid=instance.uuid,
+            host=instance.host,
+            nodename=instance.node,
+            deleted=bool(instance.deleted),
+            extra_specs=dict(instance.flavor.extra_specs or {}),
+            project_id=instance.project_id,
+        )
+
+    def look_up(self, uuids: Sequence[str]) -> tuple[dict[str, Found], set[str]]:
+        """Instances by uuid, and the uuids Nova is still scheduling."""
+        found: dict[str, Found] = {}
+        scheduling: set[str] = set()
+        by_cell: dict[str, tuple[Any, list[str]]] = {}
+        for start in range(0, len(uuids), _BATCH):
+            chunk = list(uuids[start : start + _BATCH])
+            mappings = objects.InstanceMappingList.get_by_instance_uuids(self.context, chunk)
+            mapped = {m.instance_uuid: m for m in mappings}
+            for uuid in chunk:
+                mapping = mapped.get(uuid)
+                if mapping is not None and mapping.cell_mapping is not None:
+                    cell = mapping.cell_mapping
+                    by_cell.setdefault(cell.uuid, (cell, []))[1].append(uuid)
+                elif self._building(uuid):
+                    scheduling.add(uuid)
+        for cell, cell_uuids in by_cell.values():
+            with nova_context.target_cell(self.context, cell) as cctxt:
+                for start in range(0, len(cell_uuids), _BATCH):
+                    instances = objects.InstanceList.get_by_filters(
+                        cctxt,
+                        {"uuid": cell_uuids[start : start + _BATCH]},
+                        expected_attrs=["flavor"],
+                    )
+                    found.update((i.uuid, self._found(i)) for i in instances)
+        return found, scheduling
+
+    def _building(self, uuid: str) -> bool:
+        try:
+            objects.BuildRequest.get_by_instance_uuid(self.context, uuid)
+        except nova_exception.BuildRequestNotFound:
+            return False
+        return True
+
+    def hpc_instances(self) -> list[Found]:
+        """Every live instance on a host whose flavor has ``hpc:`` specs."""
+        live = nova_context.get_admin_context()
+        found = []
+        for cell in self._cells():
+            with nova_context.target_cell(live, cell) as cctxt:
+                instances = objects.InstanceList.get_by_filters(
+                    cctxt, {"deleted": False}, expected_attrs=["flavor"]
+                )
+                found.extend(
+                    self._found(i)
+                    for i in instances
+                    if i.host and core_profile.has_hpc_specs(i.flavor.extra_specs or {})
+                )
+        return found
+
+
+def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
+    rows = list(rows)
+    changes = Changes()
+    found, scheduling = nova.look_up([row.instance_uuid for row in rows])
+    for row in rows:
+        instance = found.get(row.instance_uuid)
+        if instance is None:
+            if row.instance_uuid not in scheduling:
+                changes.stale.append(row)
+        elif instance.deleted or not instance.host:
+            changes.stale.append(row)
+        elif instance.host != row.host:
+            changes.moved.append((row, instance.host, instance.nodename))
+    known = {row.instance_uuid for row in rows}
+    for instance in nova.hpc_instances():
+        if instance.uuid in known:
+            continue
+        profile = lenient_profile(instance.extra_specs)
+        changes.missing.append(
+            db_api.RunningVM(
+                instance_uuid=instance.uuid,
+                host=instance.host,
+                nodename=instance.nodename,
+                app_class=profile.app_class,
+                cache_score=profile.cache_score,
+                app_name=profile.app_name,
+                project_id=instance.project_id,
+            )
+        )
+    return changes
+
+
+def apply(database: db_api.Database, changes: Changes) -> None:
+    if changes.stale:
+        database.forget_running([vm.instance_uuid for vm in changes.stale])
+    if changes.moved:
+        database.record_running(
+            [
+                dataclasses.replace(vm, host=host, nodename=nodename or host)
+                for vm, host, nodename in changes.moved
+            ]
+        )
+    if changes.missing:
+        database.record_running(changes.missing)

@@ -1,0 +1,58 @@
+"""``reconcile`` repairs app_running from what Nova's databases hold."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import reconcile
+from tests.functional import base
+
+
+class TestReconcile(base.HpcTestCase):
+    RACKS = {"r1": ["n1", "n2", "n3", "n4"]}
+    CPU_GROUPS = {"g": ["n1", "n2", "n3", "n4"]}
+
+    def rows(self) -> dict[str, db_api.RunningVM]:
+        return {vm.instance_uuid: vm for vm in self.database.list_running()}
+
+    def test_stale_moved_and_missing_records(self) -> None:
+        flavor = self.hpc_flavor(app_class="AsyncHPC", cache_score="10", app_name="EP")
+        servers = self.launch(flavor, count=3)
+        self.assertEqual({"ACTIVE"}, {s["status"] for s in servers})
+        gone, moved, lost = (s["id"] for s in servers)
+        rows = self.rows()
+        self.assertEqual({gone, moved, lost}, set(rows))
+        # What nova-scheduler would miss if it were down: a deleted server,
+        # a record pointing at the wrong host, a record that never got written.
+        self.api.delete_server(gone)
+        self._wait_until_deleted({"id": gone})
+        right_host = rows[moved].host
+        wrong_host = next(h for h in ("n1", "n2", "n3", "n4") if h != right_host)
+        self.database.record_running([dataclasses.replace(rows[moved], host=wrong_host)])
+        self.database.forget_running([lost])
+
+        changes = reconcile.plan(self.database.list_running(), reconcile.NovaView())
+        self.assertEqual([gone], [vm.instance_uuid for vm in changes.stale])
+        self.assertEqual(
+            [(moved, right_host)], [(vm.instance_uuid, h) for vm, h, _ in changes.moved]
+        )
+        self.assertEqual([lost], [vm.instance_uuid for vm in changes.missing])
+        self.assertEqual("EP", changes.missing[0].app_name)
+        self.assertEqual(10.0, changes.missing[0].cache_score)
+
+        reconcile.apply(self.database, changes)
+        repaired = self.rows()
+        self.assertEqual({moved, lost}, set(repaired))
+        self.assertEqual(right_host, repaired[moved].host)
+        self.assertFalse(reconcile.plan(self.database.list_running(), reconcile.NovaView()))
+
+    def test_a_record_of_an_instance_nova_never_had_is_stale(self) -> None:
+        unknown = db_api.RunningVM(
+            "11111111-2222-3333-4444-555555555555", "n1", AppClass.SYNC_HPC, 5.0
+        )
+        self.database.record_running([unknown])
+        changes = reconcile.plan(self.database.list_running(), reconcile.NovaView())
+        self.assertEqual([unknown.instance_uuid], [vm.instance_uuid for vm in changes.stale])
+        self.assertFalse(changes.moved or changes.missing)
