@@ -232,8 +232,11 @@ def status(run: Run) -> list[tuple[str, int, str, str]]:
 
 
 def down(run: Run, *, say: Say, keep_files: bool = False) -> None:
-    for service in reversed(run.services):
-        if services.stop(service):
+    # Computes and schedulers first, so that nothing they do in their last
+    # moments finds the APIs gone; each group at once.
+    apis = [s for s in run.services if s.url]
+    for group in ([s for s in run.services if not s.url], apis):
+        for service in services.stop_all(group):
             say(f"stopped {service.name} (pid {service.pid})")
     if run.databases:
         dropped = backends.drop_databases(run)

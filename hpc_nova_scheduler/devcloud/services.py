@@ -7,6 +7,7 @@ started, and nothing else on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -156,6 +157,24 @@ def stop(service: Service, timeout: float = 10.0) -> bool:
     while group_alive(service.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     return True
+
+
+def stop_all(group: Sequence[Service], timeout: float = 15.0) -> list[Service]:
+    """Stop several services at once; the ones that were running."""
+    running = [service for service in group if group_alive(service.pid)]
+    for service in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(service.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(group_alive(s.pid) for s in running):
+        time.sleep(0.2)
+    for service in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(service.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(group_alive(s.pid) for s in running):
+        time.sleep(0.1)
+    return running
 
 
 def wait_http(service: Service, path: str = "/", timeout: float = 120.0) -> None:
