@@ -1,49 +1,64 @@
 #!/bin/bash
-# devstack plugin for hpc-nova-scheduler.
 #
-# Enable with, in local.conf:
-#   enable_plugin hpc-nova-scheduler <git URL of this repository>
-# It installs the package next to Nova, adds the plugin's filters and
-# weighers to nova.conf, points [hpc_scheduler] connection at a database of
-# its own on devstack's database server and creates the tables.
-
-HPC_NOVA_SCHEDULER_DIR=${HPC_NOVA_SCHEDULER_DIR:-$DEST/hpc-nova-scheduler}
-HPC_NOVA_SCHEDULER_DB=${HPC_NOVA_SCHEDULER_DB:-hpc_scheduler}
+# devstack plugin of hpc-nova-scheduler.
+#
+# It does, in the same order and with the same options, what
+# tools/cloud.py does on a machine without devstack (see README.rst,
+# "Trying it on a real control plane"): install the plugin next to
+# nova-scheduler, point nova.conf at its filters and weighers, run several
+# scheduler workers, create the plugin database, sync it and load profiles.
+# Racks and processor groups are host aggregates with hpc:rack and
+# hpc:cpu_group metadata, which the operator sets as for any cloud.
 
 function install_hpc_nova_scheduler {
     setup_develop "$HPC_NOVA_SCHEDULER_DIR"
 }
 
 function configure_hpc_nova_scheduler {
+    local filters
+    filters="ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter"
+    filters+=",ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter"
+    filters+=",HpcPlacementFilter"
+    iniset "$NOVA_CONF" filter_scheduler available_filters \
+        nova.scheduler.filters.all_filters
     iniadd "$NOVA_CONF" filter_scheduler available_filters \
         hpc_nova_scheduler.scheduler.filters.all_filters
-    # The plugin's filter goes last: it plans over the hosts the others accept.
-    local filters
-    filters=$(iniget "$NOVA_CONF" filter_scheduler enabled_filters)
-    filters=${filters:-ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter}
-    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters,HpcPlacementFilter"
     local weighers
-    weighers=$(iniget "$NOVA_CONF" filter_scheduler weight_classes)
-    weighers=${weighers:-nova.scheduler.weights.all_weighers}
-    iniset "$NOVA_CONF" filter_scheduler weight_classes \
-        "$weighers,hpc_nova_scheduler.scheduler.weights.all_weighers"
+    weighers="nova.scheduler.weights.all_weighers"
+    weighers+=",hpc_nova_scheduler.scheduler.weights.all_weighers"
+    iniset "$NOVA_CONF" filter_scheduler weight_classes "$weighers"
+    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters"
+    iniset "$NOVA_CONF" scheduler workers "$HPC_SCHEDULER_WORKERS"
+    iniset "$NOVA_CONF" scheduler max_attempts 3
     iniset "$NOVA_CONF" hpc_scheduler connection \
         "$(database_connection_url "$HPC_NOVA_SCHEDULER_DB")"
+    iniset "$NOVA_CONF" hpc_scheduler cache_threshold "$HPC_CACHE_THRESHOLD"
+    iniset "$NOVA_CONF" hpc_scheduler sync_cache_threshold \
+        "$HPC_SYNC_CACHE_THRESHOLD"
+    iniset "$NOVA_CONF" hpc_scheduler interference_tolerance \
+        "$HPC_INTERFERENCE_TOLERANCE"
 }
 
 function init_hpc_nova_scheduler {
     recreate_database "$HPC_NOVA_SCHEDULER_DB"
     hpc-nova-scheduler --config-file "$NOVA_CONF" db sync
-    hpc-nova-scheduler --config-file "$NOVA_CONF" profile import \
-        "$HPC_NOVA_SCHEDULER_DIR/etc/profiles/seed-applications.yaml"
-    hpc-nova-scheduler --config-file "$NOVA_CONF" interference import \
-        "$HPC_NOVA_SCHEDULER_DIR/etc/profiles/seed-applications.yaml"
+    if [[ -n "$HPC_PROFILES" ]]; then
+        hpc-nova-scheduler --config-file "$NOVA_CONF" \
+            profile import "$HPC_PROFILES"
+    fi
 }
 
-if [[ "$1" == "stack" && "$2" == "install" ]]; then
-    install_hpc_nova_scheduler
-elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
-    configure_hpc_nova_scheduler
-elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
-    init_hpc_nova_scheduler
+if is_service_enabled hpc-nova-scheduler; then
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        echo_summary "Installing hpc-nova-scheduler"
+        install_hpc_nova_scheduler
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        echo_summary "Configuring hpc-nova-scheduler"
+        configure_hpc_nova_scheduler
+        init_hpc_nova_scheduler
+    fi
+    if [[ "$1" == "clean" ]]; then
+        # The database goes with devstack's own; nothing else is left behind.
+        :
+    fi
 fi

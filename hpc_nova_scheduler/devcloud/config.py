@@ -62,6 +62,8 @@ def _write(path: Path, sections: dict[str, dict[str, object]]) -> Path:
 def _value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
