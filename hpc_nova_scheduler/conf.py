@@ -90,6 +90,19 @@ its request midway. It should exceed the time a build can take, including a
 reschedule to an alternate host.
 """,
     ),
+    cfg.IntOpt(
+        "reconcile_interval",
+        default=60,
+        min=0,
+        help="""
+Seconds between two sweeps of ``app_running`` by each nova-scheduler worker.
+
+The scheduler updates the records of the hosts it looks at while it places
+VMs; a sweep repairs the rest from Nova's databases, as ``hpc-nova-scheduler
+reconcile`` does: records of deleted instances go, records of moved ones
+follow them. 0 turns sweeping off.
+""",
+    ),
 ]
 
 database_opts = [

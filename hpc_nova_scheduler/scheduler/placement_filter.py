@@ -61,6 +61,7 @@ from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
+from hpc_nova_scheduler.scheduler.sweeper import Sweeper
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -283,6 +284,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._database_url: str | None = None
         self._database_lock = threading.Lock()
         self._occupancy = PlacementOccupancy()
+        self._sweeper = Sweeper(self._db)
         report_threshold_problems()
 
     # -- plumbing ------------------------------------------------------------
@@ -330,6 +332,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         state = request_state(spec_obj)
         _ROUND.settled = False
         try:
+            self._sweeper.ensure_started()
             if state is None:
                 state = self._start(hosts, spec_obj)
                 _remember(spec_obj, state)

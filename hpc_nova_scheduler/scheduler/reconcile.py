@@ -10,8 +10,8 @@ failed to write) is repaired here:
 - a live instance whose flavor has ``hpc:`` extra specs and that has no row
   gets one, from its flavor.
 
-A row whose instance Nova is still scheduling (a build request, no cell yet)
-is left alone.
+A row whose instance Nova is still scheduling (a build request, no cell
+yet) or building (in its cell, no host yet) is left alone.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Found:
     host: str | None
     nodename: str | None
     deleted: bool
+    vm_state: str | None
     extra_specs: dict
     project_id: str | None
 
@@ -83,6 +84,7 @@ class NovaView:
             host=instance.host,
             nodename=instance.node,
             deleted=bool(instance.deleted),
+            vm_state=instance.vm_state,
             extra_specs=dict(instance.flavor.extra_specs or {}),
             project_id=instance.project_id,
         )
@@ -92,17 +94,21 @@ class NovaView:
         found: dict[str, Found] = {}
         scheduling: set[str] = set()
         by_cell: dict[str, tuple[Any, list[str]]] = {}
+        unplaced: list[str] = []
         for start in range(0, len(uuids), _BATCH):
             chunk = list(uuids[start : start + _BATCH])
-            mappings = objects.InstanceMappingList.get_by_instance_uuids(self.context, chunk)
-            mapped = {m.instance_uuid: m for m in mappings}
-            for uuid in chunk:
-                mapping = mapped.get(uuid)
-                if mapping is not None and mapping.cell_mapping is not None:
-                    cell = mapping.cell_mapping
-                    by_cell.setdefault(cell.uuid, (cell, []))[1].append(uuid)
-                elif self._building(uuid):
-                    scheduling.add(uuid)
+            unplaced += self._map(chunk, by_cell)
+        # The conductor puts an instance in its cell before it deletes the
+        # build request: one not in a cell at the first read and no longer
+        # a build request at the second is looked for in the cells again.
+        gone = []
+        for uuid in unplaced:
+            if self._building(uuid):
+                scheduling.add(uuid)
+            else:
+                gone.append(uuid)
+        if gone:
+            self._map(gone, by_cell)
         for cell, cell_uuids in by_cell.values():
             with nova_context.target_cell(self.context, cell) as cctxt:
                 for start in range(0, len(cell_uuids), _BATCH):
@@ -113,6 +119,20 @@ class NovaView:
                     )
                     found.update((i.uuid, self._found(i)) for i in instances)
         return found, scheduling
+
+    def _map(self, uuids: list[str], by_cell: dict) -> list[str]:
+        """Sort ``uuids`` by cell into ``by_cell``; return those in none."""
+        mappings = objects.InstanceMappingList.get_by_instance_uuids(self.context, uuids)
+        mapped = {m.instance_uuid: m for m in mappings}
+        unplaced = []
+        for uuid in uuids:
+            mapping = mapped.get(uuid)
+            if mapping is not None and mapping.cell_mapping is not None:
+                cell = mapping.cell_mapping
+                by_cell.setdefault(cell.uuid, (cell, []))[1].append(uuid)
+            else:
+                unplaced.append(uuid)
+        return unplaced
 
     def _building(self, uuid: str) -> bool:
         try:
@@ -147,8 +167,11 @@ def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
         if instance is None:
             if row.instance_uuid not in scheduling:
                 changes.stale.append(row)
-        elif instance.deleted or not instance.host:
+        elif instance.deleted or (not instance.host and instance.vm_state == "error"):
             changes.stale.append(row)
+        elif not instance.host:
+            # Created in its cell, not yet claimed by a compute: building.
+            continue
         elif instance.host != row.host:
             changes.moved.append((row, instance.host, instance.nodename))
     known = {row.instance_uuid for row in rows}
