@@ -78,3 +78,8 @@ def delete_vhost(run: Run) -> bool:
         return False
     _rabbitmqctl("delete_vhost", run.vhost)
     return True
+
+
+def rabbitmq_app(action: str) -> None:
+    """``rabbitmqctl stop_app`` or ``start_app``: every virtual host at once."""
+    _rabbitmqctl(action)

@@ -34,6 +34,7 @@ NOVA_FILTERS = [
 #: made to reach them.
 ALPHA, BETA = 100.0, 60.0
 INTERFERENCE_TOLERANCE = 0.1
+RECONCILE_INTERVAL = 10
 
 
 def _data_file(*parts: str) -> Path:
@@ -128,6 +129,8 @@ def nova_conf(run: Run) -> Path:
             "cache_threshold": ALPHA,
             "sync_cache_threshold": BETA,
             "interference_tolerance": INTERFERENCE_TOLERANCE,
+            # Records of servers the stress deletes converge within this.
+            "reconcile_interval": RECONCILE_INTERVAL,
         },
         "oslo_messaging_rabbit": {"heartbeat_timeout_threshold": 30},
         # The stress load is bounded by the computes, not by project quotas.

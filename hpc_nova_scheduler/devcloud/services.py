@@ -129,11 +129,19 @@ def group_members(pgid: int) -> list[int]:
 
 
 def children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as stream:
-            return [int(p) for p in stream.read().split()]
-    except OSError:
-        return []
+    """Live child processes of ``pid``, whichever of its threads forked them."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            found.append(int(entry))
+    return sorted(found)
 
 
 def stop(service: Service, timeout: float = 10.0) -> bool:

@@ -22,11 +22,13 @@ import threading
 import time
 from collections.abc import Callable
 
+from openstack import exceptions as openstack_exceptions
+
 from hpc_nova_scheduler.core.criteria import InterferenceTable
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.devcloud import checker, config, control, operator, workload
+from hpc_nova_scheduler.devcloud import checker, config, control, faults, operator, workload
 from hpc_nova_scheduler.devcloud.layout import Run
 
 Say = Callable[[str], None]
@@ -69,6 +71,13 @@ def add_arguments(sub, func) -> None:
         help="run with or without HpcPlacementFilter (restarts nova-scheduler if it changes)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
+    parser.add_argument(
+        "--fault",
+        choices=sorted(faults.FAULTS),
+        action="append",
+        default=[],
+        help="inject a fault a third of the way into the load (repeatable)",
+    )
     parser.set_defaults(func=func)
 
 
@@ -112,7 +121,14 @@ class Client(threading.Thread):
         while time.monotonic() < self.deadline:
             number += 1
             asked, flavor = random_request(self.rng, f"c{self.index}r{number}")
-            outcome = self._boot(conn, asked, flavor)
+            try:
+                outcome = self._boot(conn, asked, flavor)
+            except openstack_exceptions.SDKException as error:
+                # A fault may take an API down for a while: say so, go on.
+                outcome = Outcome(asked, posted=time.monotonic(), settled=time.monotonic())
+                outcome.result = "api-error"
+                outcome.detail = str(error)[:300]
+                time.sleep(1)
             self.ledger.append(outcome)
             if outcome.result == "active":
                 alive.append(outcome)
@@ -158,7 +174,11 @@ class Client(threading.Thread):
 
     def _discard(self, conn, outcome: Outcome) -> None:
         for uuid in outcome.servers:
-            conn.compute.delete_server(uuid, ignore_missing=True)
+            try:
+                conn.compute.delete_server(uuid, ignore_missing=True)
+            except openstack_exceptions.SDKException:
+                # Deleted at the end, with the others still alive.
+                continue
             self.deleted.append(uuid)
 
 
@@ -202,6 +222,53 @@ def summarise(ledger: list[Outcome], say: Say) -> None:
             say(f"  {outcome.result}: {outcome.asked.describe()}: {outcome.detail[:200]}")
 
 
+def _inject(name: str, run: Run, window: faults.Window, rng, say: Say, *, at: float) -> None:
+    time.sleep(max(0.0, at - time.monotonic()))
+    try:
+        faults.FAULTS[name](run, window, rng, say)
+    except Exception as error:
+        window.detail = f"the fault itself failed: {error!r}"
+        window.ended = window.ended or time.monotonic()
+        say(f"fault {name}: {window.detail}")
+    run.save()
+
+
+def report_window(window: faults.Window, ledger: list[Outcome], started: float, say: Say) -> None:
+    """What became of the requests in flight while the fault lasted."""
+    if not window.started:
+        say(f"fault {window.name}: not injected ({window.detail})")
+        return
+    touched = [
+        o
+        for o in ledger
+        if o.posted <= window.ended and (o.settled or window.ended) >= window.started
+    ]
+    results = collections.Counter(o.result for o in touched)
+    say(
+        f"fault {window.name} from {window.started - started:.0f} s to "
+        f"{window.ended - started:.0f} s: {window.detail}; requests in flight: "
+        f"{len(touched)} {dict(results)}"
+    )
+
+
+def _records_converge(run: Run, placed, alive: set[str], say: Say) -> list[str]:
+    """app_running against Nova, once the schedulers' sweeps have had time.
+
+    Records of servers deleted after the last request a scheduler worker
+    handled are repaired by its next sweep, within ``reconcile_interval``.
+    """
+    database = db_api.Database(run.database_url("hpc"))
+    deadline = time.monotonic() + 2 * config.RECONCILE_INTERVAL + 10
+    try:
+        while True:
+            found = checker.record_mismatches(placed, alive, database.list_running())
+            if not found or time.monotonic() > deadline:
+                return found
+            time.sleep(2)
+    finally:
+        database.dispose()
+
+
 def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if args.plugin is not None and (args.plugin == "on") != run.plugin:
         control.set_plugin(run, args.plugin == "on", say=say)
@@ -217,8 +284,23 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     ]
     for client in clients:
         client.start()
+    windows = []
+    injectors = []
+    for number, name in enumerate(args.fault):
+        window = faults.Window(name)
+        windows.append(window)
+        injector = threading.Thread(
+            target=_inject,
+            args=(name, run, window, random.Random(seed + 1000 + number), say),
+            kwargs={"at": started + args.seconds / 3 * (1 + number / len(args.fault))},
+            daemon=True,
+        )
+        injector.start()
+        injectors.append(injector)
     for client in clients:
         client.join()
+    for injector in injectors:
+        injector.join()
     errors = [c.error for c in clients if c.error is not None]
     for error in errors:
         say(f"client failed: {error!r}")
@@ -238,15 +320,12 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     )
     mismatches: list[str] = []
     if run.plugin:
-        database = db_api.Database(run.database_url("hpc"))
-        try:
-            rows = database.list_running()
-        finally:
-            database.dispose()
-        mismatches = checker.record_mismatches(placed, {s.id for s in servers}, rows)
+        mismatches = _records_converge(run, placed, {s.id for s in servers}, say)
     else:
         say("plugin off: app_running is not checked")
     summarise(ledger, say)
+    for window in windows:
+        report_window(window, ledger, started, say)
     for line in violations[:20]:
         say(f"violation: {line}")
     for line in mismatches[:20]:

@@ -1,0 +1,97 @@
+"""Faults a stress run can inject mid-burst, and what they did.
+
+Each fault starts a third of the way into the load, from a thread of its
+own, and records when it began and ended, so that the report can say what
+happened to the requests in flight meanwhile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+
+from hpc_nova_scheduler.devcloud import backends, services
+from hpc_nova_scheduler.devcloud.layout import Run
+
+Say = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class Window:
+    name: str
+    started: float = 0.0
+    ended: float = 0.0
+    detail: str = ""
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def kill_scheduler_worker(run: Run, window: Window, rng: random.Random, say: Say) -> None:
+    """kill -9 one nova-scheduler worker; its launcher starts another."""
+    (scheduler,) = run.services_named("nova-scheduler")
+    workers = services.children(scheduler.pid)
+    if not workers:
+        raise services.ServiceError("nova-scheduler has no worker processes to kill")
+    victim = rng.choice(workers)
+    window.started = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    say(f"fault: killed nova-scheduler worker {victim} (kill -9)")
+    respawned = _wait_for(
+        lambda: len([p for p in services.children(scheduler.pid) if p != victim]) >= len(workers),
+        60,
+    )
+    if not respawned:
+        services.stop(scheduler)
+        services.replace(run, scheduler)
+        window.detail = f"worker {victim} killed; its launcher did not replace it: restarted"
+    else:
+        now = sorted(set(services.children(scheduler.pid)) - set(workers))
+        window.detail = f"worker {victim} killed; the launcher started {now}"
+    window.ended = time.monotonic()
+    say(f"fault: {window.detail}")
+
+
+def kill_compute(run: Run, window: Window, rng: random.Random, say: Say) -> None:
+    """kill -9 one nova-compute, and start it again 20 s later."""
+    computes = run.services_named("nova-compute")
+    victim = rng.choice(computes)
+    window.started = time.monotonic()
+    os.killpg(victim.pid, signal.SIGKILL)
+    say(f"fault: killed {victim.name} (kill -9)")
+    time.sleep(20)
+    services.replace(run, victim)
+    window.ended = time.monotonic()
+    window.detail = f"{victim.name} killed, restarted after 20 s"
+    say(f"fault: {window.detail}")
+
+
+def restart_rabbitmq(run: Run, window: Window, rng: random.Random, say: Say) -> None:
+    """Stop and start RabbitMQ's application (every virtual host)."""
+    window.started = time.monotonic()
+    backends.rabbitmq_app("stop_app")
+    say("fault: RabbitMQ stopped")
+    time.sleep(5)
+    backends.rabbitmq_app("start_app")
+    subprocess.run(["rabbitmqctl", "-q", "await_startup"], timeout=120, check=False)
+    window.ended = time.monotonic()
+    window.detail = "RabbitMQ stopped for 5 s and started again"
+    say(f"fault: {window.detail}")
+
+
+FAULTS: dict[str, Callable[[Run, Window, random.Random, Say], None]] = {
+    "scheduler-worker": kill_scheduler_worker,
+    "compute": kill_compute,
+    "rabbitmq": restart_rabbitmq,
+}
