@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import nova.conf
@@ -23,12 +23,15 @@ CPU_GROUP_KEY = "hpc:cpu_group"
 UNKNOWN_CPU_GROUP = "unknown"
 
 
-def _metadata_value(host_state: Any, key: str) -> str | None:
+def _metadata_value(host_state: Any, key: str, tags: Mapping | None = None) -> str | None:
     values = set()
-    for aggregate in getattr(host_state, "aggregates", None) or []:
-        value = (getattr(aggregate, "metadata", None) or {}).get(key)
-        if isinstance(value, str) and value.strip():
-            values.add(value.strip())
+    if tags is not None:
+        values.update(tags.get(host_state.host, {}).get(key, ()))
+    else:
+        for aggregate in getattr(host_state, "aggregates", None) or []:
+            value = (getattr(aggregate, "metadata", None) or {}).get(key)
+            if isinstance(value, str) and value.strip():
+                values.add(value.strip())
     if len(values) > 1:
         chosen = sorted(values)[0]
         LOG.warning(
@@ -71,10 +74,14 @@ def cpu_group_from_cpu_info(cpu_info: Any) -> str:
     return "/".join(parts) if parts else UNKNOWN_CPU_GROUP
 
 
-def topology(host_state: Any) -> tuple[str, str]:
-    """``(rack, cpu_group)`` from aggregate metadata, else ``cpu_info``."""
-    rack = _metadata_value(host_state, RACK_KEY) or ""
-    group = _metadata_value(host_state, CPU_GROUP_KEY)
+def topology(host_state: Any, tags: Mapping | None = None) -> tuple[str, str]:
+    """``(rack, cpu_group)`` from aggregate metadata, else ``cpu_info``.
+
+    ``tags`` is :meth:`AggregateTags.current`, read from Nova's database;
+    without it the host state's aggregates (Nova's cache) are read.
+    """
+    rack = _metadata_value(host_state, RACK_KEY, tags) or ""
+    group = _metadata_value(host_state, CPU_GROUP_KEY, tags)
     if group is None:
         group = cpu_group_from_cpu_info(getattr(host_state, "cpu_info", None))
     return rack, group
@@ -270,6 +277,7 @@ def to_host(
     vms: Iterable[RunningVM],
     demand: Resources | None = None,
     reserved: tuple[float, float, float] | None = None,
+    tags: Mapping | None = None,
 ) -> Host:
     """The core's view of a host; with the request's ``demand``, as Placement answered.
 
@@ -282,7 +290,7 @@ def to_host(
     capacity, free = resources(host_state, reserved)
     if demand is not None:
         capacity, free = _as_placement_answers(host_state, capacity, free, demand)
-    rack, group = topology(host_state)
+    rack, group = topology(host_state, tags)
     return Host(
         name=host_key(host_state),
         capacity=capacity,

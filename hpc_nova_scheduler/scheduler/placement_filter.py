@@ -59,6 +59,7 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
+from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.sweeper import Sweeper
@@ -285,6 +286,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._database_lock = threading.Lock()
         self._occupancy = PlacementOccupancy()
         self._sweeper = Sweeper(self._db)
+        self._tags = AggregateTags()
         report_threshold_problems()
 
     # -- plumbing ------------------------------------------------------------
@@ -444,6 +446,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             self._settle(database)
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
         reserved = host_view.reservations()
+        tags = self._tags.current()
         #: Hosts Placement showed busy with VMs the plugin does not know yet.
         occupied: set[str] = set()
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
@@ -455,7 +458,11 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             core_hosts = sorted(
                 (
                     host_view.to_host(
-                        hs, knowledge.vms[host_view.host_key(hs)], demand=demand, reserved=reserved
+                        hs,
+                        knowledge.vms[host_view.host_key(hs)],
+                        demand=demand,
+                        reserved=reserved,
+                        tags=tags,
                     )
                     for hs in hosts
                 ),
