@@ -1,0 +1,110 @@
+"""A short stress on a real control plane, with a scheduler worker killed.
+
+``tools/cloud.py up`` starts every service as a process of its own on the
+local MariaDB and RabbitMQ; the stress boots and deletes requests of every
+class for about a minute while one nova-scheduler worker is killed with
+SIGKILL, then checks every invariant and the plugin's records against Nova.
+``down`` must leave no process, database or virtual host behind. Without
+MariaDB or RabbitMQ the test skips, except where CI (or
+``HPC_REQUIRE_DB_BACKENDS``) is set: there it fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import fixtures
+import sqlalchemy as sa
+import testtools
+
+from hpc_nova_scheduler.devcloud import cli, control, services, stress
+from tests import db_backends
+
+LAST_LINE = re.compile(
+    r"^stress: (\d+) requests, (\d+) servers, (\d+) invariant violations, "
+    r"(\d+) record mismatches, (\d+) s$"
+)
+
+
+def _missing_backend() -> str | None:
+    try:
+        engine = sa.create_engine(cli.MYSQL)
+        with engine.connect():
+            pass
+        engine.dispose()
+    except sa.exc.SQLAlchemyError as error:
+        return f"MariaDB at {cli.MYSQL} does not answer: {error}"
+    tool = shutil.which("rabbitmqctl")
+    if tool is None:
+        return "rabbitmqctl is not on PATH"
+    done = subprocess.run([tool, "-q", "list_vhosts"], capture_output=True, timeout=60)
+    if done.returncode:
+        return f"RabbitMQ does not answer: {done.stderr.decode(errors='replace')}"
+    return None
+
+
+class TestCloudStress(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        reason = _missing_backend()
+        if reason is not None:
+            if db_backends.backends_required():
+                self.fail(f"{reason} (HPC_REQUIRE_DB_BACKENDS is set)")
+            self.skipTest(reason)
+        self.root = self.useFixture(fixtures.TempDir()).path
+        self.log: list[str] = []
+
+    def say(self, message: str) -> None:
+        self.log.append(message)
+
+    def test_stress_with_a_scheduler_worker_killed(self) -> None:
+        try:
+            run = control.up(
+                Path(self.root),
+                mysql=cli.MYSQL,
+                rabbit=cli.RABBIT,
+                computes=8,
+                scheduler_workers=2,
+                plugin=True,
+                say=self.say,
+            )
+        except services.ServiceError as error:
+            self.fail(f"up failed: {error}\n" + "\n".join(self.log))
+        up_pids = [s.pid for s in run.services]
+        try:
+            args = argparse.Namespace(
+                seconds=60.0, clients=4, plugin=None, seed=20261122, fault=["scheduler-worker"]
+            )
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = stress.main(run, args, say=self.say)
+            report = out.getvalue() + "\n".join(self.log)
+            last = out.getvalue().strip().splitlines()[-1]
+            found = LAST_LINE.match(last)
+            self.assertIsNotNone(found, report)
+            requests, _, violations, mismatches, _ = map(int, found.groups())
+            self.assertGreater(requests, 0, report)
+            self.assertEqual((0, 0), (violations, mismatches), report)
+            self.assertEqual(0, code, report)
+            self.assertTrue(any("fault scheduler-worker from" in line for line in self.log), report)
+        finally:
+            databases, vhost = list(run.databases), run.vhost
+            control.down(run, say=self.say)
+        self.assertEqual([], [pid for pid in up_pids if services.group_alive(pid)])
+        engine = sa.create_engine(cli.MYSQL)
+        try:
+            with engine.connect() as connection:
+                names = {row[0] for row in connection.execute(sa.text("SHOW DATABASES"))}
+        finally:
+            engine.dispose()
+        self.assertEqual(set(), names & set(databases))
+        listed = subprocess.run(
+            ["rabbitmqctl", "-q", "list_vhosts"], capture_output=True, text=True, timeout=60
+        ).stdout.split()
+        self.assertNotIn(vhost, listed)
