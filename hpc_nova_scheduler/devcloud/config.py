@@ -33,7 +33,8 @@ NOVA_FILTERS = [
 #: Cache thresholds of the trial cloud (alpha, beta): the stress load is
 #: made to reach them.
 ALPHA, BETA = 100.0, 60.0
-INTERFERENCE_TOLERANCE = 0.1
+#: Percent, as ``[hpc_scheduler] interference_tolerance``.
+INTERFERENCE_TOLERANCE = 10.0
 RECONCILE_INTERVAL = 10
 
 

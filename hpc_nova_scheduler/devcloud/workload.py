@@ -15,12 +15,13 @@ from hpc_nova_scheduler.devcloud.operator import FlavorSpec, create_flavor
 
 #: Application names of the trial; pairs below are measured harmful or not.
 APPLICATIONS = ("LU", "CG", "EP", "IS", "MG", "FT")
-#: (app_a, app_b, slowdown_a, slowdown_b): above the tolerance is harmful.
+#: (app_a, app_b, slowdown_a, slowdown_b) in percent: above the tolerance
+#: (``config.INTERFERENCE_TOLERANCE``) a pair is harmful.
 INTERFERENCES = (
-    ("CG", "MG", 0.35, 0.30),
-    ("FT", "IS", 0.25, 0.40),
-    ("EP", "LU", 0.02, 0.03),
-    ("CG", "EP", 0.04, 0.01),
+    ("CG", "MG", 35.0, 30.0),
+    ("FT", "IS", 25.0, 40.0),
+    ("EP", "LU", 2.0, 3.0),
+    ("CG", "EP", 4.0, 1.0),
 )
 CACHE_SCORES = (10, 25, 40)
 SIZES = {"s": (1, 512), "m": (2, 1024)}
