@@ -159,6 +159,26 @@ def _serialised(method):
     return wrapper
 
 
+def record_from_flavor(
+    uuid: str,
+    host: str,
+    nodename: str | None,
+    extra_specs: Mapping[str, Any] | None,
+    project_id: str | None,
+) -> db_api.RunningVM:
+    """The app_running row of a VM the plugin did not place, from its flavor."""
+    found = lenient_profile(extra_specs)
+    return db_api.RunningVM(
+        instance_uuid=uuid,
+        host=host,
+        nodename=nodename,
+        app_class=found.app_class,
+        cache_score=found.cache_score,
+        app_name=found.app_name,
+        project_id=project_id,
+    )
+
+
 class CoRunnerSource:
     """Builds :class:`Knowledge` for a list of Nova host states."""
 
@@ -178,15 +198,8 @@ class CoRunnerSource:
             instance = instances.get(uuid)
             if instance is None:
                 continue
-            found = lenient_profile(instance.flavor.extra_specs)
-            record = db_api.RunningVM(
-                instance_uuid=uuid,
-                host=hs.host,
-                nodename=hs.nodename,
-                app_class=found.app_class,
-                cache_score=found.cache_score,
-                app_name=found.app_name,
-                project_id=instance.project_id,
+            record = record_from_flavor(
+                uuid, hs.host, hs.nodename, instance.flavor.extra_specs, instance.project_id
             )
             self._from_flavors[uuid] = record
             learned.append(record)

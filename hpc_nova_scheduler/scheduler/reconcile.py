@@ -21,12 +21,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nova import context as nova_context
-from nova import exception as nova_exception
 from nova import objects
 
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler.corunners import lenient_profile
+from hpc_nova_scheduler.scheduler.corunners import NovaInstances, record_from_flavor
 
 _BATCH = 500
 
@@ -69,8 +68,9 @@ class Changes:
 class NovaView:
     """Instances across Nova's cells, read through Nova's own objects."""
 
-    def __init__(self) -> None:
+    def __init__(self, nova: NovaInstances | None = None) -> None:
         self.context = nova_context.get_admin_context(read_deleted="yes")
+        self.nova = nova or NovaInstances()
 
     def _cells(self) -> list[Any]:
         return [
@@ -91,55 +91,32 @@ class NovaView:
 
     def look_up(self, uuids: Sequence[str]) -> tuple[dict[str, Found], set[str]]:
         """Instances by uuid, and the uuids Nova is still scheduling."""
-        found: dict[str, Found] = {}
-        scheduling: set[str] = set()
-        by_cell: dict[str, tuple[Any, list[str]]] = {}
+        by_cell: dict[str, list[str]] = {}
         unplaced: list[str] = []
         for start in range(0, len(uuids), _BATCH):
-            chunk = list(uuids[start : start + _BATCH])
-            unplaced += self._map(chunk, by_cell)
+            unplaced += self._map(list(uuids[start : start + _BATCH]), by_cell)
         # The conductor puts an instance in its cell before it deletes the
         # build request: one not in a cell at the first read and no longer
         # a build request at the second is looked for in the cells again.
-        gone = []
-        for uuid in unplaced:
-            if self._building(uuid):
-                scheduling.add(uuid)
-            else:
-                gone.append(uuid)
+        scheduling = self.nova.scheduling(unplaced) if unplaced else set()
+        gone = [uuid for uuid in unplaced if uuid not in scheduling]
         if gone:
             self._map(gone, by_cell)
-        for cell, cell_uuids in by_cell.values():
-            with nova_context.target_cell(self.context, cell) as cctxt:
-                for start in range(0, len(cell_uuids), _BATCH):
-                    instances = objects.InstanceList.get_by_filters(
-                        cctxt,
-                        {"uuid": cell_uuids[start : start + _BATCH]},
-                        expected_attrs=["flavor"],
-                    )
-                    found.update((i.uuid, self._found(i)) for i in instances)
-        return found, scheduling
+        instances = self.nova.get(by_cell)
+        return {uuid: self._found(i) for uuid, i in instances.items()}, scheduling
 
-    def _map(self, uuids: list[str], by_cell: dict) -> list[str]:
-        """Sort ``uuids`` by cell into ``by_cell``; return those in none."""
+    def _map(self, uuids: list[str], by_cell: dict[str, list[str]]) -> list[str]:
+        """Sort ``uuids`` by cell uuid into ``by_cell``; return those in none."""
         mappings = objects.InstanceMappingList.get_by_instance_uuids(self.context, uuids)
         mapped = {m.instance_uuid: m for m in mappings}
         unplaced = []
         for uuid in uuids:
             mapping = mapped.get(uuid)
             if mapping is not None and mapping.cell_mapping is not None:
-                cell = mapping.cell_mapping
-                by_cell.setdefault(cell.uuid, (cell, []))[1].append(uuid)
+                by_cell.setdefault(mapping.cell_mapping.uuid, []).append(uuid)
             else:
                 unplaced.append(uuid)
         return unplaced
-
-    def _building(self, uuid: str) -> bool:
-        try:
-            objects.BuildRequest.get_by_instance_uuid(self.context, uuid)
-        except nova_exception.BuildRequestNotFound:
-            return False
-        return True
 
     def hpc_instances(self) -> list[Found]:
         """Every live instance on a host whose flavor has ``hpc:`` specs."""
@@ -178,16 +155,13 @@ def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
     for instance in nova.hpc_instances():
         if instance.uuid in known:
             continue
-        profile = lenient_profile(instance.extra_specs)
         changes.missing.append(
-            db_api.RunningVM(
-                instance_uuid=instance.uuid,
-                host=instance.host,
-                nodename=instance.nodename,
-                app_class=profile.app_class,
-                cache_score=profile.cache_score,
-                app_name=profile.app_name,
-                project_id=instance.project_id,
+            record_from_flavor(
+                instance.uuid,
+                instance.host,
+                instance.nodename,
+                instance.extra_specs,
+                instance.project_id,
             )
         )
     return changes
