@@ -94,13 +94,30 @@ def replace(run: Run, service: Service, env: Mapping[str, str] | None = None) ->
     return spawn(run, service.name, service.command, env=env, url=service.url)
 
 
+def _processes():
+    """``(pid, state, parent pid, process group)`` of every process now."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        yield int(entry), fields[0], int(fields[1]), int(fields[2])
+
+
+def _live(state: str) -> bool:
+    return state not in ("Z", "X")
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
             state = stat.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
-    return state not in ("Z", "X")
+    return _live(state)
 
 
 def group_alive(pid: int) -> bool:
@@ -110,61 +127,21 @@ def group_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return any(alive(p) for p in group_members(pid))
+    return bool(group_members(pid))
 
 
 def group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            members.append(int(entry))
-    return members
+    return [pid for pid, state, _, group in _processes() if group == pgid and _live(state)]
 
 
 def children(pid: int) -> list[int]:
     """Live child processes of ``pid``, whichever of its threads forked them."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-            found.append(int(entry))
-    return sorted(found)
+    return sorted(p for p, state, parent, _ in _processes() if parent == pid and _live(state))
 
 
 def stop(service: Service, timeout: float = 10.0) -> bool:
     """Stop a service's process group: SIGTERM, then SIGKILL. True if it ran."""
-    if not group_alive(service.pid):
-        return False
-    try:
-        os.killpg(service.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not group_alive(service.pid):
-            return True
-        time.sleep(0.2)
-    try:
-        os.killpg(service.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + 10
-    while group_alive(service.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return True
+    return bool(stop_all([service], timeout))
 
 
 def stop_all(group: Sequence[Service], timeout: float = 15.0) -> list[Service]:

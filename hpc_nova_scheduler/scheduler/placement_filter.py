@@ -334,8 +334,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         state = request_state(spec_obj)
         _ROUND.settled = False
         try:
-            self._sweeper.ensure_started()
             if state is None:
+                self._sweeper.ensure_started()
                 state = self._start(hosts, spec_obj)
                 _remember(spec_obj, state)
             _ROUND.settled = state.plan is None and state.refusal is None
