@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
+
 
 def add_parser(sub) -> None:
     parser = sub.add_parser(
@@ -41,13 +44,28 @@ def _load_nova(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    # Nova is imported only here: the other commands run without it.
+    from nova import exception as nova_exception
+
     from hpc_nova_scheduler.cmd import cli
     from hpc_nova_scheduler.scheduler import reconcile
 
     database = cli._database(args)
     try:
-        _load_nova(args)
-        changes = reconcile.plan(database.list_running(), reconcile.NovaView())
+        rows = database.list_running()
+        try:
+            _load_nova(args)
+            changes = reconcile.plan(rows, reconcile.NovaView())
+        except (
+            db_exc.CantStartEngineError,
+            db_exc.DBError,
+            sa_exc.SQLAlchemyError,
+            nova_exception.NovaException,
+        ) as error:
+            raise cli.CommandError(
+                f"cannot read Nova's databases ({error}); pass nova-scheduler's "
+                "nova.conf with --config-file"
+            ) from None
         for line in changes.describe():
             out.write(f"{line}\n")
         if not changes:
