@@ -129,9 +129,11 @@ applies.
             ),
             (
                 DEGRADE,
-                "HPC requests are placed from what Nova itself knows "
-                "(flavor extra specs of the request and of running VMs); the "
-                "profile database and the interference table are skipped.",
+                "HPC requests go on being placed, from what Nova itself knows "
+                "(flavors, request hints, Placement) and the local copy of "
+                "``fallback_connection``, keeping every rule; when there is no "
+                "copy, from Nova alone, with profiles and the interference "
+                "table skipped.",
             ),
         ],
         help="""
@@ -140,6 +142,24 @@ the plugin's database cannot be reached or holds an unusable record.
 
 NonHPC requests always fail open: they are placed as Nova would place them.
 Every occurrence is logged with the reason.
+""",
+    ),
+    cfg.StrOpt(
+        "fallback_connection",
+        secret=True,
+        help="""
+SQLAlchemy URL of a local copy that keeps placement safe while the plugin
+database is down. Every sweep (``reconcile_interval``) copies the profiles
+and the interference table into it. While the database is down, the
+scheduler workers of this host claim and record placements in it, so that
+they still see each other's, and keep off hosts where Placement shows VMs
+they know nothing of; once the database answers again the copy's
+placements are handed over to it. Unset: the SQLite file
+``hpc_scheduler_fallback.sqlite`` in Nova's ``state_path``. Set it empty
+to go without a copy (``degrade`` then places from Nova's data alone, and
+concurrent workers may break the rules). Workers on other hosts have copies
+of their own and do not see this one's: where scheduler workers run on
+several hosts, prefer ``database_failure_policy = reject``.
 """,
     ),
     cfg.IntOpt(

@@ -387,6 +387,10 @@ class Database:
         # read first and then writes is refused at once, without waiting,
         # when another holds it: the threads of this process take turns here.
         with self._write_lock, self._tx.writer.using(_Context()) as session:
+            # Other processes may share the file (scheduler workers share the
+            # fallback copy): take the write lock first, waiting for it, so
+            # that no read-then-write transaction is refused halfway.
+            session.execute(delete(models.AppLock).where(models.AppLock.name == ""))
             yield session
 
     def _reader(self):
@@ -500,6 +504,120 @@ class Database:
             )
         with self._reader() as session:
             return [_interference_from_row(row) for row in session.scalars(query)]
+
+    # -- the fallback copy (see hpc_nova_scheduler.scheduler.fallback) ----
+
+    @_retry_on_deadlock
+    def replace_reference(
+        self, profiles: Sequence[ProfileRecord], interferences: Sequence[InterferenceRecord]
+    ) -> None:
+        """Make the profiles and interference records exactly these, at once."""
+        with self._writer() as session:
+            session.execute(delete(models.AppInterference))
+            session.execute(delete(models.AppProfile))
+            session.flush()
+            for record in profiles:
+                session.add(models.AppProfile(name=record.name, **_profile_columns(record)))
+            for record in interferences:
+                session.add(
+                    models.AppInterference(
+                        app_a=record.app_a,
+                        app_b=record.app_b,
+                        source=record.source,
+                        slowdown_a=record.slowdown_a,
+                        slowdown_b=record.slowdown_b,
+                        measured_at=record.measured_at,
+                    )
+                )
+
+    def has_placements(self) -> bool:
+        """Whether any ``app_running`` row or live claim is here."""
+        running = models.AppRunning.__table__
+        claims = models.AppClaim.__table__
+        with self._reader() as session:
+            if session.execute(select(running.c.id).limit(1)).first() is not None:
+                return True
+            live = claims.c.expires_at >= timeutils.utcnow()
+            return session.execute(select(claims.c.id).where(live).limit(1)).first() is not None
+
+    def hand_over(self, receive: Callable[[list[RunningVM], list[Claim]], None]) -> tuple[int, int]:
+        """Pass every row and live claim to ``receive``, then forget them.
+
+        Forgotten only if ``receive`` returns, and only what it was given:
+        rows and claims written meanwhile by other processes stay for the
+        next hand-over. Claims are read before rows (a VM goes from its
+        claim to its row, never back), so a VM may be handed over twice,
+        once as each, but never missed.
+        """
+        running = models.AppRunning.__table__
+        claims = models.AppClaim.__table__
+        with self._writer() as session:
+            taken_claims = [_claim_from_tuple(row) for row in session.execute(_live_claims_query())]
+            rows = [
+                _running_from_tuple(row) for row in session.execute(select(*_running_columns()))
+            ]
+            if not taken_claims and not rows:
+                return 0, 0
+            receive(rows, taken_claims)
+            for chunk in _chunks([vm.instance_uuid for vm in rows]):
+                session.execute(delete(running).where(running.c.instance_uuid.in_(chunk)))
+            for chunk in _chunks(sorted({claim.claim_id for claim in taken_claims})):
+                session.execute(delete(claims).where(claims.c.claim_id.in_(chunk)))
+            # Expired claims stand for nobody.
+            session.execute(delete(claims).where(claims.c.expires_at < timeutils.utcnow()))
+        return len(rows), len(taken_claims)
+
+    @_retry_on_deadlock
+    def adopt(self, rows: Sequence[RunningVM], claims: Sequence[Claim], *, ttl: float) -> None:
+        """Take rows and claims handed over from the fallback copy.
+
+        A row is added only for an instance that has none here: a row
+        written here is newer than the copy's. A claim is added unless it
+        is here already, and lives ``ttl`` seconds from now.
+        """
+        running = models.AppRunning.__table__
+        table = models.AppClaim.__table__
+        with self._writer() as session:
+            known: set[str] = set()
+            for chunk in _chunks([vm.instance_uuid for vm in rows]):
+                known.update(
+                    session.scalars(
+                        select(running.c.instance_uuid).where(running.c.instance_uuid.in_(chunk))
+                    )
+                )
+            for vm in rows:
+                if vm.instance_uuid not in known:
+                    known.add(vm.instance_uuid)
+                    _upsert_running(session, [vm])
+            present = {
+                (claim_id, host, nodename)
+                for claim_id, host, nodename in session.execute(
+                    select(table.c.claim_id, table.c.host, table.c.nodename).where(
+                        table.c.claim_id.in_(sorted({c.claim_id for c in claims}) or [""])
+                    )
+                )
+            }
+            expires = timeutils.utcnow() + datetime.timedelta(seconds=ttl)
+            for claim in claims:
+                if (claim.claim_id, claim.host, claim.nodename) in present:
+                    continue
+                session.add(
+                    models.AppClaim(
+                        claim_id=claim.claim_id,
+                        instance_uuid=claim.instance_uuid,
+                        application_id=claim.application_id,
+                        host=claim.host,
+                        nodename=claim.nodename,
+                        cell_uuid=claim.cell_uuid,
+                        vms=claim.vms,
+                        spare=claim.spare,
+                        app_name=claim.app_name,
+                        app_class=claim.app_class.value,
+                        cache_score=claim.cache_score,
+                        project_id=claim.project_id,
+                        expires_at=expires,
+                    )
+                )
 
     # -- running applications --------------------------------------------
 

@@ -117,11 +117,13 @@ class HpcCloud(NovaCloud):
             reserved_host_memory_mb=0,
             reserved_host_disk_mb=0,
         )
+        directory = self.useFixture(fixtures.TempDir()).path
         if self.DB_URL:
             self.db_url = self.DB_URL
         else:
-            directory = self.useFixture(fixtures.TempDir()).path
             self.db_url = f"sqlite:///{os.path.join(directory, 'hpc.sqlite')}"
+        self.fallback_url = f"sqlite:///{os.path.join(directory, 'hpc-fallback.sqlite')}"
+        self.flags(fallback_connection=self.fallback_url, group="hpc_scheduler")
         self.database = db_api.Database(self.db_url)
         self.addCleanup(self.database.dispose)
         self.database.sync()

@@ -125,6 +125,37 @@ class NovaInstances:
             found.add(uuid)
         return found
 
+    def hinted_names(self, uuids: Sequence[str]) -> dict[str, str]:
+        """The ``hpc_app_name`` hint each instance was booted with, if any.
+
+        Nova keeps every instance's request spec, hints included, in its
+        API database: an application named only by its hint is known by
+        name from Nova's own data, not only from ``app_running``.
+        """
+        ctxt = nova_context.get_admin_context()
+        found: dict[str, str] = {}
+        for uuid in uuids:
+            try:
+                spec = objects.RequestSpec.get_by_instance_uuid(ctxt, uuid)
+            except nova_exception.RequestSpecNotFound:
+                continue
+            value = spec.get_scheduler_hint(core_profile.HINT_APP_NAME)
+            if isinstance(value, str):
+                found[uuid] = value
+        return found
+
+
+def hinted_names(nova: Any, uuids: Sequence[str]) -> dict[str, str]:
+    """``nova.hinted_names``, or nothing where it cannot be read."""
+    if not uuids:
+        return {}
+    try:
+        return nova.hinted_names(uuids)
+    except Exception as error:
+        # Best effort: a VM whose hint cannot be read counts by its flavor.
+        LOG.warning("hpc-nova-scheduler: cannot read request specs' hints: %s", error)
+        return {}
+
 
 def look_up(nova: Any, uuids_by_cell: Mapping[str | None, Sequence[str]]):
     """Instances by uuid, and the uuids Nova is still scheduling.
@@ -165,16 +196,25 @@ def record_from_flavor(
     nodename: str | None,
     extra_specs: Mapping[str, Any] | None,
     project_id: str | None,
+    hinted_name: str | None = None,
 ) -> db_api.RunningVM:
-    """The app_running row of a VM the plugin did not place, from its flavor."""
+    """The app_running row of a VM the plugin did not place, from its flavor.
+
+    ``hinted_name`` is the ``hpc_app_name`` hint it was booted with, which
+    names it where the flavor does not.
+    """
     found = lenient_profile(extra_specs)
+    app_name = found.app_name
+    if app_name is None and hinted_name is not None:
+        with contextlib.suppress(core_profile.ProfileError):
+            app_name = core_profile.parse_app_name(hinted_name, key=core_profile.HINT_APP_NAME)
     return db_api.RunningVM(
         instance_uuid=uuid,
         host=host,
         nodename=nodename,
         app_class=found.app_class,
         cache_score=found.cache_score,
-        app_name=found.app_name,
+        app_name=app_name,
         project_id=project_id,
     )
 
@@ -194,12 +234,24 @@ class CoRunnerSource:
         self, unknown: Mapping[str, Any], instances: Mapping[str, Any]
     ) -> list[db_api.RunningVM]:
         learned = []
+        unnamed = [
+            uuid
+            for uuid in unknown
+            if uuid in instances
+            and core_profile.SPEC_APP_NAME not in (instances[uuid].flavor.extra_specs or {})
+        ]
+        hinted = hinted_names(self.nova, unnamed)
         for uuid, hs in unknown.items():
             instance = instances.get(uuid)
             if instance is None:
                 continue
             record = record_from_flavor(
-                uuid, hs.host, hs.nodename, instance.flavor.extra_specs, instance.project_id
+                uuid,
+                hs.host,
+                hs.nodename,
+                instance.flavor.extra_specs,
+                instance.project_id,
+                hinted.get(uuid),
             )
             self._from_flavors[uuid] = record
             learned.append(record)

@@ -61,6 +61,7 @@ from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
+from hpc_nova_scheduler.scheduler.fallback import FallbackStore
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.sweeper import Sweeper
 
@@ -285,7 +286,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._database_url: str | None = None
         self._database_lock = threading.Lock()
         self._occupancy = PlacementOccupancy()
-        self._sweeper = Sweeper(self._db)
+        self._fallback = FallbackStore()
+        self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
         report_threshold_problems()
 
@@ -309,7 +311,18 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         except DATABASE_ERRORS as error:
             return self._database_failed(profile, error)
 
-    def _database_failed(self, profile: ApplicationProfile, error: Exception) -> None:
+    def _database_failed(
+        self,
+        profile: ApplicationProfile,
+        error: Exception,
+        failed: db_api.Database | None = None,
+    ) -> db_api.Database | None:
+        """What to go on with when ``failed`` (the plugin database) fails.
+
+        Under ``reject`` an HPC request is refused (:class:`DatabaseDown`);
+        otherwise the request goes on with the fallback copy, or with Nova's
+        data alone (None) when there is no copy or the copy itself failed.
+        """
         policy = CONF.hpc_scheduler.database_failure_policy
         if profile.is_hpc and policy == hpc_conf.REJECT:
             LOG.error(
@@ -319,13 +332,28 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 profile.app_class,
             )
             raise DatabaseDown(str(error)) from error
+        copy = None if self._fallback.owns(failed) else self._fallback.database()
         LOG.warning(
-            "hpc-nova-scheduler: plugin database unavailable (%s); placing this %s "
-            "request from Nova's own data only",
+            "hpc-nova-scheduler: %s unavailable (%s); placing this %s request from %s",
+            "the fallback copy" if self._fallback.owns(failed) else "plugin database",
             error,
             profile.app_class,
+            "the fallback copy and Nova's data" if copy is not None else "Nova's own data only",
         )
-        return None
+        return copy
+
+    def _degraded(self, database: db_api.Database | None) -> bool:
+        return database is None or self._fallback.owns(database)
+
+    def _hand_over(
+        self, database: db_api.Database, profile: ApplicationProfile
+    ) -> db_api.Database | None:
+        """The database, once what the copy holds from an outage is in it."""
+        try:
+            self._fallback.hand_over(database)
+        except DATABASE_ERRORS as error:
+            return self._database_failed(profile, error, database)
+        return database
 
     # -- Nova's entry point --------------------------------------------------
 
@@ -399,11 +427,18 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         application_id = group.uuid if group is not None and group.uuid else instance_uuid
         own = set(group.members or []) if group is not None and "members" in group else set()
         database = self._database_for(profile)
+        if database is not None and not self._degraded(database):
+            database = self._hand_over(database, profile)
         if database is not None and profile.app_name and not plain:
             try:
                 profile = self._with_stored_profile(profile, specs, database)
             except DATABASE_ERRORS as error:
-                database = self._database_failed(profile, error)
+                database = self._database_failed(profile, error, database)
+                if database is not None:
+                    try:
+                        profile = self._with_stored_profile(profile, specs, database)
+                    except DATABASE_ERRORS as again:
+                        database = self._database_failed(profile, again, database)
         # A VM being moved already runs somewhere: it stays part of the
         # application it was placed with, and it is the only VM to place.
         existing = None if plain else self._existing_record(database, instance_uuid)
@@ -417,7 +452,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if plain:
             # Left to Nova: only another application's dedicated hosts are off
             # limits. Claims are settled by HPC requests: this path stays cheap.
-            knowledge = self._knowledge(
+            knowledge, state.database = self._knowledge(
                 hosts, database, profile, instance_uuid, own, application_id, dedicated_only=True
             )
             state.avoid = frozenset(knowledge.vms)
@@ -450,7 +485,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         #: Hosts Placement showed busy with VMs the plugin does not know yet.
         occupied: set[str] = set()
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
-            knowledge = self._knowledge(
+            knowledge, state.database = self._knowledge(
                 hosts, state.database, profile, instance_uuid, own, application_id
             )
             for key in occupied:
@@ -583,9 +618,10 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 ttl=CONF.hpc_scheduler.claim_timeout,
             )
         except DATABASE_ERRORS as error:
-            self._database_failed(profile, error)
-            state.database = None
-            return None
+            state.database = self._database_failed(profile, error, database)
+            if state.database is None:
+                return None
+            return "the plugin database failed; planning again from the fallback copy"
         if conflict is None:
             state.claim_id = claim_id
         return conflict
@@ -697,14 +733,45 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 hosts, db, exclude=exclude, own=own, application_id=application_id
             )
 
-        if database is not None:
+        while database is not None:
             try:
                 knowledge = gather(database)
                 self._write_back(database, knowledge)
-                return knowledge
+                break
             except DATABASE_ERRORS as error:
-                self._database_failed(profile, error)
-        return gather(None)
+                database = self._database_failed(profile, error, database)
+        else:
+            knowledge = gather(None)
+        if self._degraded(database):
+            self._keep_off_unknown(hosts, knowledge, exclude)
+        return knowledge, database
+
+    def _keep_off_unknown(self, hosts, knowledge, exclude: set[str]) -> None:
+        """Treat hosts where Placement shows unknown consumers as taken.
+
+        Without the plugin database, VMs placed just before it failed are
+        known to Placement (claimed when they were scheduled) but to no host
+        state until their computes report them. Such a host counts as
+        dedicated to an unknown application until then: no HPC plan and no
+        request left to Nova goes there.
+        """
+        consumers = self._occupancy.consumers(hosts)
+        if not consumers:
+            return
+        known = set(exclude)
+        for hs in hosts:
+            known.update(getattr(hs, "instances", None) or ())
+        for vms in knowledge.vms.values():
+            known.update(vm.uuid for vm in vms)
+        for key, found in consumers.items():
+            for consumer in sorted(found - known):
+                knowledge.vms.setdefault(key, []).append(
+                    RunningVM(
+                        uuid=f"placement:{consumer}",
+                        app_class=core_profile.AppClass.EXTREME_HPC,
+                        application_id=f"placement:{consumer}",
+                    )
+                )
 
     @staticmethod
     def _write_back(database: db_api.Database, knowledge) -> None:
@@ -719,12 +786,13 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             LOG.warning("hpc-nova-scheduler: could not update app_running: %s", error)
 
     def _interference_table(self, profile, database) -> InterferenceTable:
-        if database is None or not profile.app_name:
-            return InterferenceTable()
-        try:
-            records = database.list_interferences([profile.app_name])
-        except DATABASE_ERRORS as error:
-            self._database_failed(profile, error)
+        records = None
+        while database is not None and profile.app_name and records is None:
+            try:
+                records = database.list_interferences([profile.app_name])
+            except DATABASE_ERRORS as error:
+                database = self._database_failed(profile, error, database)
+        if records is None:
             return InterferenceTable()
         return InterferenceTable.from_records(records, CONF.hpc_scheduler.interference_tolerance)
 
@@ -840,8 +908,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._record(state, host_state, instance_uuid, spec_obj)
         return True
 
-    @staticmethod
-    def _record(state: _RequestState, host_state: Any, instance_uuid: str, spec_obj: Any) -> None:
+    def _record(
+        self, state: _RequestState, host_state: Any, instance_uuid: str, spec_obj: Any
+    ) -> None:
         if state.database is None or not instance_uuid:
             return
         profile = state.profile
@@ -861,9 +930,23 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             else:
                 state.database.record_placed(vm, state.claim_id)
         except DATABASE_ERRORS as error:
+            copy = None if self._fallback.owns(state.database) else self._fallback.database()
             LOG.warning(
-                "hpc-nova-scheduler: could not record %s in app_running: %s", instance_uuid, error
+                "hpc-nova-scheduler: could not record %s in app_running (%s)%s",
+                instance_uuid,
+                error,
+                "; recording it in the fallback copy" if copy is not None else "",
             )
+            if copy is None:
+                return
+            try:
+                copy.record_running([vm])
+            except DATABASE_ERRORS as again:
+                LOG.warning(
+                    "hpc-nova-scheduler: nor in the fallback copy (%s); the sweep will "
+                    "restore it from Nova",
+                    again,
+                )
 
 
 def _instance_count(host_state: Any) -> int | None:

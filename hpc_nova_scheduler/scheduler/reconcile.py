@@ -25,7 +25,7 @@ from nova import objects
 
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler.corunners import NovaInstances, record_from_flavor
+from hpc_nova_scheduler.scheduler.corunners import NovaInstances, hinted_names, record_from_flavor
 
 _BATCH = 500
 
@@ -152,9 +152,11 @@ def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
         elif instance.host != row.host:
             changes.moved.append((row, instance.host, instance.nodename))
     known = {row.instance_uuid for row in rows}
-    for instance in nova.hpc_instances():
-        if instance.uuid in known:
-            continue
+    missing = [i for i in nova.hpc_instances() if i.uuid not in known]
+    hinted = hinted_names(
+        nova.nova, [i.uuid for i in missing if core_profile.SPEC_APP_NAME not in i.extra_specs]
+    )
+    for instance in missing:
         changes.missing.append(
             record_from_flavor(
                 instance.uuid,
@@ -162,6 +164,7 @@ def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
                 instance.nodename,
                 instance.extra_specs,
                 instance.project_id,
+                hinted.get(instance.uuid),
             )
         )
     return changes

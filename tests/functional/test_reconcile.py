@@ -48,6 +48,15 @@ class TestReconcile(base.HpcTestCase):
         self.assertEqual(right_host, repaired[moved].host)
         self.assertFalse(reconcile.plan(self.database.list_running(), reconcile.NovaView()))
 
+    def test_a_missing_record_gets_the_name_of_the_boot_hint(self) -> None:
+        flavor = self.hpc_flavor(app_class="AsyncHPC", cache_score="10")
+        (server,) = self.launch(flavor, hints={"hpc_app_name": "MG"})
+        self.database.forget_running([server["id"]])
+        changes = reconcile.plan(self.database.list_running(), reconcile.NovaView())
+        self.assertEqual(
+            [(server["id"], "MG")], [(vm.instance_uuid, vm.app_name) for vm in changes.missing]
+        )
+
     def test_a_record_of_an_instance_nova_never_had_is_stale(self) -> None:
         unknown = db_api.RunningVM(
             "11111111-2222-3333-4444-555555555555", "n1", AppClass.SYNC_HPC, 5.0

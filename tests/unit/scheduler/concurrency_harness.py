@@ -394,6 +394,8 @@ def configure(conf: Any, url: str) -> None:
     conf.set_override("interference_tolerance", TOLERANCE, group="hpc_scheduler")
     conf.set_override("connection", url, group="hpc_scheduler")
     conf.set_override("database_failure_policy", "reject", group="hpc_scheduler")
+    # The database never fails here; no process writes a fallback copy.
+    conf.set_override("fallback_connection", "", group="hpc_scheduler")
 
 
 def new_filter(nova: FakeNova) -> Any:

@@ -162,7 +162,7 @@ class TestExtremeHostsInPlacement(db_backends.DatabaseTestCase):
             placement_filter.PLAN_WEIGHER.clear()
             self.addCleanup(placement_filter.PLAN_WEIGHER.set)
         conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
-        conf.config(connection=self.db_url, group="hpc_scheduler")
+        conf.config(connection=self.db_url, fallback_connection="", group="hpc_scheduler")
         self.request = harness.Request(
             0, (str(uuid.uuid4()), str(uuid.uuid4())), AppClass.EXTREME_HPC, 47.0, "IS"
         )
@@ -217,7 +217,7 @@ class TestRoundsAsNovaRunsThem(db_backends.DatabaseTestCase):
         objects.register_all()
         harness.prepare_database(self.db_url)
         conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
-        conf.config(connection=self.db_url, group="hpc_scheduler")
+        conf.config(connection=self.db_url, fallback_connection="", group="hpc_scheduler")
         self.hpc = harness.Request(
             0, tuple(str(uuid.uuid4()) for _ in range(3)), AppClass.SYNC_HPC, 10.0, "LU"
         )

@@ -1,0 +1,179 @@
+"""A local copy of the plugin database for the time it is down.
+
+Under ``database_failure_policy = degrade`` HPC requests go on being placed
+while the plugin database is unreachable. Placing from Nova's data alone is
+not safe with several scheduler workers: each would plan without seeing the
+others' placements until their computes report them. So the workers of one
+host share a small SQLite database (``[hpc_scheduler] fallback_connection``)
+with the plugin's schema:
+
+- every sweep copies the profiles and the interference table into it, so
+  that stored profiles and harmful pairs still count;
+- while the database is down, claims and ``app_running`` rows are written
+  to the copy, which serialises the workers' plans as the database does;
+- once the database answers again, the copy's rows and live claims are
+  handed over to it (:meth:`Database.hand_over`), before the next request
+  of this process plans from the database, and by every worker's sweep.
+
+Co-runners placed before the outage that no compute has reported yet are
+in neither: the filter keeps off hosts where Placement shows such
+consumers while it works from the copy.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.parse
+
+from nova import conf as nova_conf
+from oslo_concurrency import lockutils
+from oslo_log import log as logging
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.db import api as db_api
+
+LOG = logging.getLogger(__name__)
+CONF = hpc_conf.CONF
+NOVA_CONF = nova_conf.CONF
+FILE_NAME = "hpc_scheduler_fallback.sqlite"
+#: Seconds before a copy that could not be opened is tried again.
+RETRY_OPEN = 60.0
+
+
+def configured_url() -> str | None:
+    """The copy's URL from the options; None when it is turned off."""
+    url = CONF.hpc_scheduler.fallback_connection
+    if url is None:
+        return "sqlite:///" + os.path.join(os.path.abspath(NOVA_CONF.state_path), FILE_NAME)
+    return url or None
+
+
+def _sqlite_path(url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme.startswith("sqlite") or not parts.path.strip("/"):
+        return None
+    # sqlite:///relative/file and sqlite:////absolute/file
+    return parts.path[1:]
+
+
+class FallbackStore:
+    """The copy, opened and brought to the current schema on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._database: db_api.Database | None = None
+        self._url: str | None = None
+        self._warned = False
+        #: When opening the copy last failed; it is not tried again at once.
+        self._failed_at: float | None = None
+        #: The copy's file modification time when it was last found empty.
+        self._clean_mtime: float | None = None
+
+    def owns(self, database: db_api.Database | None) -> bool:
+        return database is not None and database is self._database
+
+    def database(self) -> db_api.Database | None:
+        """The copy, or None where there is none or it cannot be opened."""
+        url = configured_url()
+        if url is None:
+            return None
+        with self._lock:
+            if self._database is not None and self._url == url:
+                return self._database
+            if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_OPEN:
+                return None
+            if self._database is not None:
+                self._database.dispose()
+                self._database = None
+            try:
+                database = db_api.Database(url)
+                path = _sqlite_path(url)
+                if path is not None:
+                    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                    # Workers open the copy at the same moment: one migrates.
+                    with lockutils.InterProcessLock(path + ".lock"):
+                        database.sync()
+                else:
+                    database.sync()
+            except Exception as error:
+                self._failed_at = time.monotonic()
+                if not self._warned:
+                    self._warned = True
+                    LOG.error(
+                        "hpc-nova-scheduler: cannot open the fallback copy %s (%s); while "
+                        "the plugin database is down, placement uses Nova's data alone",
+                        url,
+                        error,
+                    )
+                return None
+            self._database, self._url = database, url
+            self._warned, self._failed_at = False, None
+            return database
+
+    def _mtime(self) -> float | None:
+        path = _sqlite_path(self._url or "")
+        if path is None:
+            return None
+        try:
+            return max(
+                os.stat(name).st_mtime
+                for name in (path, path + "-wal", path + "-journal")
+                if os.path.exists(name)
+            )
+        except (OSError, ValueError):
+            return None
+
+    def hand_over(self, main: db_api.Database, *, force: bool = False) -> tuple[int, int]:
+        """Give the copy's placements to the database; how many rows and claims.
+
+        Cheap when nothing was written to the copy since it was last found
+        empty (one ``stat`` of its file), so every request may call it.
+        Database errors of ``main`` propagate, and the copy keeps everything.
+        """
+        fallback = self.database()
+        if fallback is None:
+            return 0, 0
+        mtime = self._mtime()
+        if not force and mtime is not None and mtime == self._clean_mtime:
+            return 0, 0
+        ttl = CONF.hpc_scheduler.claim_timeout
+        failed: list[Exception] = []
+
+        def adopt(rows: list, claims: list) -> None:
+            try:
+                main.adopt(rows, claims, ttl=ttl)
+            except Exception as error:
+                failed.append(error)
+                raise
+
+        try:
+            if not fallback.has_placements():
+                self._clean_mtime = mtime
+                return 0, 0
+            rows, claims = fallback.hand_over(adopt)
+        except Exception as error:
+            if failed:
+                raise failed[0] from None
+            # The copy keeps its rows; the next request or sweep tries again.
+            LOG.warning("hpc-nova-scheduler: cannot read the fallback copy: %s", error)
+            return 0, 0
+        if rows or claims:
+            LOG.info(
+                "hpc-nova-scheduler: the plugin database answers again; handed over %d "
+                "app_running row(s) and %d claim(s) written to the fallback copy",
+                rows,
+                claims,
+            )
+        return rows, claims
+
+    def refresh(self, main: db_api.Database) -> None:
+        """Copy the profiles and the interference table from the database."""
+        fallback = self.database()
+        if fallback is None:
+            return
+        fallback.replace_reference(main.list_profiles(), main.list_interferences())
+
+
+FALLBACK = FallbackStore()
