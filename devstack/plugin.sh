@@ -14,6 +14,18 @@ function install_hpc_nova_scheduler {
     setup_develop "$HPC_NOVA_SCHEDULER_DIR"
 }
 
+# The plugin database's URL: with the plugin's own account on MySQL, as
+# tools/cloud.py does, so that the account can be locked or audited alone.
+function hpc_nova_scheduler_db_url {
+    if [[ "$DATABASE_TYPE" == "mysql" ]]; then
+        local account="$HPC_DATABASE_USER:$HPC_DATABASE_PASSWORD"
+        local db="$HPC_NOVA_SCHEDULER_DB"
+        echo "mysql+pymysql://$account@$DATABASE_HOST/$db?charset=utf8mb4"
+    else
+        database_connection_url "$HPC_NOVA_SCHEDULER_DB"
+    fi
+}
+
 function configure_hpc_nova_scheduler {
     local filters
     filters="ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter"
@@ -30,8 +42,9 @@ function configure_hpc_nova_scheduler {
     iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters"
     iniset "$NOVA_CONF" scheduler workers "$HPC_SCHEDULER_WORKERS"
     iniset "$NOVA_CONF" scheduler max_attempts 3
-    iniset "$NOVA_CONF" hpc_scheduler connection \
-        "$(database_connection_url "$HPC_NOVA_SCHEDULER_DB")"
+    iniset "$NOVA_CONF" hpc_scheduler connection "$(hpc_nova_scheduler_db_url)"
+    iniset "$NOVA_CONF" hpc_scheduler database_failure_policy \
+        "$HPC_DATABASE_FAILURE_POLICY"
     iniset "$NOVA_CONF" hpc_scheduler cache_threshold "$HPC_CACHE_THRESHOLD"
     iniset "$NOVA_CONF" hpc_scheduler sync_cache_threshold \
         "$HPC_SYNC_CACHE_THRESHOLD"
@@ -41,6 +54,15 @@ function configure_hpc_nova_scheduler {
 
 function init_hpc_nova_scheduler {
     recreate_database "$HPC_NOVA_SCHEDULER_DB"
+    if [[ "$DATABASE_TYPE" == "mysql" ]]; then
+        local user="'$HPC_DATABASE_USER'@'%'"
+        local grant="GRANT ALL PRIVILEGES"
+        grant+=" ON \`$HPC_NOVA_SCHEDULER_DB\`.* TO $user"
+        local create="CREATE USER IF NOT EXISTS $user"
+        create+=" IDENTIFIED BY '$HPC_DATABASE_PASSWORD'"
+        mysql -u"$DATABASE_USER" -p"$DATABASE_PASSWORD" -h"$MYSQL_HOST" \
+            -e "$create; $grant"
+    fi
     hpc-nova-scheduler --config-file "$NOVA_CONF" db sync
     if [[ -n "$HPC_PROFILES" ]]; then
         hpc-nova-scheduler --config-file "$NOVA_CONF" \

@@ -568,12 +568,15 @@ class Database:
         return len(rows), len(taken_claims)
 
     @_retry_on_deadlock
-    def adopt(self, rows: Sequence[RunningVM], claims: Sequence[Claim], *, ttl: float) -> None:
+    def adopt(
+        self, rows: Sequence[RunningVM], claims: Sequence[Claim], *, ttl: float
+    ) -> tuple[int, int]:
         """Take rows and claims handed over from the fallback copy.
 
         A row is added only for an instance that has none here: a row
         written here is newer than the copy's. A claim is added unless it
-        is here already, and lives ``ttl`` seconds from now.
+        is here already, and lives ``ttl`` seconds from now. Returns how
+        many rows and claims were added.
         """
         running = models.AppRunning.__table__
         table = models.AppClaim.__table__
@@ -585,10 +588,10 @@ class Database:
                         select(running.c.instance_uuid).where(running.c.instance_uuid.in_(chunk))
                     )
                 )
-            for vm in rows:
-                if vm.instance_uuid not in known:
-                    known.add(vm.instance_uuid)
-                    _upsert_running(session, [vm])
+            added = [vm for vm in rows if vm.instance_uuid not in known]
+            added = list({vm.instance_uuid: vm for vm in added}.values())
+            if added:
+                _upsert_running(session, added)
             present = {
                 (claim_id, host, nodename)
                 for claim_id, host, nodename in session.execute(
@@ -598,9 +601,8 @@ class Database:
                 )
             }
             expires = timeutils.utcnow() + datetime.timedelta(seconds=ttl)
-            for claim in claims:
-                if (claim.claim_id, claim.host, claim.nodename) in present:
-                    continue
+            new_claims = [c for c in claims if (c.claim_id, c.host, c.nodename) not in present]
+            for claim in new_claims:
                 session.add(
                     models.AppClaim(
                         claim_id=claim.claim_id,
@@ -618,6 +620,7 @@ class Database:
                         expires_at=expires,
                     )
                 )
+        return len(added), len(new_claims)
 
     # -- running applications --------------------------------------------
 

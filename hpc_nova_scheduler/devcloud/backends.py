@@ -7,6 +7,8 @@ run, never share a queue or a table.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import shutil
 import subprocess
 import urllib.parse
@@ -14,6 +16,9 @@ import urllib.parse
 import sqlalchemy as sa
 
 from hpc_nova_scheduler.devcloud.layout import DATABASE_ROLES, Run
+
+#: Where the plugin's account may connect from: this machine, by TCP or socket.
+ACCOUNT_HOSTS = ("127.0.0.1", "localhost")
 
 
 class BackendError(RuntimeError):
@@ -41,6 +46,58 @@ def create_databases(run: Run) -> None:
         engine.dispose()
 
 
+def create_plugin_account(run: Run) -> None:
+    """An account that may use the plugin's database and nothing else."""
+    user, password = f"hpc{run.run_id}", secrets.token_hex(12)
+    engine = _server(run)
+    try:
+        with engine.connect() as connection:
+            for host in ACCOUNT_HOSTS:
+                connection.execute(
+                    sa.text(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'")
+                )
+                run.hpc_account = (user, password)
+                run.save()
+                connection.execute(
+                    sa.text(
+                        f"GRANT ALL PRIVILEGES ON `{run.database('hpc')}`.* TO '{user}'@'{host}'"
+                    )
+                )
+    finally:
+        engine.dispose()
+
+
+def lock_plugin_account(run: Run, locked: bool) -> int:
+    """Lock (or unlock) the plugin's account; a lock also ends its sessions.
+
+    A locked account's connections are refused, as when the database
+    server is unreachable for the plugin; the rest of the cloud is not
+    touched. Returns how many sessions were ended.
+    """
+    if not run.hpc_account:
+        raise BackendError("this run has no plugin account to lock (made before it existed)")
+    user = run.hpc_account[0]
+    engine = _server(run)
+    ended = 0
+    try:
+        with engine.connect() as connection:
+            for host in ACCOUNT_HOSTS:
+                action = "LOCK" if locked else "UNLOCK"
+                connection.execute(sa.text(f"ALTER USER '{user}'@'{host}' ACCOUNT {action}"))
+            if locked:
+                sessions = connection.execute(
+                    sa.text("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = :user"),
+                    {"user": user},
+                ).scalars()
+                for session in list(sessions):
+                    with contextlib.suppress(sa.exc.OperationalError):
+                        connection.execute(sa.text(f"KILL CONNECTION {int(session)}"))
+                        ended += 1
+    finally:
+        engine.dispose()
+    return ended
+
+
 def drop_databases(run: Run) -> list[str]:
     dropped = []
     engine = _server(run)
@@ -49,6 +106,11 @@ def drop_databases(run: Run) -> list[str]:
             for name in list(run.databases):
                 connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
                 dropped.append(name)
+            if run.hpc_account:
+                for host in ACCOUNT_HOSTS:
+                    connection.execute(
+                        sa.text(f"DROP USER IF EXISTS '{run.hpc_account[0]}'@'{host}'")
+                    )
     finally:
         engine.dispose()
     return dropped

@@ -28,6 +28,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         plugin=args.plugin == "on",
         say=_say,
         keep_on_failure=args.keep_on_failure,
+        policy=args.policy,
     )
     return 0
 
@@ -75,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--plugin", choices=("on", "off"), default="on", help="enable HpcPlacementFilter"
+    )
+    up.add_argument(
+        "--policy",
+        choices=("reject", "degrade"),
+        default="reject",
+        help="[hpc_scheduler] database_failure_policy (default reject)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

@@ -127,6 +127,7 @@ def nova_conf(run: Run) -> Path:
         },
         "hpc_scheduler": {
             "connection": run.database_url("hpc"),
+            "database_failure_policy": run.policy,
             "cache_threshold": ALPHA,
             "sync_cache_threshold": BETA,
             "interference_tolerance": INTERFERENCE_TOLERANCE,

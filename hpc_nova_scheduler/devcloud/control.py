@@ -182,6 +182,7 @@ def up(
     plugin: bool,
     say: Say,
     keep_on_failure: bool = False,
+    policy: str = "reject",
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -191,6 +192,7 @@ def up(
         computes=computes,
         scheduler_workers=scheduler_workers,
         plugin=plugin,
+        policy=policy,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -200,6 +202,7 @@ def up(
     try:
         backends.create_vhost(run)
         backends.create_databases(run)
+        backends.create_plugin_account(run)
         config.write_all(run)
         _setup_databases(run, say)
         _start_services(run, say)
@@ -264,6 +267,16 @@ def load_current(root: Path) -> Run:
 def set_plugin(run: Run, on: bool, *, say: Say, timeout: float = 120.0) -> None:
     """Enable or disable HpcPlacementFilter: rewrite nova.conf, restart nova-scheduler."""
     run.plugin = on
+    _restart_scheduler(run, f"with the plugin {'on' if on else 'off'}", say=say, timeout=timeout)
+
+
+def set_policy(run: Run, policy: str, *, say: Say, timeout: float = 120.0) -> None:
+    """Set ``database_failure_policy``: rewrite nova.conf, restart nova-scheduler."""
+    run.policy = policy
+    _restart_scheduler(run, f"with database_failure_policy = {policy}", say=say, timeout=timeout)
+
+
+def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:
     config.nova_conf(run)
     run.save()
     conn = operator.connect(run)
@@ -271,7 +284,7 @@ def set_plugin(run: Run, on: bool, *, say: Say, timeout: float = 120.0) -> None:
     before = {s.id: s.updated_at for s in conn.compute.services(binary="nova-scheduler")}
     services.stop(scheduler)
     services.replace(run, scheduler)
-    say(f"nova-scheduler restarted with the plugin {'on' if on else 'off'}")
+    say(f"nova-scheduler restarted {why}")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = {s.id: s.updated_at for s in conn.compute.services(binary="nova-scheduler")}

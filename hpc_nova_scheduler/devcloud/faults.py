@@ -19,6 +19,8 @@ from hpc_nova_scheduler.devcloud import backends, services
 from hpc_nova_scheduler.devcloud.layout import Run
 
 Say = Callable[[str], None]
+#: Seconds the plugin database refuses connections (the issue's 20 s).
+PLUGIN_DATABASE_OUTAGE = 20.0
 
 
 @dataclasses.dataclass
@@ -90,7 +92,30 @@ def restart_rabbitmq(run: Run, window: Window, rng: random.Random, say: Say) -> 
     say(f"fault: {window.detail}")
 
 
+def refuse_plugin_database(run: Run, window: Window, rng: random.Random, say: Say) -> None:
+    """The plugin's database refuses connections for 20 s.
+
+    Its account is locked and its sessions ended: every scheduler worker
+    loses the database at once, as when the database server goes away,
+    while Nova's own databases stay up.
+    """
+    window.started = time.monotonic()
+    ended = backends.lock_plugin_account(run, True)
+    say(f"fault: plugin database account locked, {ended} session(s) ended")
+    try:
+        time.sleep(PLUGIN_DATABASE_OUTAGE)
+    finally:
+        backends.lock_plugin_account(run, False)
+    window.ended = time.monotonic()
+    window.detail = (
+        f"plugin database refused connections for {PLUGIN_DATABASE_OUTAGE:.0f} s "
+        f"(database_failure_policy = {run.policy})"
+    )
+    say(f"fault: {window.detail}")
+
+
 FAULTS: dict[str, Callable[[Run, Window, random.Random, Say], None]] = {
+    "plugin-db": refuse_plugin_database,
     "scheduler-worker": kill_scheduler_worker,
     "compute": kill_compute,
     "rabbitmq": restart_rabbitmq,

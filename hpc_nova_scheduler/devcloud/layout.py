@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import secrets
+import urllib.parse
 from pathlib import Path
 
 STATE_FILE = "cloud.json"
@@ -49,6 +50,11 @@ class Run:
     vhost: str | None = None
     image_id: str | None = None
     flavors: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: The plugin's own database account (user, password): an operator
+    #: gives the plugin an account of its own, and a fault can lock it.
+    hpc_account: tuple[str, str] | None = None
+    #: ``[hpc_scheduler] database_failure_policy`` of the schedulers.
+    policy: str = "reject"
 
     @classmethod
     def new(cls, root: Path, **settings) -> Run:
@@ -66,7 +72,14 @@ class Run:
         return f"hpc{self.run_id}_{role}"
 
     def database_url(self, role: str) -> str:
-        return f"{self.mysql.rstrip('/')}/{self.database(role)}?charset=utf8mb4"
+        server = self.mysql.rstrip("/")
+        if role == "hpc" and self.hpc_account:
+            user, password = self.hpc_account
+            parts = urllib.parse.urlsplit(server)
+            host = parts.hostname or "127.0.0.1"
+            port = f":{parts.port}" if parts.port else ""
+            server = f"{parts.scheme}://{user}:{password}@{host}{port}"
+        return f"{server}/{self.database(role)}?charset=utf8mb4"
 
     @property
     def transport_url(self) -> str:

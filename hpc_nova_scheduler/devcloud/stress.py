@@ -18,9 +18,12 @@ import argparse
 import collections
 import dataclasses
 import random
+import re
+import secrets
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from openstack import exceptions as openstack_exceptions
 
@@ -70,7 +73,18 @@ def add_arguments(sub, func) -> None:
         default=None,
         help="run with or without HpcPlacementFilter (restarts nova-scheduler if it changes)",
     )
+    parser.add_argument(
+        "--policy",
+        choices=("reject", "degrade"),
+        default=None,
+        help="database_failure_policy of the schedulers (restarts nova-scheduler if it changes)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
+    parser.add_argument(
+        "--keep-servers",
+        action="store_true",
+        help="leave the servers alive at the end (the next stress deletes them first)",
+    )
     parser.add_argument(
         "--fault",
         choices=sorted(faults.FAULTS),
@@ -95,10 +109,17 @@ def random_request(rng: random.Random, tag: str) -> tuple[checker.Asked, str]:
     return checker.Asked(tag, app_class, float(score), name, count), flavor
 
 
+#: Names of the servers a stress boots: ``s<run>c<client>r<request>[-n]``.
+SERVER_NAME = re.compile(r"^s[0-9a-f]{4}c[0-9]+r[0-9]+(-[0-9]+)?$")
+
+
 class Client(threading.Thread):
-    def __init__(self, index: int, run: Run, deadline: float, seed: int, ledger: list) -> None:
+    def __init__(
+        self, index: int, run: Run, deadline: float, seed: int, ledger: list, prefix: str
+    ) -> None:
         super().__init__(name=f"stress-client-{index}", daemon=True)
         self.index = index
+        self.prefix = prefix
         self.run_ = run
         self.deadline = deadline
         self.rng = random.Random(seed)
@@ -120,7 +141,7 @@ class Client(threading.Thread):
         number = 0
         while time.monotonic() < self.deadline:
             number += 1
-            asked, flavor = random_request(self.rng, f"c{self.index}r{number}")
+            asked, flavor = random_request(self.rng, f"{self.prefix}c{self.index}r{number}")
             try:
                 outcome = self._boot(conn, asked, flavor)
             except openstack_exceptions.SDKException as error:
@@ -182,6 +203,28 @@ class Client(threading.Thread):
             self.deleted.append(uuid)
 
 
+def clear(conn, say: Say, timeout: float = 180.0) -> None:
+    """Delete the servers of earlier stress runs and wait until they are gone.
+
+    The checker judges the servers of one run; servers left from another
+    would be co-runners it does not know.
+    """
+    left = [
+        s.id for s in conn.compute.servers(all_projects=True) if SERVER_NAME.match(s.name or "")
+    ]
+    if not left:
+        return
+    for uuid in left:
+        conn.compute.delete_server(uuid, ignore_missing=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        remaining = {s.id for s in conn.compute.servers(all_projects=True)} & set(left)
+        if not remaining:
+            break
+        time.sleep(1)
+    say(f"deleted {len(left)} stress server(s)")
+
+
 def _settle(conn, deleted: set[str], timeout: float = 180.0) -> list:
     """Every server once deletions are done and nothing is building."""
     deadline = time.monotonic() + timeout
@@ -222,6 +265,40 @@ def summarise(ledger: list[Outcome], say: Say) -> None:
             say(f"  {outcome.result}: {outcome.asked.describe()}: {outcome.detail[:200]}")
 
 
+#: Why the plugin refused a request, from the scheduler's log, most specific first.
+REFUSALS = (
+    ("database_failure_policy = reject", "plugin database down (reject)"),
+    ("concurrent placements", "lost every race for its hosts"),
+    ("dedicated hosts hold only", "ExtremeHPC: no host free to dedicate"),
+    ("fit within capacity", "room, cache thresholds or interference table"),
+    ("invalid", "invalid extra spec or hint"),
+    ("off plan", "Nova chose a host off the plan"),
+)
+
+
+def refusal_reasons(log: Path, offset: int) -> collections.Counter:
+    """The plugin's refusals logged by nova-scheduler since ``offset``, by reason."""
+    reasons: collections.Counter = collections.Counter()
+    try:
+        with log.open(errors="replace") as stream:
+            stream.seek(offset)
+            for line in stream:
+                if "hpc-nova-scheduler: no placement" not in line and "refusing" not in line:
+                    continue
+                reason = next((label for key, label in REFUSALS if key in line), "other")
+                reasons[reason] += 1
+    except OSError:
+        pass
+    return reasons
+
+
+def _log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
 def _inject(name: str, run: Run, window: faults.Window, rng, say: Say, *, at: float) -> None:
     time.sleep(max(0.0, at - time.monotonic()))
     try:
@@ -233,7 +310,30 @@ def _inject(name: str, run: Run, window: faults.Window, rng, say: Say, *, at: fl
     run.save()
 
 
-def report_window(window: faults.Window, ledger: list[Outcome], started: float, say: Say) -> None:
+def build_attempts(conn, server_id: str) -> list[str]:
+    """The hosts each build of a server was tried on, from its instance actions.
+
+    Nova's conductor rebuilds a VM whose build failed on one of the
+    alternates the scheduler returned; each try is one
+    ``compute__do_build_and_run_instance`` event of the ``create`` action.
+    """
+    hosts: list[str] = []
+    try:
+        for action in conn.compute.server_actions(server_id):
+            if action.action != "create":
+                continue
+            detail = conn.compute.get_server_action(action.request_id, server_id)
+            for event in detail.events or []:
+                if event.get("event") == "compute__do_build_and_run_instance":
+                    hosts.append(event.get("host") or "?")
+    except openstack_exceptions.SDKException:
+        return hosts
+    return hosts
+
+
+def report_window(
+    window: faults.Window, ledger: list[Outcome], started: float, say: Say, conn=None
+) -> None:
     """What became of the requests in flight while the fault lasted."""
     if not window.started:
         say(f"fault {window.name}: not injected ({window.detail})")
@@ -244,11 +344,21 @@ def report_window(window: faults.Window, ledger: list[Outcome], started: float, 
         if o.posted <= window.ended and (o.settled or window.ended) >= window.started
     ]
     results = collections.Counter(o.result for o in touched)
+    retried = []
+    if conn is not None:
+        for outcome in touched:
+            for server_id in outcome.servers:
+                hosts = build_attempts(conn, server_id)
+                if len(hosts) > 1:
+                    retried.append(f"{server_id} ({' -> '.join(hosts)})")
     say(
         f"fault {window.name} from {window.started - started:.0f} s to "
         f"{window.ended - started:.0f} s: {window.detail}; requests in flight: "
-        f"{len(touched)} {dict(results)}"
+        f"{len(touched)} {dict(results)}; servers built again on an alternate: "
+        f"{len(retried)}"
     )
+    for line in retried[:10]:
+        say(f"  retried: {line}")
 
 
 def _records_converge(run: Run, placed, alive: set[str], say: Say) -> list[str]:
@@ -272,15 +382,23 @@ def _records_converge(run: Run, placed, alive: set[str], say: Say) -> list[str]:
 def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if args.plugin is not None and (args.plugin == "on") != run.plugin:
         control.set_plugin(run, args.plugin == "on", say=say)
+    if args.policy is not None and args.policy != run.policy:
+        control.set_policy(run, args.policy, say=say)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     say(
         f"{args.clients} clients for {args.seconds:g} s, plugin "
-        f"{'on' if run.plugin else 'off'}, seed {seed}"
+        f"{'on' if run.plugin else 'off'}, database_failure_policy {run.policy}, seed {seed}"
     )
+    admin = operator.connect(run)
+    clear(admin, say)
+    prefix = f"s{secrets.token_hex(2)}"
+    scheduler_log = run.path / "logs" / "nova-scheduler.log"
+    log_offset = _log_size(scheduler_log)
     started = time.monotonic()
     ledger: list[Outcome] = []
     clients = [
-        Client(i, run, started + args.seconds, seed + i, ledger) for i in range(args.clients)
+        Client(i, run, started + args.seconds, seed + i, ledger, prefix)
+        for i in range(args.clients)
     ]
     for client in clients:
         client.start()
@@ -304,7 +422,6 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     errors = [c.error for c in clients if c.error is not None]
     for error in errors:
         say(f"client failed: {error!r}")
-    admin = operator.connect(run)
     deleted = {uuid for c in clients for uuid in c.deleted}
     servers = _settle(admin, deleted)
     asked_by_tag = {o.asked.tag: o.asked for o in ledger}
@@ -324,13 +441,21 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     else:
         say("plugin off: app_running is not checked")
     summarise(ledger, say)
+    reasons = refusal_reasons(scheduler_log, log_offset)
+    if reasons:
+        say(
+            "refusals logged by the plugin: "
+            + ", ".join(f"{label} {count}" for label, count in reasons.most_common())
+        )
     for window in windows:
-        report_window(window, ledger, started, say)
+        report_window(window, ledger, started, say, admin)
     for line in violations[:20]:
         say(f"violation: {line}")
     for line in mismatches[:20]:
         say(f"record: {line}")
     elapsed = time.monotonic() - started
+    if not args.keep_servers:
+        clear(admin, say)
     print(
         f"stress: {len(ledger)} requests, {sum(o.asked.count for o in ledger)} servers, "
         f"{len(violations)} invariant violations, {len(mismatches)} record mismatches, "

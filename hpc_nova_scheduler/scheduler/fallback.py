@@ -140,10 +140,11 @@ class FallbackStore:
             return 0, 0
         ttl = CONF.hpc_scheduler.claim_timeout
         failed: list[Exception] = []
+        added = [0, 0]
 
         def adopt(rows: list, claims: list) -> None:
             try:
-                main.adopt(rows, claims, ttl=ttl)
+                added[:] = main.adopt(rows, claims, ttl=ttl)
             except Exception as error:
                 failed.append(error)
                 raise
@@ -161,10 +162,12 @@ class FallbackStore:
             return 0, 0
         if rows or claims:
             LOG.info(
-                "hpc-nova-scheduler: the plugin database answers again; handed over %d "
-                "app_running row(s) and %d claim(s) written to the fallback copy",
+                "hpc-nova-scheduler: the plugin database answers again; handed over the "
+                "fallback copy's %d app_running row(s) and %d claim(s), of which %d and %d "
+                "were new to it",
                 rows,
                 claims,
+                *added,
             )
         return rows, claims
 

@@ -1,9 +1,11 @@
-"""A short stress on a real control plane, with a scheduler worker killed.
+"""A short stress on a real control plane, with the plugin database down and a worker killed.
 
 ``tools/cloud.py up`` starts every service as a process of its own on the
-local MariaDB and RabbitMQ; the stress boots and deletes requests of every
-class for about a minute while one nova-scheduler worker is killed with
-SIGKILL, then checks every invariant and the plugin's records against Nova.
+local MariaDB and RabbitMQ, with ``database_failure_policy = degrade``; the
+stress boots and deletes requests of every class for about a minute while
+the plugin's database refuses connections for 20 s and then one
+nova-scheduler worker is killed with SIGKILL, and checks every invariant and
+the plugin's records against Nova.
 ``down`` must leave no process, database or virtual host behind. Without
 MariaDB or RabbitMQ the test skips, except where CI (or
 ``HPC_REQUIRE_DB_BACKENDS``) is set: there it fails.
@@ -63,7 +65,7 @@ class TestCloudStress(testtools.TestCase):
     def say(self, message: str) -> None:
         self.log.append(message)
 
-    def test_stress_with_a_scheduler_worker_killed(self) -> None:
+    def test_stress_with_the_plugin_database_down_and_a_worker_killed(self) -> None:
         try:
             run = control.up(
                 Path(self.root),
@@ -73,13 +75,20 @@ class TestCloudStress(testtools.TestCase):
                 scheduler_workers=2,
                 plugin=True,
                 say=self.say,
+                policy="degrade",
             )
         except services.ServiceError as error:
             self.fail(f"up failed: {error}\n" + "\n".join(self.log))
         up_pids = [s.pid for s in run.services]
         try:
             args = argparse.Namespace(
-                seconds=60.0, clients=4, plugin=None, seed=20261122, fault=["scheduler-worker"]
+                seconds=60.0,
+                clients=4,
+                plugin=None,
+                policy=None,
+                seed=20261122,
+                fault=["plugin-db", "scheduler-worker"],
+                keep_servers=False,
             )
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
@@ -92,18 +101,25 @@ class TestCloudStress(testtools.TestCase):
             self.assertGreater(requests, 0, report)
             self.assertEqual((0, 0), (violations, mismatches), report)
             self.assertEqual(0, code, report)
-            self.assertTrue(any("fault scheduler-worker from" in line for line in self.log), report)
+            for fault in ("plugin-db", "scheduler-worker"):
+                self.assertTrue(any(f"fault {fault} from" in line for line in self.log), report)
+            handed = (Path(run.folder) / "logs" / "nova-scheduler.log").read_text(errors="replace")
+            self.assertIn("the plugin database answers again; handed over", handed, report)
         finally:
-            databases, vhost = list(run.databases), run.vhost
+            databases, vhost, account = list(run.databases), run.vhost, run.hpc_account
             control.down(run, say=self.say)
         self.assertEqual([], [pid for pid in up_pids if services.group_alive(pid)])
         engine = sa.create_engine(cli.MYSQL)
         try:
             with engine.connect() as connection:
                 names = {row[0] for row in connection.execute(sa.text("SHOW DATABASES"))}
+                users = {
+                    row[0] for row in connection.execute(sa.text("SELECT User FROM mysql.user"))
+                }
         finally:
             engine.dispose()
         self.assertEqual(set(), names & set(databases))
+        self.assertNotIn(account[0], users)
         listed = subprocess.run(
             ["rabbitmqctl", "-q", "list_vhosts"], capture_output=True, text=True, timeout=60
         ).stdout.split()

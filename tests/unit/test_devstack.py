@@ -23,6 +23,7 @@ OWNED = {
     "scheduler": {"workers", "max_attempts"},
     "hpc_scheduler": {
         "connection",
+        "database_failure_policy",
         "cache_threshold",
         "sync_cache_threshold",
         "interference_tolerance",
@@ -37,6 +38,7 @@ def _plugin_settings() -> dict[tuple[str, str], list[str]]:
         iniset() {{ echo "set|$2|$3|$4"; }}
         iniadd() {{ echo "add|$2|$3|$4"; }}
         database_connection_url() {{ echo "mysql+pymysql://root@127.0.0.1/$1"; }}
+        DATABASE_TYPE=mysql DATABASE_HOST=127.0.0.1
         is_service_enabled() {{ return 1; }}
         enable_service() {{ :; }}
         DEST=/opt/stack NOVA_CONF=/etc/nova/nova.conf

@@ -47,7 +47,11 @@ class FallbackTests:
             )
         self.assertTrue(self.copy.has_placements())
 
-        moved = self.copy.hand_over(lambda rows, found: self.database.adopt(rows, found, ttl=60))
+        added = []
+        moved = self.copy.hand_over(
+            lambda rows, found: added.append(self.database.adopt(rows, found, ttl=60))
+        )
+        self.assertEqual([(1, 1)], added)
 
         self.assertEqual((2, 1), moved)
         rows = {vm.instance_uuid: vm for vm in self.database.list_running()}

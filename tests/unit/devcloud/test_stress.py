@@ -1,0 +1,60 @@
+"""What ``stress`` reads back: its servers' names and the plugin's refusals."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import fixtures
+import testtools
+
+from hpc_nova_scheduler.devcloud import stress
+
+# Lines as nova-scheduler logs them (shortened), and some it logs otherwise.
+LOG = """\
+2026-11-22 09:59:01.1 10798 INFO nova.scheduler.manager [req-1] Starting to schedule
+2026-11-22 09:59:02.1 10798 INFO hpc_nova_scheduler.scheduler.placement_filter [req-2] \
+hpc-nova-scheduler: no placement for 1 x ExtremeHPC VM(s) of CG: no single processor group \
+can hold all 1 VMs; processor group epyc: dedicated hosts hold only 0 of 1 VMs
+2026-11-22 09:59:03.1 10798 INFO hpc_nova_scheduler.scheduler.placement_filter [req-3] \
+hpc-nova-scheduler: no placement for 4 x SyncHPC VM(s) of EP: no single processor group can \
+hold all 4 VMs; processor group epyc: only 0 of 4 VMs fit within capacity, dedicated hosts, \
+cache thresholds and the interference table
+2026-11-22 09:59:04.1 10798 ERROR hpc_nova_scheduler.scheduler.placement_filter [req-4] \
+hpc-nova-scheduler: plugin database unavailable (locked); refusing this SyncHPC request \
+(database_failure_policy = reject)
+2026-11-22 09:59:05.1 10798 WARNING hpc_nova_scheduler.scheduler.placement_filter [req-5] \
+hpc-nova-scheduler: refusing app-1: no plan survived 5 concurrent placements
+2026-11-22 09:59:06.1 10798 INFO hpc_nova_scheduler.scheduler.placement_filter [req-6] \
+hpc-nova-scheduler: no placement for 1 x ExtremeHPC VM(s) of FT: no single processor group \
+can hold all 1 VMs; processor group xeon: dedicated hosts hold only 0 of 1 VMs
+"""
+
+
+class TestRefusalReasons(testtools.TestCase):
+    def test_each_refusal_is_counted_by_reason_from_the_offset_on(self) -> None:
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, "nova-scheduler.log")
+        earlier = "x hpc-nova-scheduler: no placement for 1 x SyncHPC: lost\n"
+        with open(path, "w") as stream:
+            stream.write(earlier + LOG)
+        reasons = stress.refusal_reasons(Path(path), len(earlier))
+        self.assertEqual(
+            {
+                "ExtremeHPC: no host free to dedicate": 2,
+                "room, cache thresholds or interference table": 1,
+                "plugin database down (reject)": 1,
+                "lost every race for its hosts": 1,
+            },
+            dict(reasons),
+        )
+
+    def test_a_missing_log_counts_nothing(self) -> None:
+        self.assertEqual({}, dict(stress.refusal_reasons(Path("/nonexistent/log"), 0)))
+
+
+class TestServerNames(testtools.TestCase):
+    def test_only_stress_servers_match(self) -> None:
+        for name in ("s0a1fc0r1", "s0a1fc12r345-2"):
+            self.assertTrue(stress.SERVER_NAME.match(name), name)
+        for name in ("c0r1", "web-1", "s0a1fc0r1-x", "S0A1Fc0r1"):
+            self.assertFalse(stress.SERVER_NAME.match(name), name)
