@@ -202,6 +202,10 @@ def configure(db_url: str) -> None:
         group="filter_scheduler",
     )
     CONF.set_override("connection", db_url, group="hpc_scheduler")
+    # The fallback copy beside the database (Nova's state_path is its package).
+    folder = os.path.dirname(db_url.removeprefix("sqlite:///"))
+    fallback = "sqlite:///" + os.path.join(folder, "fallback.sqlite")
+    CONF.set_override("fallback_connection", fallback, group="hpc_scheduler")
 
 
 def measure(

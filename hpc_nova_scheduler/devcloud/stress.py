@@ -43,9 +43,13 @@ KINDS = (
     (AppClass.EXTREME_HPC, 10),
     (None, 25),
 )
+#: Plain requests only: what the plugin costs requests it leaves to Nova.
+PLAIN_ONLY = ((None, 1),)
 #: Requests each client keeps alive; older ones are deleted.
 KEEP_ALIVE = 3
 BUILD_TIMEOUT = 180.0
+#: Seconds between two looks at a request's servers.
+POLL = 0.5
 
 
 @dataclasses.dataclass
@@ -95,8 +99,8 @@ def add_arguments(sub, func) -> None:
     parser.set_defaults(func=func)
 
 
-def random_request(rng: random.Random, tag: str) -> tuple[checker.Asked, str]:
-    app_class = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
+def random_request(rng: random.Random, tag: str, kinds=KINDS) -> tuple[checker.Asked, str]:
+    app_class = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
     size = rng.choice(sorted(workload.SIZES))
     if app_class is None:
         count = rng.randint(1, 2)
@@ -115,11 +119,19 @@ SERVER_NAME = re.compile(r"^s[0-9a-f]{4}c[0-9]+r[0-9]+(-[0-9]+)?$")
 
 class Client(threading.Thread):
     def __init__(
-        self, index: int, run: Run, deadline: float, seed: int, ledger: list, prefix: str
+        self,
+        index: int,
+        run: Run,
+        deadline: float,
+        seed: int,
+        ledger: list,
+        prefix: str,
+        kinds=KINDS,
     ) -> None:
         super().__init__(name=f"stress-client-{index}", daemon=True)
         self.index = index
         self.prefix = prefix
+        self.kinds = kinds
         self.run_ = run
         self.deadline = deadline
         self.rng = random.Random(seed)
@@ -141,7 +153,9 @@ class Client(threading.Thread):
         number = 0
         while time.monotonic() < self.deadline:
             number += 1
-            asked, flavor = random_request(self.rng, f"{self.prefix}c{self.index}r{number}")
+            asked, flavor = random_request(
+                self.rng, f"{self.prefix}c{self.index}r{number}", self.kinds
+            )
             try:
                 outcome = self._boot(conn, asked, flavor)
             except openstack_exceptions.SDKException as error:
@@ -189,7 +203,7 @@ class Client(threading.Thread):
                 outcome.result = "timeout"
                 outcome.detail = f"states {sorted(states)} after {BUILD_TIMEOUT:.0f} s"
                 break
-            time.sleep(0.5)
+            time.sleep(POLL)
         outcome.settled = time.monotonic()
         return outcome
 
@@ -223,6 +237,21 @@ def clear(conn, say: Say, timeout: float = 180.0) -> None:
             break
         time.sleep(1)
     say(f"deleted {len(left)} stress server(s)")
+
+
+def start_clients(
+    run: Run, *, seconds: float, clients: int, seed: int, kinds=KINDS
+) -> tuple[list[Client], list[Outcome], float]:
+    """Start the clients; return them, their shared ledger and the start time."""
+    prefix = f"s{secrets.token_hex(2)}"
+    started = time.monotonic()
+    ledger: list[Outcome] = []
+    pool = [
+        Client(i, run, started + seconds, seed + i, ledger, prefix, kinds) for i in range(clients)
+    ]
+    for client in pool:
+        client.start()
+    return pool, ledger, started
 
 
 def _settle(conn, deleted: set[str], timeout: float = 180.0) -> list:
@@ -391,17 +420,11 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     )
     admin = operator.connect(run)
     clear(admin, say)
-    prefix = f"s{secrets.token_hex(2)}"
     scheduler_log = run.path / "logs" / "nova-scheduler.log"
     log_offset = _log_size(scheduler_log)
-    started = time.monotonic()
-    ledger: list[Outcome] = []
-    clients = [
-        Client(i, run, started + args.seconds, seed + i, ledger, prefix)
-        for i in range(args.clients)
-    ]
-    for client in clients:
-        client.start()
+    clients, ledger, started = start_clients(
+        run, seconds=args.seconds, clients=args.clients, seed=seed
+    )
     windows = []
     injectors = []
     for number, name in enumerate(args.fault):

@@ -20,7 +20,6 @@ entry point must be importable, for the ``spawn`` start method).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import multiprocessing
 import os
@@ -39,6 +38,7 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.devcloud import checker
 
 ALPHA = 100.0
 BETA = 60.0
@@ -543,35 +543,28 @@ class Placed:
 def host_violations(
     placed: Iterable[Placed], harmful: frozenset[tuple[str, str]], when: str
 ) -> list[str]:
-    """alpha, beta, ExtremeHPC dedication and the interference table, per host."""
-    by_host: dict[str, list[Placed]] = {}
-    for vm in placed:
-        by_host.setdefault(vm.host, []).append(vm)
-    found = []
-    for host, vms in sorted(by_host.items()):
-        requests = sorted(
-            {vm.request.index: vm.request for vm in vms}.values(), key=lambda r: r.index
+    """alpha, beta, ExtremeHPC dedication and the interference table, per host.
+
+    The same checker that judges a stress on the real control plane
+    (:func:`hpc_nova_scheduler.devcloud.checker.host_violations`); processor
+    groups are checked per request by :func:`check`.
+    """
+    servers = [
+        checker.Server(
+            f"{vm.request.index}:{number}",
+            vm.host,
+            checker.Asked(
+                f"r{vm.request.index}",
+                vm.request.app_class,
+                vm.cache_score,
+                vm.request.app_name,
+                len(vm.request.uuids),
+            ),
         )
-        names = ", ".join(
-            f"{r.describe()}:{sum(1 for vm in vms if vm.request is r)}" for r in requests
-        )
-        total = sum(vm.cache_score for vm in vms)
-        if total > ALPHA + EPSILON:
-            found.append(f"{when}: {host} cache {total:g} > alpha {ALPHA:g} [{names}]")
-        if any(r.app_class is AppClass.SYNC_HPC for r in requests) and total > BETA + EPSILON:
-            found.append(f"{when}: {host} runs SyncHPC, cache {total:g} > beta {BETA:g} [{names}]")
-        if len(requests) > 1 and any(r.app_class is AppClass.EXTREME_HPC for r in requests):
-            found.append(
-                f"{when}: {host} ExtremeHPC host shared by {len(requests)} requests [{names}]"
-            )
-        for a, b in itertools.combinations(requests, 2):
-            pair = tuple(sorted((a.app_name, b.app_name)))
-            if pair in harmful:
-                found.append(
-                    f"{when}: {host} harmful pair {pair[0]}+{pair[1]}: "
-                    f"{a.describe()} with {b.describe()}"
-                )
-    return found
+        for number, vm in enumerate(placed)
+    ]
+    found = checker.host_violations(servers, alpha=ALPHA, beta=BETA, harmful=harmful, groups={})
+    return [f"{when}: {line}" for line in found]
 
 
 def check(
