@@ -33,7 +33,7 @@ from typing import TextIO
 import prettytable
 
 from hpc_nova_scheduler import datafiles, resources
-from hpc_nova_scheduler.cmd import cli
+from hpc_nova_scheduler.cmd import common
 from hpc_nova_scheduler.db import api as db_api
 
 EXAMPLE_FILE = "seed-applications.yaml"
@@ -191,7 +191,7 @@ def _betas(text: str) -> list[float]:
     try:
         return [float(b) for b in text.split(",") if b.strip()]
     except ValueError:
-        raise cli.CommandError(f"--betas wants comma-separated numbers, not {text!r}") from None
+        raise common.CommandError(f"--betas wants comma-separated numbers, not {text!r}") from None
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         from hpc_nova_scheduler.demo import figure8
     except ImportError as error:
-        raise cli.CommandError(
+        raise common.CommandError(
             f"the demo runs Nova's functional harness, which is not installed here ({error}); "
             "install it with: pip install 'hpc-nova-scheduler[demo]'"
         ) from None
@@ -309,3 +309,24 @@ def _nova_summary(scenario, beta: float) -> str:
         f"{len(extreme_hosts)} hosts with other applications, and {len(over)} of "
         f"{len(sync_hosts)} hosts running SyncHPC carry a cache score above beta = {beta:g}."
     )
+
+
+def add_parser(sub) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="run the all-in-one demo (seed 003 Figure 8 in an in-process Nova)",
+        description="Boot seed 003's Figure 8 application stream through an in-process Nova "
+        "(API, conductor, scheduler, Placement, fake computes, SQLite) with the "
+        "plugin at each beta, then under Nova's default scheduler, and print "
+        "the placements side by side with the paper's.",
+    )
+    demo.add_argument("--keep", metavar="DIR", help="keep the demo's files in DIR")
+    demo.add_argument(
+        "--betas",
+        default="100,40,60",
+        help="comma-separated sync_cache_threshold values (default: 100,40,60)",
+    )
+    demo.add_argument(
+        "--alpha", type=float, default=200.0, help="cache_threshold for every run (default: 200)"
+    )
+    demo.set_defaults(func=run)

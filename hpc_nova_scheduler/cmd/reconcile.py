@@ -13,6 +13,8 @@ from typing import TextIO
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
+from hpc_nova_scheduler.cmd import common
+
 
 def add_parser(sub) -> None:
     parser = sub.add_parser(
@@ -47,10 +49,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     # Nova is imported only here: the other commands run without it.
     from nova import exception as nova_exception
 
-    from hpc_nova_scheduler.cmd import cli
     from hpc_nova_scheduler.scheduler import reconcile
 
-    database = cli._database(args)
+    database = common.database(args)
     try:
         rows = database.list_running()
         try:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             sa_exc.SQLAlchemyError,
             nova_exception.NovaException,
         ) as error:
-            raise cli.CommandError(
+            raise common.CommandError(
                 f"cannot read Nova's databases ({error}); pass nova-scheduler's "
                 "nova.conf with --config-file"
             ) from None

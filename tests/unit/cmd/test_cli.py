@@ -158,6 +158,7 @@ class TestCommandLine(testtools.TestCase):
         ["trace"],
         ["trace", "stats"],
         ["simulate"],
+        ["reconcile"],
     ]
 
     def test_help_everywhere(self) -> None:
@@ -198,6 +199,60 @@ class TestCommandLine(testtools.TestCase):
         code, _out, err = run("--config-file", conf, "db", "sync")
         self.assertEqual(0, code, err)
         self.assertTrue(os.path.exists(os.path.join(directory, "from-conf.sqlite")))
+
+    def empty_conf(self) -> str:
+        conf = self.useFixture(fixtures.TempDir()).join("empty.conf")
+        open(conf, "w").close()
+        return conf
+
+    def test_a_write_refused_by_the_database_is_one_line(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "plugin.sqlite")
+        conf = self.empty_conf()
+        self.assertEqual(
+            0, run("--config-file", conf, "--connection", f"sqlite:///{path}", "db", "sync")[0]
+        )
+        profiles = os.path.join(directory, "p.csv")
+        with open(profiles, "w") as stream:
+            stream.write("name,app_class,cache_score\nA,SyncHPC,5\n")
+        # The file opened read-only: reads work, the import's write is refused.
+        read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+        code, _, err = run(
+            "--config-file", conf, "--connection", read_only, "profile", "import", profiles
+        )
+        self.assertEqual(1, code)
+        self.assertEqual(
+            "hpc-nova-scheduler: database error: attempt to write a readonly database\n", err
+        )
+
+    def test_a_url_without_an_installed_driver_names_the_one_to_use(self) -> None:
+        code, _, err = run(
+            "--config-file",
+            self.empty_conf(),
+            "--connection",
+            "mysql://root@127.0.0.1/x",
+            "profile",
+            "list",
+        )
+        self.assertEqual(1, code)
+        self.assertIn("needs the Python driver 'MySQLdb'", err)
+        self.assertIn("use mysql+pymysql://", err)
+        self.assertNotIn("Traceback", err)
+
+    def test_an_interrupt_exits_130_without_a_traceback(self) -> None:
+        import argparse
+
+        from hpc_nova_scheduler.cmd import common
+
+        def interrupted(args, out):
+            raise KeyboardInterrupt
+
+        args = argparse.Namespace(
+            config_file=[self.empty_conf()], config_dir=None, connection=None, debug=False
+        )
+        err = io.StringIO()
+        self.assertEqual(130, common.run(args, interrupted, io.StringIO(), err))
+        self.assertEqual("hpc-nova-scheduler: interrupted\n", err.getvalue())
 
     def test_missing_config_file(self) -> None:
         code, _, err = run("--config-file", "/nonexistent/nova.conf", "db", "version")

@@ -1,0 +1,248 @@
+"""``hpc-nova-scheduler simulate``: replay a job log through the placement engine."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from hpc_nova_scheduler.cmd import common, trace
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(text: str) -> float:
+    """'24', '24h', '100000s', '90m' or '2d' in seconds; hours without a unit."""
+    text = text.strip()
+    unit = text[-1:].lower()
+    number = text[:-1] if unit in _UNITS else text
+    try:
+        return float(number) * _UNITS.get(unit, 3600.0)
+    except ValueError:
+        raise ValueError(
+            f"--times: {text!r} is not a duration such as 24, 24h or 100000s"
+        ) from None
+
+
+def _interference_model(args: argparse.Namespace):
+    from hpc_nova_scheduler.sim import interference
+
+    options = {}
+    for item in args.interference_param:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            options[key.strip().replace("-", "_")] = float(value)
+        except ValueError:
+            raise common.CommandError(
+                f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
+            ) from None
+    try:
+        return interference.load(args.interference, **options)
+    except ValueError as error:
+        raise common.CommandError(str(error)) from None
+
+
+def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
+    import tqdm
+
+    from hpc_nova_scheduler.sim import report, scenarios, simulator
+
+    try:
+        low, _, high = args.cache_scores.partition(":")
+        cache_range = (float(low), float(high))
+        times = [_duration(t) for t in args.times.split(",") if t.strip()]
+        built = [
+            scenarios.build(
+                name.strip(),
+                alpha=args.alpha,
+                beta=beta,
+                runtime_factor=1 + args.runtime_adjust / 100.0,
+            )
+            for name in args.policies.split(",")
+            if name.strip()
+            for beta in (
+                [float(b) for b in args.betas.split(",")]
+                if name.strip() in ("mdobp-cache", "hpc-aware")
+                else [0.0]
+            )
+        ]
+    except ValueError as error:
+        raise common.CommandError(str(error)) from None
+    model = _interference_model(args)
+    try:
+        if args.host_kinds:
+            shape = simulator.ClusterShape.of_kinds(
+                [simulator.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
+                hosts_per_rack=args.hosts_per_rack,
+            )
+        else:
+            shape = simulator.ClusterShape.from_total_cores(
+                args.cores,
+                args.cores_per_host,
+                args.ram_per_host_mb,
+                hosts_per_rack=args.hosts_per_rack,
+                cpu_groups=args.cpu_groups,
+            )
+    except ValueError as error:
+        raise common.CommandError(str(error)) from None
+    report_in, jobs = trace.with_trace(args, list)
+    out.write(
+        f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
+        f"skipped); {shape.describe()}; "
+        f"interference: {args.interference}\n"
+    )
+    results = []
+    disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
+    for scenario in built:
+        with tqdm.tqdm(
+            total=len(jobs), desc=scenario.name, unit="job", file=args.err, disable=disable_bar
+        ) as bar:
+            sim = simulator.Simulator(
+                shape,
+                scenario,
+                seed=args.seed,
+                all_at_once=args.arrival == "zero",
+                backfill=args.backfill,
+                backfill_depth=args.backfill_depth,
+                cache_scores=cache_range,
+                interference=model,
+                memory_scale=args.memory_scale,
+                progress=lambda settled, bar=bar: bar.update(settled - bar.n),
+            )
+            results.append(sim.run(jobs))
+    hours = [f"by {t / 3600:.4g} h" for t in times]
+    common.table(
+        [
+            "scenario",
+            "completed",
+            "never fit",
+            *hours,
+            "makespan h",
+            "mean wait h",
+            "utilisation",
+            "interference",
+        ],
+        [
+            [
+                r.scenario,
+                len(r.outcomes),
+                len(r.never_fit),
+                *(r.completed_by(t) for t in times),
+                f"{r.makespan / 3600:.1f}",
+                f"{r.mean_wait() / 3600:.2f}",
+                f"{r.utilisation():.2f}",
+                f"{r.mean_interference():.3f}",
+            ]
+            for r in results
+        ],
+        out,
+    )
+    if args.out:
+        for path in report.write(results, args.out, times):
+            out.write(f"wrote {path}\n")
+    return 0
+
+
+def _scenario_names() -> list[str]:
+    from hpc_nova_scheduler.sim.scenarios import DESCRIPTIONS
+
+    return list(DESCRIPTIONS)
+
+
+def add_parser(sub) -> None:
+    simulate = sub.add_parser(
+        "simulate",
+        help="replay a job log through the placement engine",
+        description="Replay a job log (SWF) on a simulated cloud under one or more scheduler "
+        "configurations, with the same placement code nova-scheduler runs, and "
+        "compare completed jobs over time, wait, utilisation and makespan.",
+    )
+    simulate.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
+    trace.add_trace_options(simulate, jobs=1500)
+    simulate.add_argument("--cores", type=int, default=1024, help="cores in the cloud")
+    simulate.add_argument("--cores-per-host", type=int, default=4)
+    simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
+    simulate.add_argument("--hosts-per-rack", type=int, default=32)
+    simulate.add_argument(
+        "--host-kinds",
+        metavar="KINDS",
+        help="a heterogeneous cloud instead of --cores/--cores-per-host/--ram-per-host-mb: "
+        "comma-separated COUNT:CORES:RAM_MB[:SPEED], e.g. 128:4:2048,32:8:16384:0.7; "
+        "each kind is a processor group, SPEED scales run times (1: as logged)",
+    )
+    simulate.add_argument(
+        "--memory-scale",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="multiply every job's memory (default 1)",
+    )
+    simulate.add_argument(
+        "--cpu-groups", type=int, default=1, help="split the racks into this many processor groups"
+    )
+    simulate.add_argument(
+        "--policies",
+        default="least-free-pes,mdobp",
+        help="comma-separated: " + ", ".join(_scenario_names()),
+    )
+    simulate.add_argument("--alpha", type=float, default=200.0)
+    simulate.add_argument("--betas", default="60", help="beta values for cache-aware policies")
+    simulate.add_argument(
+        "--cache-scores",
+        default="0:30",
+        help="uniform range of each job's cache score, drawn once per job for every "
+        "policy (default 0:30)",
+    )
+    simulate.add_argument(
+        "--runtime-adjust",
+        type=float,
+        default=0.0,
+        metavar="PERCENT",
+        help="run-time change for cache-aware policies, e.g. -10",
+    )
+    simulate.add_argument(
+        "--arrival",
+        choices=["submit", "zero"],
+        default="submit",
+        help="jobs arrive at their submit times, or all at time zero",
+    )
+    simulate.add_argument("--backfill", action="store_true", help="backfill the FCFS queue")
+    simulate.add_argument(
+        "--backfill-depth",
+        type=int,
+        default=64,
+        metavar="N",
+        help="with --backfill, how many queued jobs behind the head may start (default 64)",
+    )
+    simulate.add_argument(
+        "--interference",
+        default="none",
+        metavar="MODEL",
+        help="how co-runners slow jobs down: none (seed 003) or cache-pressure "
+        "(see README); models are plugins in hpc_nova_scheduler.sim.interference",
+    )
+    simulate.add_argument(
+        "--interference-param",
+        action="append",
+        default=[],
+        metavar="KEY=NUMBER",
+        help="a parameter of the model, e.g. knee=60 or gain=1 (repeatable)",
+    )
+    simulate.add_argument(
+        "--progress",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="progress bar on standard error (auto: when it is a terminal)",
+    )
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument(
+        "--times",
+        default="1,6,24",
+        help="when to count completed jobs: hours, or with a unit s, m, h or d, "
+        "e.g. 100000s (default 1,6,24)",
+    )
+    simulate.add_argument(
+        "--out", metavar="DIR", help="write jobs.csv, summary.json and completed.png here"
+    )
+    simulate.set_defaults(func=cmd_simulate)

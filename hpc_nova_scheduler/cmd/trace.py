@@ -1,0 +1,140 @@
+"""``hpc-nova-scheduler trace stats``, and the options of every command that reads a job log."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import TextIO
+
+from hpc_nova_scheduler.cmd import common
+
+
+def with_trace(args: argparse.Namespace, consume):
+    """Read ``args.trace`` as the trace options say; ``consume`` the jobs."""
+    from hpc_nova_scheduler.sim import swf
+
+    memory = swf.MemorySemantics(args.memory)
+    report = swf.ReadReport(args.trace, memory)
+    try:
+        return report, consume(
+            swf.read_jobs(args.trace, report, memory, swf.OnError(args.on_error), limit=args.jobs)
+        )
+    except swf.TraceError as error:
+        raise common.CommandError(str(error)) from None
+
+
+def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.sim import stats as trace_stats
+
+    report, summary = with_trace(args, trace_stats.summarize)
+    if args.json:
+        payload = dataclasses.asdict(summary)
+        payload.update(
+            trace=args.trace,
+            memory=report.memory.value,
+            malformed=report.malformed,
+            table_ii=[
+                dict(
+                    zip(
+                        ("bucket", "jobs", "percent", "jobs_with_memory", "percent_with_memory"),
+                        row,
+                        strict=True,
+                    )
+                )
+                for row in summary.table_ii()
+            ],
+        )
+        out.write(json.dumps(payload, indent=2) + "\n")
+        return 0
+    days = summary.span_seconds / 86400
+    common.table(
+        ("", "value"),
+        [
+            ("trace", args.trace),
+            ("memory fields read as", report.memory.value),
+            ("jobs", summary.jobs),
+            ("malformed lines skipped", report.malformed),
+            ("jobs with a memory value", summary.with_memory),
+            ("submit span (days)", f"{days:.1f}"),
+            (
+                "processors per job (min / median / mean / max)",
+                _four(summary.processors, "{:.0f}", "{:.2f}"),
+            ),
+            ("run time s (min / median / mean / max)", _four(summary.run_time, "{:.0f}", "{:.0f}")),
+            ("processor-hours", f"{summary.processor_seconds / 3600:.0f}"),
+        ],
+        out,
+    )
+    out.write("Memory per core (seed 003 Table II):\n")
+    common.table(
+        ("memory per core", "jobs", "% of all jobs", "jobs with memory", "% of those"),
+        [
+            (label, count, f"{share:.2f}", known, f"{share_known:.2f}")
+            for label, count, share, known, share_known in summary.table_ii()
+        ],
+        out,
+    )
+    for example in report.examples:
+        out.write(f"{args.trace}:{example.line}: skipped: {example.reason}\n")
+    return 0
+
+
+def _four(dist, fmt_int: str, fmt_mean: str) -> str:
+    return " / ".join(
+        (
+            fmt_int.format(dist.minimum),
+            fmt_int.format(dist.median),
+            fmt_mean.format(dist.mean),
+            fmt_int.format(dist.maximum),
+        )
+    )
+
+
+def _memory_choices():
+    from hpc_nova_scheduler.sim.swf import MemorySemantics
+
+    return list(MemorySemantics)
+
+
+def add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) -> None:
+    """The options of every command that reads a job log (see with_trace)."""
+    parser.add_argument(
+        "--memory",
+        default="auto",
+        choices=[m.value for m in _memory_choices()],
+        help="which field holds memory and per what (default: auto, from the file name for "
+        "logs known to deviate from the standard)",
+    )
+    parser.add_argument(
+        "--on-error",
+        default="skip",
+        choices=["skip", "stop"],
+        help="what to do at a malformed line (default: skip, and report it)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=jobs,
+        metavar="N",
+        help="only the first N jobs" + (f" (default {jobs})" if jobs else ""),
+    )
+
+
+def add_parser(sub) -> None:
+    trace = sub.add_parser(
+        "trace",
+        help="inspect job logs in the Standard Workload Format",
+        description="Inspect job logs (SWF, plain or gzipped).",
+    )
+    trace_actions = trace.add_subparsers(dest="action", required=True, metavar="ACTION")
+    stats = trace_actions.add_parser(
+        "stats",
+        help="job count, processors, run times and memory per core",
+        description="Summarise a job log: jobs, processors, run times, and the distribution "
+        "of memory per core in seed 003 Table II's buckets.",
+    )
+    stats.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
+    add_trace_options(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    stats.set_defaults(func=cmd_trace_stats)
