@@ -36,7 +36,7 @@ GROUPS = (reconcile, db, profile, interference, trace, simulate, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = common.Parser(
         prog=PROG,
         description="Manage the HPC-aware Nova scheduler plugin: its database, application "
         "profiles and interference records, and its demo.",
@@ -68,7 +68,11 @@ def main(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except common.UsageError as error:
+        err.write(f"{error}\n")
+        return 2
     args.err = err
     return common.run(args, args.func, out, err)
 

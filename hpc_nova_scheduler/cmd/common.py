@@ -34,6 +34,21 @@ class CommandError(Exception):
     """A failure to report in one line, without a traceback."""
 
 
+class UsageError(Exception):
+    """An option or argument argparse refused; exit status 2, as argparse's."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(f"{prog}: error: {message}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised instead of printed, so that callers
+    (and tests) get them on their own error stream."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(self.prog, message)
+
+
 def load_conf(args: argparse.Namespace) -> cfg.ConfigOpts:
     conf = cfg.ConfigOpts()
     hpc_conf.register_opts(conf)

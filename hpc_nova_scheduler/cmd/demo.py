@@ -33,7 +33,7 @@ from typing import TextIO
 import prettytable
 
 from hpc_nova_scheduler import datafiles, resources
-from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.cmd import common, options
 from hpc_nova_scheduler.db import api as db_api
 
 EXAMPLE_FILE = "seed-applications.yaml"
@@ -187,13 +187,6 @@ def _print_scenario(
     return matches, differences
 
 
-def _betas(text: str) -> list[float]:
-    try:
-        return [float(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise common.CommandError(f"--betas wants comma-separated numbers, not {text!r}") from None
-
-
 def run(args: argparse.Namespace, out: TextIO) -> int:
     _quiet()
     try:
@@ -203,7 +196,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"the demo runs Nova's functional harness, which is not installed here ({error}); "
             "install it with: pip install 'hpc-nova-scheduler[demo]'"
         ) from None
-    betas = _betas(args.betas)
+    betas = list(args.betas)
     workdir = args.keep or tempfile.mkdtemp(prefix="hpc-nova-demo-")
     try:
         os.makedirs(workdir, exist_ok=True)
@@ -323,10 +316,14 @@ def add_parser(sub) -> None:
     demo.add_argument("--keep", metavar="DIR", help="keep the demo's files in DIR")
     demo.add_argument(
         "--betas",
-        default="100,40,60",
+        type=options.comma_list(options.non_negative_float),
+        default=[100.0, 40.0, 60.0],
         help="comma-separated sync_cache_threshold values (default: 100,40,60)",
     )
     demo.add_argument(
-        "--alpha", type=float, default=200.0, help="cache_threshold for every run (default: 200)"
+        "--alpha",
+        type=options.non_negative_float,
+        default=200.0,
+        help="cache_threshold for every run (default: 200)",
     )
     demo.set_defaults(func=run)

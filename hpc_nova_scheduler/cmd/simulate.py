@@ -5,22 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common, trace
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def _duration(text: str) -> float:
-    """'24', '24h', '100000s', '90m' or '2d' in seconds; hours without a unit."""
-    text = text.strip()
-    unit = text[-1:].lower()
-    number = text[:-1] if unit in _UNITS else text
-    try:
-        return float(number) * _UNITS.get(unit, 3600.0)
-    except ValueError:
-        raise ValueError(
-            f"--times: {text!r} is not a duration such as 24, 24h or 100000s"
-        ) from None
+from hpc_nova_scheduler.cmd import common, options, trace
 
 
 def _interference_model(args: argparse.Namespace):
@@ -43,32 +28,36 @@ def _interference_model(args: argparse.Namespace):
         raise common.CommandError(str(error)) from None
 
 
+def check(args: argparse.Namespace) -> None:
+    """What no single option's type can see: how options fit together."""
+    if not args.host_kinds and args.cores % args.cores_per_host:
+        raise common.CommandError(
+            f"--cores {args.cores} is not a multiple of --cores-per-host {args.cores_per_host}"
+        )
+
+
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     import tqdm
 
+    check(args)
+
     from hpc_nova_scheduler.sim import report, scenarios, simulator
 
+    cache_range = args.cache_scores
+    times = args.times
     try:
-        low, _, high = args.cache_scores.partition(":")
-        cache_range = (float(low), float(high))
-        times = [_duration(t) for t in args.times.split(",") if t.strip()]
         built = [
             scenarios.build(
-                name.strip(),
+                name,
                 alpha=args.alpha,
                 beta=beta,
                 runtime_factor=1 + args.runtime_adjust / 100.0,
             )
-            for name in args.policies.split(",")
-            if name.strip()
-            for beta in (
-                [float(b) for b in args.betas.split(",")]
-                if name.strip() in ("mdobp-cache", "hpc-aware")
-                else [0.0]
-            )
+            for name in args.policies
+            for beta in (args.betas if name in ("mdobp-cache", "hpc-aware") else [0.0])
         ]
     except ValueError as error:
-        raise common.CommandError(str(error)) from None
+        raise common.CommandError(f"--policies: {error}") from None
     model = _interference_model(args)
     try:
         if args.host_kinds:
@@ -111,7 +100,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 progress=lambda settled, bar=bar: bar.update(settled - bar.n),
             )
             results.append(sim.run(jobs))
-    hours = [f"by {t / 3600:.4g} h" for t in times]
+    hours = [f"by {options.describe_duration(t)}" for t in times]
     common.table(
         [
             "scenario",
@@ -144,6 +133,14 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _policy(name: str) -> str:
+    if name not in _scenario_names():
+        raise argparse.ArgumentTypeError(
+            f"unknown policy {name!r}; choose from {', '.join(_scenario_names())}"
+        )
+    return name
+
+
 def _scenario_names() -> list[str]:
     from hpc_nova_scheduler.sim.scenarios import DESCRIPTIONS
 
@@ -160,10 +157,15 @@ def add_parser(sub) -> None:
     )
     simulate.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
     trace.add_trace_options(simulate, jobs=1500)
-    simulate.add_argument("--cores", type=int, default=1024, help="cores in the cloud")
-    simulate.add_argument("--cores-per-host", type=int, default=4)
-    simulate.add_argument("--ram-per-host-mb", type=float, default=2048)
-    simulate.add_argument("--hosts-per-rack", type=int, default=32)
+    simulate.add_argument(
+        "--cores",
+        type=options.positive_int,
+        default=1024,
+        help="cores in the cloud, a multiple of --cores-per-host (default 1024)",
+    )
+    simulate.add_argument("--cores-per-host", type=options.positive_int, default=4)
+    simulate.add_argument("--ram-per-host-mb", type=options.positive_float, default=2048)
+    simulate.add_argument("--hosts-per-rack", type=options.positive_int, default=32)
     simulate.add_argument(
         "--host-kinds",
         metavar="KINDS",
@@ -173,30 +175,40 @@ def add_parser(sub) -> None:
     )
     simulate.add_argument(
         "--memory-scale",
-        type=float,
+        type=options.positive_float,
         default=1.0,
         metavar="FACTOR",
         help="multiply every job's memory (default 1)",
     )
     simulate.add_argument(
-        "--cpu-groups", type=int, default=1, help="split the racks into this many processor groups"
+        "--cpu-groups",
+        type=options.positive_int,
+        default=1,
+        help="split the racks into this many processor groups",
     )
     simulate.add_argument(
         "--policies",
-        default="least-free-pes,mdobp",
+        type=options.comma_list(_policy),
+        default=["least-free-pes", "mdobp"],
         help="comma-separated: " + ", ".join(_scenario_names()),
     )
-    simulate.add_argument("--alpha", type=float, default=200.0)
-    simulate.add_argument("--betas", default="60", help="beta values for cache-aware policies")
+    simulate.add_argument("--alpha", type=options.non_negative_float, default=200.0)
+    simulate.add_argument(
+        "--betas",
+        type=options.comma_list(options.non_negative_float),
+        default=[60.0],
+        help="comma-separated beta values for cache-aware policies (default 60)",
+    )
     simulate.add_argument(
         "--cache-scores",
-        default="0:30",
+        type=options.cache_range,
+        default=(0.0, 30.0),
         help="uniform range of each job's cache score, drawn once per job for every "
         "policy (default 0:30)",
     )
     simulate.add_argument(
         "--runtime-adjust",
-        type=float,
+        type=options.percent_change,
         default=0.0,
         metavar="PERCENT",
         help="run-time change for cache-aware policies, e.g. -10",
@@ -210,7 +222,7 @@ def add_parser(sub) -> None:
     simulate.add_argument("--backfill", action="store_true", help="backfill the FCFS queue")
     simulate.add_argument(
         "--backfill-depth",
-        type=int,
+        type=options.positive_int,
         default=64,
         metavar="N",
         help="with --backfill, how many queued jobs behind the head may start (default 64)",
@@ -238,7 +250,8 @@ def add_parser(sub) -> None:
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument(
         "--times",
-        default="1,6,24",
+        type=options.comma_list(options.duration),
+        default=[3600.0, 6 * 3600.0, 24 * 3600.0],
         help="when to count completed jobs: hours, or with a unit s, m, h or d, "
         "e.g. 100000s (default 1,6,24)",
     )

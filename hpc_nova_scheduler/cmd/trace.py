@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.cmd import common, options
 
 
 def with_trace(args: argparse.Namespace, consume):
@@ -114,7 +114,7 @@ def add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) 
     )
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=options.positive_int,
         default=jobs,
         metavar="N",
         help="only the first N jobs" + (f" (default {jobs})" if jobs else ""),

@@ -367,10 +367,10 @@ class TestSimulateCommand(testtools.TestCase):
         )
         self.assertEqual(0, code, err)
         # Eight 100 s jobs on four cores: none done at 99 s, all by two days.
-        self.assertIn("by 0.0275 h | by 48 h | by 1 h", out)
-        self.assertIn("| 0           | 8       | 8      |", out)
+        self.assertIn("by 99 s | by 2 d | by 1 h", out)
+        self.assertIn("| 0       | 8      | 8      |", out)
         code, _, err = run("--config-file", "/dev/null", "simulate", path, "--times", "soon")
-        self.assertEqual(1, code)
+        self.assertEqual(2, code)
         self.assertIn("'soon' is not a duration", err)
 
     def test_host_kinds(self) -> None:
@@ -392,5 +392,62 @@ class TestSimulateCommand(testtools.TestCase):
         with open(path, "w") as stream:
             stream.write("1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n")
         code, _, err = run("--config-file", "/dev/null", "simulate", path, "--policies", "magic")
-        self.assertEqual(1, code)
-        self.assertIn("unknown scenario 'magic'", err)
+        self.assertEqual(2, code)
+        self.assertIn("argument --policies: unknown policy 'magic'", err)
+
+    # Each bad option of issue 10, and the one-line error that names it.
+    BAD_OPTIONS = [
+        (["--cores-per-host", "0"], "argument --cores-per-host: must be at least 1"),
+        (["--hosts-per-rack", "0"], "argument --hosts-per-rack: must be at least 1"),
+        (["--ram-per-host-mb", "0"], "argument --ram-per-host-mb: must be above 0"),
+        (["--ram-per-host-mb", "-5"], "argument --ram-per-host-mb: must be above 0"),
+        (["--memory-scale", "nan"], "argument --memory-scale: 'nan' is not a finite number"),
+        (["--memory-scale", "1e400"], "argument --memory-scale: '1e400' is not a finite"),
+        (["--backfill-depth", "-1"], "argument --backfill-depth: must be at least 1"),
+        (["--cores", "0"], "argument --cores: must be at least 1"),
+        (["--cores", "-64"], "argument --cores: must be at least 1"),
+        (["--jobs", "0"], "argument --jobs: must be at least 1"),
+        (["--jobs", "-1"], "argument --jobs: must be at least 1"),
+        (["--times", "-1"], "argument --times: must be a positive duration"),
+        (["--alpha", "-1"], "argument --alpha: must be 0 or more"),
+        (["--betas", "-5"], "argument --betas: must be 0 or more"),
+        (["--betas", "abc"], "argument --betas: 'abc' is not a number"),
+        (["--runtime-adjust", "-150"], "argument --runtime-adjust: must be above -100"),
+        (["--cache-scores", "30:0"], "argument --cache-scores: LOW must not exceed HIGH"),
+        (["--cache-scores", "abc"], "argument --cache-scores: expected LOW:HIGH"),
+        (["--policies", ""], "argument --policies: expected at least one value"),
+        (["--cpu-groups", "0"], "argument --cpu-groups: must be at least 1"),
+    ]
+
+    def test_every_bad_option_is_one_line_naming_it_before_any_work(self) -> None:
+        # The trace does not exist: a check that came after reading it would
+        # say so instead.
+        for bad, message in self.BAD_OPTIONS:
+            code, out, err = run(
+                "--config-file", "/dev/null", "simulate", "/nonexistent/trace.swf", *bad
+            )
+            self.assertEqual(2, code, bad)
+            self.assertEqual("", out, bad)
+            self.assertEqual(1, len(err.splitlines()), (bad, err))
+            self.assertIn(message, err, bad)
+
+    def test_cores_must_fill_whole_hosts(self) -> None:
+        for cores in ("3", "7"):
+            code, _, err = run(
+                "--config-file", "/dev/null", "simulate", "/nonexistent/t.swf", "--cores", cores
+            )
+            self.assertEqual(1, code)
+            self.assertEqual(
+                f"hpc-nova-scheduler: --cores {cores} is not a multiple of --cores-per-host 4\n",
+                err,
+            )
+
+    def test_demo_options_are_checked(self) -> None:
+        for bad, message in (
+            (["--betas", "abc"], "argument --betas: 'abc' is not a number"),
+            (["--betas", "-5"], "argument --betas: must be 0 or more"),
+            (["--alpha", "-1"], "argument --alpha: must be 0 or more"),
+        ):
+            code, _, err = run("--config-file", "/dev/null", "demo", *bad)
+            self.assertEqual(2, code, bad)
+            self.assertIn(message, err)

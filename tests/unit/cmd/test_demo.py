@@ -112,7 +112,9 @@ class TestRun(testtools.TestCase):
 
     def demo(self, betas: str, keep: str | None = None) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
-        args = argparse.Namespace(keep=keep, betas=betas, alpha=200.0, err=err)
+        args = argparse.Namespace(
+            keep=keep, betas=[float(b) for b in betas.split(",")], alpha=200.0, err=err
+        )
         code = demo.run(args, out)
         return code, out.getvalue(), err.getvalue()
 
