@@ -4,24 +4,60 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, options
 
 
 def with_trace(args: argparse.Namespace, consume):
-    """Read ``args.trace`` as the trace options say; ``consume`` the jobs."""
+    """Read ``args.trace`` as the trace options say; ``consume`` the jobs.
+
+    A log that yields no job at all is an error, not a table of zeros; the
+    lines skipped as malformed are reported on standard error.
+    """
     from hpc_nova_scheduler.sim import swf
 
     memory = swf.MemorySemantics(args.memory)
     report = swf.ReadReport(args.trace, memory)
+    jobs = swf.read_jobs(args.trace, report, memory, swf.OnError(args.on_error), limit=args.jobs)
+
+    def at_least_one():
+        count = 0
+        for job in jobs:
+            count += 1
+            yield job
+        if count == 0:
+            raise swf.TraceError(_no_jobs(report))
+
     try:
-        return report, consume(
-            swf.read_jobs(args.trace, report, memory, swf.OnError(args.on_error), limit=args.jobs)
-        )
+        result = consume(at_least_one())
     except swf.TraceError as error:
         raise common.CommandError(str(error)) from None
+    finally:
+        report_skipped(report, getattr(args, "err", None))
+    return report, result
+
+
+def _no_jobs(report) -> str:
+    if report.malformed and report.examples:
+        first = report.examples[0]
+        return (
+            f"{report.path}: no job could be read: every job line is malformed "
+            f"({report.malformed} lines; line {first.line}: {first.reason})"
+        )
+    return f"{report.path}: the file holds no job lines"
+
+
+def report_skipped(report, err: TextIO | None) -> None:
+    """The malformed lines skipped, on standard error: the first few, then a count."""
+    if err is None or not report.malformed:
+        return
+    for example in report.examples:
+        err.write(f"{report.path}:{example.line}: skipped: {example.reason}\n")
+    more = report.malformed - len(report.examples)
+    if more > 0:
+        err.write(f"{report.path}: ... and {more} more malformed lines skipped\n")
 
 
 def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
@@ -45,7 +81,7 @@ def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
                 for row in summary.table_ii()
             ],
         )
-        out.write(json.dumps(payload, indent=2) + "\n")
+        out.write(strictjson.dumps(payload, indent=2) + "\n")
         return 0
     days = summary.span_seconds / 86400
     common.table(
@@ -75,8 +111,6 @@ def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
         ],
         out,
     )
-    for example in report.examples:
-        out.write(f"{args.trace}:{example.line}: skipped: {example.reason}\n")
     return 0
 
 

@@ -76,8 +76,13 @@ class AppClass(enum.Enum):
         return self.value
 
 
+#: The largest cache score taken as a measurement: 10^10 last-level cache
+#: misses per second, beyond what any server's memory system can serve.
+MAX_CACHE_SCORE = 100_000.0
+
+
 def parse_cache_score(value: Any, key: str = SPEC_CACHE_SCORE) -> float:
-    """Parse a cache score (units of 100K LLC misses/s): finite and >= 0."""
+    """Parse a cache score (units of 100K LLC misses/s): finite, 0 to MAX_CACHE_SCORE."""
     if isinstance(value, bool):
         raise ProfileError(key, f"expected a number, got {value!r}")
     if isinstance(value, int | float):
@@ -93,6 +98,11 @@ def parse_cache_score(value: Any, key: str = SPEC_CACHE_SCORE) -> float:
         raise ProfileError(key, f"{value!r} is not a finite number")
     if score < 0:
         raise ProfileError(key, f"{value!r} is negative; cache scores are >= 0")
+    if score > MAX_CACHE_SCORE:
+        raise ProfileError(
+            key,
+            f"{value!r} is beyond any measurement; cache scores are at most {MAX_CACHE_SCORE:g}",
+        )
     return score
 
 

@@ -25,6 +25,11 @@ SOURCES = ("measured", "predicted", "operator")
 SOURCE_PRIORITY = {"measured": 0, "operator": 1, "predicted": 2}
 
 
+#: The largest slowdown taken as a measurement, in percent: a thousand times
+#: slower than alone.
+MAX_SLOWDOWN = 100_000.0
+
+
 def parse_float(
     value: Any,
     key: str,
@@ -220,10 +225,18 @@ class InterferenceRecord:
             app_a=parse_app_name(data["app_a"], key="app_a"),
             app_b=parse_app_name(data["app_b"], key="app_b"),
             slowdown_a=parse_float(
-                data["slowdown_a"], "slowdown_a", minimum=-100.0, exclusive_minimum=True
+                data["slowdown_a"],
+                "slowdown_a",
+                minimum=-100.0,
+                maximum=MAX_SLOWDOWN,
+                exclusive_minimum=True,
             ),
             slowdown_b=parse_float(
-                data["slowdown_b"], "slowdown_b", minimum=-100.0, exclusive_minimum=True
+                data["slowdown_b"],
+                "slowdown_b",
+                minimum=-100.0,
+                maximum=MAX_SLOWDOWN,
+                exclusive_minimum=True,
             ),
             source=source,
             measured_at=parse_timestamp(data.get("measured_at"), "measured_at"),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Sequence
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.sim.simulator import Result
 
 
@@ -49,7 +49,7 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
                 )
     summary_path = os.path.join(directory, "summary.json")
     with open(summary_path, "w", encoding="utf-8") as stream:
-        json.dump([summary(r, times) for r in results], stream, indent=2)
+        strictjson.dump([summary(r, times) for r in results], stream, indent=2)
     plot_path = os.path.join(directory, "completed.png")
     plot(results, plot_path, times)
     return [jobs_path, summary_path, plot_path]

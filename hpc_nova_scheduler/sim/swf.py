@@ -18,11 +18,17 @@ import dataclasses
 import enum
 import gzip
 import io
+import math
 import os
+import zlib
 from collections.abc import Iterator
 from typing import TextIO
 
 FIELDS = 18
+#: Beyond these a value is a corrupt line, not a job: a century in seconds
+#: and a hundred million processors.
+MAX_SECONDS = 100 * 365 * 86400.0
+MAX_PROCESSORS = 100_000_000
 
 
 class MemorySemantics(enum.Enum):
@@ -148,6 +154,15 @@ def _parse(text: str, number: int, memory: MemorySemantics) -> Job:
         fields = [float(p) for p in parts]
     except ValueError:
         raise ValueError("a field is not a number") from None
+    for index, value in enumerate(fields, start=1):
+        if not math.isfinite(value):
+            raise ValueError(f"field {index} is not a finite number ({parts[index - 1]})")
+    for index in (2, 3, 4, 9):
+        if fields[index - 1] > MAX_SECONDS:
+            raise ValueError(f"field {index} is {parts[index - 1]} s, more than a century")
+    for index in (5, 8):
+        if fields[index - 1] > MAX_PROCESSORS:
+            raise ValueError(f"field {index} is {parts[index - 1]} processors, beyond any machine")
     processors = int(fields[4]) if fields[4] > 0 else int(fields[7])
     if processors <= 0:
         raise ValueError("no processor count (fields 5 and 8 are both missing)")
@@ -185,8 +200,19 @@ def read_jobs(
     if report is not None:
         report.memory = memory
     produced = 0
+    number = 0
     with _open(path) as stream:
-        for number, text in enumerate(stream, start=1):
+        lines = enumerate(stream, start=1)
+        while True:
+            try:
+                number, text = next(lines)
+            except StopIteration:
+                return
+            except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as error:
+                raise TraceError(
+                    f"{path}: the compressed file ends or breaks after line {number} "
+                    f"({error}); is it truncated?"
+                ) from None
             stripped = text.strip()
             if not stripped:
                 continue

@@ -34,6 +34,7 @@ class TestExtraSpecValidation(base.NovaTestCase):
             ({"hpc:cache_score": "nan"}, "hpc:cache_score", "not a finite number"),
             ({"hpc:cache_score": "Infinity"}, "hpc:cache_score", "not a finite number"),
             ({"hpc:cache_score": "many"}, "hpc:cache_score", "not a number"),
+            ({"hpc:cache_score": "1e300"}, "hpc:cache_score", "beyond any measurement"),
             ({"hpc:app_name": ""}, "hpc:app_name", "empty"),
             ({"hpc:rack": "r1"}, "hpc:rack", "not appear to be a valid extra spec"),
         ):

@@ -284,6 +284,55 @@ class TestTraceCommand(testtools.TestCase):
         self.assertEqual(1, code)
         self.assertIn("bad.swf:2: expected 18 fields", err)
 
+    def trace_file(self, text: str) -> str:
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, "t.swf")
+        with open(path, "w") as stream:
+            stream.write(text)
+        return path
+
+    def test_a_log_without_jobs_is_an_error_not_a_table_of_zeros(self) -> None:
+        # An extended SWF (21 fields) read as the standard: every line refused.
+        extended = "".join(
+            f"{i} 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1 0 0 0\n" for i in range(1, 4)
+        )
+        for text, message in (
+            (
+                extended,
+                "no job could be read: every job line is malformed (3 lines; line 1: "
+                "expected 18 fields, found 21)",
+            ),
+            ("", "the file holds no job lines"),
+            ("; Version: 2.2\n", "the file holds no job lines"),
+        ):
+            path = self.trace_file(text)
+            for command in (["trace", "stats", path], ["simulate", path]):
+                code, out, err = run("--config-file", "/dev/null", *command)
+                self.assertEqual(1, code, command)
+                self.assertEqual("", out, command)
+                self.assertIn(f"{path}: {message}", err, command)
+
+    def test_skipped_lines_go_to_stderr_with_a_count(self) -> None:
+        good = "1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n"
+        path = self.trace_file("x\n" * 25 + good)
+        code, out, err = run("--config-file", "/dev/null", "trace", "stats", path)
+        self.assertEqual(0, code, err)
+        self.assertNotIn("skipped:", out)
+        self.assertEqual(21, len(err.splitlines()), err)
+        self.assertIn(f"{path}:1: skipped: expected 18 fields, found 1", err)
+        self.assertIn(f"{path}: ... and 5 more malformed lines skipped", err)
+
+    def test_json_is_strict(self) -> None:
+        import json
+
+        good = "1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n"
+        path = self.trace_file(good.replace(" 100 ", " nan ", 1) + good)
+        code, out, err = run("--config-file", "/dev/null", "trace", "stats", path, "--json")
+        self.assertEqual(0, code, err)
+        self.assertNotIn("NaN", out)
+        self.assertNotIn("Infinity", out)
+        payload = json.loads(out, parse_constant=self.fail)
+        self.assertEqual((1, 1), (payload["jobs"], payload["malformed"]))
+
 
 class TestSimulateCommand(testtools.TestCase):
     def test_simulate_compares_policies_and_writes_outputs(self) -> None:

@@ -50,11 +50,16 @@ class TestCacheScore(testtools.TestCase):
         self.assertEqual(1e3, profile.parse_cache_score("1e3"))
 
     def test_invalid_scores_name_the_key(self) -> None:
-        for bad in ("-1", "nan", "NaN", "inf", "-inf", "abc", "", True, None, [], "1,5"):
+        for bad in ("-1", "nan", "NaN", "inf", "-inf", "abc", "", True, None, [], "1,5", "1e300"):
             error = self.assertRaises(ProfileError, profile.parse_cache_score, bad)
             self.assertEqual("hpc:cache_score", error.key, bad)
 
-    @given(st.floats(min_value=0, allow_nan=False, allow_infinity=False))
+    def test_absurd_scores_say_why(self) -> None:
+        error = self.assertRaises(ProfileError, profile.parse_cache_score, "1e300")
+        self.assertIn("beyond any measurement", str(error))
+        self.assertEqual(profile.MAX_CACHE_SCORE, profile.parse_cache_score("100000"))
+
+    @given(st.floats(min_value=0, max_value=profile.MAX_CACHE_SCORE))
     def test_every_finite_non_negative_float_survives_a_round_trip(self, score: float) -> None:
         self.assertEqual(score, profile.parse_cache_score(repr(score)))
 
@@ -121,7 +126,7 @@ class TestProfileFromRequest(testtools.TestCase):
 
     @given(
         st.sampled_from(list(AppClass)),
-        st.floats(min_value=0, max_value=1e9, allow_nan=False),
+        st.floats(min_value=0, max_value=profile.MAX_CACHE_SCORE),
         st.one_of(
             st.none(), st.text(min_size=1, max_size=40).filter(lambda s: s.strip() == s and s)
         ),

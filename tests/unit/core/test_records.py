@@ -8,7 +8,7 @@ import testtools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core.profile import AppClass, ProfileError
+from hpc_nova_scheduler.core.profile import MAX_CACHE_SCORE, AppClass, ProfileError
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_timestamp
 
 
@@ -59,7 +59,7 @@ class TestProfileRecord(testtools.TestCase):
             ProfileRecord,
             name=st.text(min_size=1, max_size=30).map(str.strip).filter(bool),
             app_class=st.sampled_from(list(AppClass)),
-            cache_score=st.floats(min_value=0, max_value=1e6),
+            cache_score=st.floats(min_value=0, max_value=MAX_CACHE_SCORE),
             sllc_score=st.one_of(st.none(), st.floats(min_value=0, max_value=1)),
             counters=st.dictionaries(
                 st.sampled_from(["cycles", "instructions", "cache_misses"]),
@@ -115,6 +115,11 @@ class TestInterferenceRecord(testtools.TestCase):
         for key, data in cases.items():
             error = self.assertRaises(ProfileError, InterferenceRecord.from_mapping, data)
             self.assertEqual(key, error.key, data)
+        error = self.assertRaises(
+            ProfileError, InterferenceRecord.from_mapping, {**good, "slowdown_b": "1e300"}
+        )
+        self.assertEqual("slowdown_b", error.key)
+        self.assertIn("must be at most 100000", str(error))
 
     def test_harmful_when_either_side_exceeds_the_tolerance(self) -> None:
         self.assertTrue(InterferenceRecord("A", "B", 2.0, 10.5).is_harmful(10.0))

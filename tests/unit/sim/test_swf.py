@@ -120,3 +120,37 @@ class TestReader(testtools.TestCase):
         path = self.write("x.swf", GOOD * 3)
         jobs = swf.read_jobs(path)
         self.assertEqual(1, next(jobs).job_id)
+
+    def test_non_finite_and_absurd_values_are_malformed_lines(self) -> None:
+        lines = [
+            GOOD.replace(" 100 ", " nan ", 1),
+            GOOD.replace(" 100 ", " 1e400 ", 1),
+            GOOD.replace(" 100 ", " 1e300 ", 1),
+            GOOD.replace(" 2 -1 ", " 1e12 -1 ", 1),
+            GOOD,
+        ]
+        path = self.write("odd.swf", "".join(lines))
+        report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
+        jobs = list(swf.read_jobs(path, report))
+        self.assertEqual([5], [job.line for job in jobs])
+        self.assertEqual(
+            [
+                (1, "field 4 is not a finite number (nan)"),
+                (2, "field 4 is not a finite number (1e400)"),
+                (3, "field 4 is 1e300 s, more than a century"),
+                (4, "field 5 is 1e12 processors, beyond any machine"),
+            ],
+            [(m.line, m.reason) for m in report.examples],
+        )
+
+    def test_a_truncated_gzip_is_a_clear_error(self) -> None:
+        text = HEADER + "".join(GOOD.replace("1 0 5", f"{i} 0 5", 1) for i in range(1, 4000))
+        whole = self.write("whole.swf.gz", text, compress=True)
+        with open(whole, "rb") as stream:
+            data = stream.read()
+        cut = os.path.join(self.dir, "cut.swf.gz")
+        with open(cut, "wb") as stream:
+            stream.write(data[: len(data) // 2])
+        error = self.assertRaises(swf.TraceError, list, swf.read_jobs(cut))
+        self.assertIn("cut.swf.gz: the compressed file ends or breaks after line", str(error))
+        self.assertIn("is it truncated?", str(error))
