@@ -39,6 +39,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def count_or_all(text: str) -> int | None:
+    """A positive number of items, or ``all`` (None): no limit."""
+    if text.strip().lower() == "all":
+        return None
+    return positive_int(text)
+
+
 def non_negative_int(text: str) -> int:
     value = _whole(text)
     if value < 0:

@@ -76,10 +76,11 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         raise common.CommandError(str(error)) from None
     report_in, jobs = trace.with_trace(args, list)
+    without_memory = sum(1 for job in jobs if job.memory_mb is None)
     out.write(
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
-        f"skipped); {shape.describe()}; "
-        f"interference: {args.interference}\n"
+        f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
+        f"{shape.describe()}; interference: {args.interference}\n"
     )
     results = []
     disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
@@ -109,6 +110,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             *hours,
             "makespan h",
             "mean wait h",
+            "bounded slowdown",
             "utilisation",
             "interference",
         ],
@@ -120,6 +122,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 *(r.completed_by(t) for t in times),
                 f"{r.makespan / 3600:.1f}",
                 f"{r.mean_wait() / 3600:.2f}",
+                f"{r.mean_bounded_slowdown():.2f}",
                 f"{r.utilisation():.2f}",
                 f"{r.mean_interference():.3f}",
             ]

@@ -148,10 +148,11 @@ def add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) 
     )
     parser.add_argument(
         "--jobs",
-        type=options.positive_int,
+        type=options.count_or_all,
         default=jobs,
-        metavar="N",
-        help="only the first N jobs" + (f" (default {jobs})" if jobs else ""),
+        metavar="N|all",
+        help="only the first N jobs, or all of them"
+        + (f" (default {jobs})" if jobs else " (default all)"),
     )
 
 

@@ -351,7 +351,8 @@ class Simulator:
             queue.popleft()
         if not self.backfill:
             return
-        for entry in list(itertools.islice(queue, 1, self.backfill_depth)):
+        # The backfill_depth jobs behind the head, not one fewer.
+        for entry in list(itertools.islice(queue, 1, 1 + self.backfill_depth)):
             if self._start(entry, now):
                 queue.remove(entry)
 

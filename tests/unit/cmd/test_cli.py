@@ -409,6 +409,19 @@ class TestSimulateCommand(testtools.TestCase):
             self.assertEqual(1, code, options)
             self.assertIn(message, err)
 
+    def test_whole_log_bounded_slowdown_and_jobs_without_memory(self) -> None:
+        path = self.small_trace()
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--cores", "4", "--jobs", "all"
+        )
+        self.assertEqual(0, code, err)
+        self.assertIn("8 jobs from", out)
+        self.assertIn("0 jobs without a memory value, placed by cores alone", out)
+        self.assertIn("| bounded slowdown |", out)
+        code, _, err = run("--config-file", "/dev/null", "simulate", path, "--jobs", "some")
+        self.assertEqual(2, code)
+        self.assertIn("argument --jobs: 'some' is not a whole number", err)
+
     def test_times_take_units(self) -> None:
         path = self.small_trace()
         code, out, err = run(

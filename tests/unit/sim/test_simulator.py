@@ -33,6 +33,16 @@ class TestReplay(testtools.TestCase):
         backfilled = {o.job_id: o.start for o in self.run_jobs(jobs, backfill=True).outcomes}
         self.assertEqual(2, backfilled[3])
 
+    def test_backfill_depth_n_tries_n_jobs_behind_the_head(self) -> None:
+        # All 8 cores busy until 50, when 2 free up; the head (4 cores) waits
+        # and four 1-core jobs queue behind it meanwhile.
+        jobs = [job(1, 0, 100, 6), job(2, 0, 50, 2), job(3, 1, 100, 4)]
+        jobs += [job(i, 2, 10, 1) for i in range(4, 8)]
+        for depth, started in ((1, {4}), (2, {4, 5}), (3, {4, 5})):
+            result = self.run_jobs(jobs, backfill=True, backfill_depth=depth)
+            at_50 = {o.job_id for o in result.outcomes if o.start == 50}
+            self.assertEqual(started, at_50, depth)
+
     def test_jobs_that_can_never_fit_are_reported(self) -> None:
         result = self.run_jobs(
             [job(1, 0, 10, 9), job(2, 0, 10, 1, memory_mb=8192), job(3, 0, 10, 1)]
