@@ -20,12 +20,19 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAME_LENGTH = 255
 CLASS_LENGTH = 16
 SOURCE_LENGTH = 32
 UUID_LENGTH = 36
+
+#: An application name: compared exactly, case included, on every backend
+#: (MariaDB's default collations ignore case; migration 0004).
+AppName = String(NAME_LENGTH).with_variant(
+    mysql.VARCHAR(NAME_LENGTH, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+)
 
 # Explicit names keep constraints identical across SQLite, MariaDB and
 # PostgreSQL, so later migrations can drop or alter them by name.
@@ -63,7 +70,7 @@ class AppProfile(TimestampMixin, Base):
     __tablename__ = "app_profiles"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False, unique=True)
+    name: Mapped[str] = mapped_column(AppName, nullable=False, unique=True)
     app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
     cache_score: Mapped[float] = mapped_column(Double, nullable=False, default=0.0)
     sllc_score: Mapped[float | None] = mapped_column(Double)
@@ -96,7 +103,7 @@ class AppRunning(TimestampMixin, Base):
     instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
     host: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
     nodename: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
-    app_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    app_name: Mapped[str | None] = mapped_column(AppName)
     app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
     cache_score: Mapped[float] = mapped_column(Double, nullable=False, default=0.0)
     request_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
@@ -138,7 +145,7 @@ class AppClaim(TimestampMixin, Base):
     cell_uuid: Mapped[str | None] = mapped_column(String(UUID_LENGTH))
     vms: Mapped[int] = mapped_column(Integer, nullable=False)
     spare: Mapped[int] = mapped_column(Integer, nullable=False)
-    app_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    app_name: Mapped[str | None] = mapped_column(AppName)
     app_class: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
     cache_score: Mapped[float] = mapped_column(Double, nullable=False)
     project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
@@ -174,8 +181,8 @@ class AppInterference(TimestampMixin, Base):
     __table_args__ = (UniqueConstraint("app_a", "app_b", "source"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    app_a: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
-    app_b: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    app_a: Mapped[str] = mapped_column(AppName, nullable=False)
+    app_b: Mapped[str] = mapped_column(AppName, nullable=False)
     slowdown_a: Mapped[float] = mapped_column(Double, nullable=False)
     slowdown_b: Mapped[float] = mapped_column(Double, nullable=False)
     source: Mapped[str] = mapped_column(String(SOURCE_LENGTH), nullable=False)

@@ -42,6 +42,21 @@ class DatabaseTests:
         self.assertEqual(LU, self.database.get_profile("LU.C.16"))
         self.assertIsNone(self.database.get_profile("nope"))
 
+    def test_names_that_differ_by_case_are_two_applications(self) -> None:
+        upper = ProfileRecord(name="D1", app_class=AppClass.SYNC_HPC, cache_score=1.0)
+        lower = ProfileRecord(name="d1", app_class=AppClass.ASYNC_HPC, cache_score=2.0)
+        result = self.database.import_profiles([upper, lower])
+        self.assertEqual((2, 0, 0), (result.created, result.updated, result.unchanged))
+        self.assertEqual(lower, self.database.get_profile("d1"))
+        self.assertEqual(upper, self.database.get_profile("D1"))
+        self.database.import_interferences(
+            [InterferenceRecord("D1", "x", 50.0, 1.0), InterferenceRecord("d1", "x", 2.0, 1.0)]
+        )
+        self.assertEqual(
+            [("D1", 50.0)],
+            [(r.app_a, r.slowdown_a) for r in self.database.list_interferences(["D1"])],
+        )
+
     def test_importing_the_same_profiles_again_changes_nothing(self) -> None:
         self.database.import_profiles([IS, LU])
         result = self.database.import_profiles([IS, LU])

@@ -30,6 +30,28 @@ class MigrationTests:
             migration.head_revision(), migration.current_revision(self.database.engine)
         )
 
+    def test_upgrade_from_0003_keeps_the_data_and_tells_names_by_case(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0003")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_profiles (name, app_class, cache_score, created_at) "
+                    "VALUES ('LU', 'SyncHPC', 16.0, CURRENT_TIMESTAMP)"
+                )
+            )
+        migration.upgrade(engine)
+        self.assertEqual("0004", migration.current_revision(engine))
+        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_profiles (name, app_class, cache_score, created_at) "
+                    "VALUES ('lu', 'AsyncHPC', 2.0, CURRENT_TIMESTAMP)"
+                )
+            )
+        self.assertEqual(["LU", "lu"], sorted(p.name for p in self.database.list_profiles()))
+
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)
         inspector = sa.inspect(self.database.engine)
