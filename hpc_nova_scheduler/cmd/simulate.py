@@ -80,6 +80,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     out.write(
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
         f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
+        f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
         f"{shape.describe()}; interference: {args.interference}\n"
     )
     results = []

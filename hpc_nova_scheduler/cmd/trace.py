@@ -69,6 +69,8 @@ def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
         payload.update(
             trace=args.trace,
             memory=report.memory.value,
+            memory_reason=report.memory_reason,
+            memory_from_field_10=report.memory_fallbacks,
             malformed=report.malformed,
             table_ii=[
                 dict(
@@ -88,7 +90,8 @@ def cmd_trace_stats(args: argparse.Namespace, out: TextIO) -> int:
         ("", "value"),
         [
             ("trace", args.trace),
-            ("memory fields read as", report.memory.value),
+            ("memory fields read as", f"{report.memory.value} ({report.memory_reason})"),
+            ("jobs whose memory came from field 10", report.memory_fallbacks),
             ("jobs", summary.jobs),
             ("malformed lines skipped", report.malformed),
             ("jobs with a memory value", summary.with_memory),

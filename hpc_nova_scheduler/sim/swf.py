@@ -17,9 +17,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import gzip
+import hashlib
 import io
 import math
-import os
 import zlib
 from collections.abc import Iterator
 from typing import TextIO
@@ -42,11 +42,35 @@ class MemorySemantics(enum.Enum):
     NONE = "none"
 
 
-#: Logs whose memory fields deviate from the standard (see traces/README.md).
+@dataclasses.dataclass(frozen=True)
+class KnownLog:
+    """A log whose memory fields deviate from the standard (see traces/README.md)."""
+
+    name: str
+    memory: MemorySemantics
+    why: str
+
+
+#: Known logs by their content, not their file name: the SHA-256 of their
+#: first FINGERPRINT_LINES job lines with whitespace normalised. Copies
+#: under any name, and logs whose header was stripped, are recognised alike.
+FINGERPRINT_LINES = 20
 KNOWN_LOGS = {
-    "METACENTRUM-2009-2": MemorySemantics.USED_PER_JOB,
-    "LPC-EGEE-2004-1.2": MemorySemantics.USED_PER_JOB,
-    "RICC-2010-2": MemorySemantics.REQUESTED_PER_PROCESSOR,
+    "a6129f2e656f7acfc64f7c9ae402a04b90609172474d1a8034ef1c22202f6d78": KnownLog(
+        "METACENTRUM-2009-2",
+        MemorySemantics.USED_PER_JOB,
+        "field 7 is KB per job (it reproduces seed 003's Table II)",
+    ),
+    "ea462d1b6430ce3196042a69129c5e6c5be68c720b9e64eaf13f73c418da1ffd": KnownLog(
+        "LPC-EGEE-2004-1.2",
+        MemorySemantics.USED_PER_JOB,
+        "field 7 is KB per job (serial grid jobs)",
+    ),
+    "83aa400b53e1c75e6dd437699567651202b0af93fd008b3258bb58965f21aa16": KnownLog(
+        "RICC-2010-2",
+        MemorySemantics.REQUESTED_PER_PROCESSOR,
+        "only field 10 is logged, KB per processor",
+    ),
 }
 
 
@@ -95,6 +119,11 @@ class ReadReport:
 
     path: str
     memory: MemorySemantics
+    #: Why the memory fields are read as ``memory``.
+    memory_reason: str = ""
+    #: Jobs without field 7 whose memory came from field 10, as the
+    #: standard allows.
+    memory_fallbacks: int = 0
     jobs: int = 0
     comments: int = 0
     malformed: int = 0
@@ -105,14 +134,47 @@ class ReadReport:
     MAX_EXAMPLES = 20
 
 
-def resolve_memory(path: str, memory: MemorySemantics) -> MemorySemantics:
+def fingerprint(path: str) -> tuple[str, bool]:
+    """The content fingerprint of a log (see KNOWN_LOGS), and whether it has a header."""
+    lines: list[str] = []
+    header = False
+    with _open(path) as stream:
+        try:
+            for text in stream:
+                stripped = text.strip()
+                if not stripped:
+                    continue
+                if stripped.startswith(";"):
+                    header = header or ":" in stripped
+                    continue
+                lines.append(" ".join(stripped.split()))
+                if len(lines) == FINGERPRINT_LINES:
+                    break
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
+            pass  # read_jobs reports a damaged file with its line
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest(), header
+
+
+def detect_memory(path: str, memory: MemorySemantics) -> tuple[MemorySemantics, str]:
+    """How to read the memory fields of ``path``, and why.
+
+    ``--memory`` first; then a known log, recognised by its content; then
+    the standard's reading, with or without a header.
+    """
     if memory is not MemorySemantics.AUTO:
-        return memory
-    name = os.path.basename(path)
-    for prefix, semantics in KNOWN_LOGS.items():
-        if name.startswith(prefix):
-            return semantics
-    return MemorySemantics.USED_PER_PROCESSOR
+        return memory, "as --memory says"
+    found, header = fingerprint(path)
+    known = KNOWN_LOGS.get(found)
+    if known is not None:
+        return known.memory, f"recognised by its content as {known.name}: {known.why}"
+    standard = "the standard's reading: field 7, KB per processor (field 10 where 7 is missing)"
+    if header:
+        return MemorySemantics.USED_PER_PROCESSOR, f"an SWF header and no known content; {standard}"
+    return MemorySemantics.USED_PER_PROCESSOR, f"no header and no known content; {standard}"
+
+
+def resolve_memory(path: str, memory: MemorySemantics) -> MemorySemantics:
+    return detect_memory(path, memory)[0]
 
 
 def _open(path: str) -> TextIO:
@@ -127,9 +189,12 @@ def _open(path: str) -> TextIO:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
-def _memory_mb(fields: list[float], processors: int, memory: MemorySemantics) -> float | None:
+def _memory_mb(
+    fields: list[float], processors: int, memory: MemorySemantics
+) -> tuple[float | None, bool]:
+    """Memory of the job in MB, and whether field 10 stood in for field 7."""
     if memory is MemorySemantics.NONE:
-        return None
+        return None, False
     used, requested = fields[6], fields[9]
     value, per_processor = {
         MemorySemantics.USED_PER_PROCESSOR: (used, True),
@@ -137,16 +202,17 @@ def _memory_mb(fields: list[float], processors: int, memory: MemorySemantics) ->
         MemorySemantics.REQUESTED_PER_PROCESSOR: (requested, True),
         MemorySemantics.REQUESTED_PER_JOB: (requested, False),
     }[memory]
+    fell_back = False
     if memory is MemorySemantics.USED_PER_PROCESSOR and value <= 0 and requested > 0:
         # The standard's fallback: what the job asked for when use was not logged.
-        value = requested
+        value, fell_back = requested, True
     if value <= 0:
-        return None
+        return None, False
     kb = value * processors if per_processor else value
-    return kb / 1024.0
+    return kb / 1024.0, fell_back
 
 
-def _parse(text: str, number: int, memory: MemorySemantics) -> Job:
+def _parse(text: str, number: int, memory: MemorySemantics) -> tuple[Job, bool]:
     parts = text.split()
     if len(parts) != FIELDS:
         raise ValueError(f"expected {FIELDS} fields, found {len(parts)}")
@@ -170,18 +236,20 @@ def _parse(text: str, number: int, memory: MemorySemantics) -> Job:
         raise ValueError("no submit time (field 2)")
     if fields[3] < 0:
         raise ValueError("no run time (field 4)")
-    return Job(
+    memory_mb, fell_back = _memory_mb(fields, processors, memory)
+    job = Job(
         job_id=int(fields[0]),
         submit=fields[1],
         wait=max(fields[2], 0.0),
         run_time=fields[3],
         processors=processors,
-        memory_mb=_memory_mb(fields, processors, memory),
+        memory_mb=memory_mb,
         requested_time=fields[8],
         user=int(fields[11]),
         queue=int(fields[14]),
         line=number,
     )
+    return job, fell_back
 
 
 def read_jobs(
@@ -196,9 +264,10 @@ def read_jobs(
     ``report``, when given, is filled as the file is read: counts, the
     header's ``key: value`` lines and the malformed lines.
     """
-    memory = resolve_memory(path, memory)
+    memory, reason = detect_memory(path, memory)
     if report is not None:
         report.memory = memory
+        report.memory_reason = reason
     produced = 0
     number = 0
     with _open(path) as stream:
@@ -224,7 +293,7 @@ def read_jobs(
                         report.header.setdefault(key.strip(), value.strip())
                 continue
             try:
-                job = _parse(stripped, number, memory)
+                job, fell_back = _parse(stripped, number, memory)
             except ValueError as error:
                 if on_error is OnError.STOP:
                     raise TraceError(f"{path}:{number}: {error}: {stripped[:80]!r}") from None
@@ -235,6 +304,7 @@ def read_jobs(
                 continue
             if report is not None:
                 report.jobs += 1
+                report.memory_fallbacks += fell_back
             yield job
             produced += 1
             if limit is not None and produced >= limit:

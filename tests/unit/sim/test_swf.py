@@ -60,23 +60,33 @@ class TestReader(testtools.TestCase):
             [job] = list(swf.read_jobs(path, memory=semantics))
             self.assertEqual(expected, job.memory_mb, semantics)
 
-    def test_standard_falls_back_to_requested_memory(self) -> None:
-        path = self.write("x.swf", "1 0 5 100 2 -1 -1 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n")
-        [job] = list(swf.read_jobs(path))
-        self.assertEqual(2.0, job.memory_mb)
+    def test_standard_falls_back_to_requested_memory_and_counts_it(self) -> None:
+        path = self.write("x.swf", "1 0 5 100 2 -1 -1 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n" + GOOD)
+        report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
+        first, _ = list(swf.read_jobs(path, report))
+        self.assertEqual(2.0, first.memory_mb)
+        self.assertEqual(1, report.memory_fallbacks)
 
-    def test_known_logs_are_recognised_by_name(self) -> None:
-        self.assertIs(
-            swf.MemorySemantics.USED_PER_JOB,
-            swf.resolve_memory("/x/METACENTRUM-2009-2.swf.gz", swf.MemorySemantics.AUTO),
-        )
-        self.assertIs(
-            swf.MemorySemantics.REQUESTED_PER_PROCESSOR,
-            swf.resolve_memory("RICC-2010-2.swf", swf.MemorySemantics.AUTO),
-        )
-        self.assertIs(
-            swf.MemorySemantics.USED_PER_PROCESSOR,
-            swf.resolve_memory("KTH-SP2.swf", swf.MemorySemantics.AUTO),
+    def test_known_logs_are_recognised_by_content_not_name(self) -> None:
+        import shutil
+
+        from tests import traces
+
+        renamed = os.path.join(self.dir, "copy.swf.gz")
+        shutil.copy(traces.trace(self, "METACENTRUM-2009-2.swf.gz"), renamed)
+        memory, why = swf.detect_memory(renamed, swf.MemorySemantics.AUTO)
+        self.assertIs(swf.MemorySemantics.USED_PER_JOB, memory)
+        self.assertIn("recognised by its content as METACENTRUM-2009-2", why)
+        # A name is not a reason.
+        impostor = self.write("METACENTRUM-2009-2.swf", GOOD)
+        memory, why = swf.detect_memory(impostor, swf.MemorySemantics.AUTO)
+        self.assertIs(swf.MemorySemantics.USED_PER_PROCESSOR, memory)
+        self.assertIn("no header and no known content", why)
+        headed = self.write("headed.swf", HEADER + GOOD)
+        self.assertIn("an SWF header", swf.detect_memory(headed, swf.MemorySemantics.AUTO)[1])
+        self.assertEqual(
+            (swf.MemorySemantics.NONE, "as --memory says"),
+            swf.detect_memory(renamed, swf.MemorySemantics.NONE),
         )
 
     def test_processors_fall_back_to_requested(self) -> None:
