@@ -20,7 +20,14 @@ def with_trace(args: argparse.Namespace, consume):
 
     memory = swf.MemorySemantics(args.memory)
     report = swf.ReadReport(args.trace, memory)
-    jobs = swf.read_jobs(args.trace, report, memory, swf.OnError(args.on_error), limit=args.jobs)
+    jobs = swf.read_jobs(
+        args.trace,
+        report,
+        memory,
+        swf.OnError(args.on_error),
+        limit=args.jobs,
+        trace_format=swf.TraceFormat(args.format),
+    )
 
     def at_least_one():
         count = 0
@@ -142,6 +149,13 @@ def add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) 
         choices=[m.value for m in _memory_choices()],
         help="which field holds memory and per what (default: auto, from the file name for "
         "logs known to deviate from the standard)",
+    )
+    parser.add_argument(
+        "--format",
+        default="swf",
+        choices=["swf", "alea"],
+        help="swf: the standard, 18 fields; alea: the Alea simulator's extended SWF "
+        "(fields after the 18th ignored, field 10 requested RAM in bytes per job)",
     )
     parser.add_argument(
         "--on-error",

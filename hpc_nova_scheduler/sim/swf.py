@@ -39,6 +39,8 @@ class MemorySemantics(enum.Enum):
     USED_PER_JOB = "used-per-job"
     REQUESTED_PER_PROCESSOR = "requested-per-processor"
     REQUESTED_PER_JOB = "requested-per-job"
+    #: The Alea simulator's extended SWF: field 10 in bytes per job.
+    REQUESTED_BYTES_PER_JOB = "requested-bytes-per-job"
     NONE = "none"
 
 
@@ -72,6 +74,16 @@ KNOWN_LOGS = {
         "only field 10 is logged, KB per processor",
     ),
 }
+
+
+class TraceFormat(enum.Enum):
+    """The dialect of a log: the standard, or an extension said explicitly."""
+
+    #: The Standard Workload Format: exactly 18 fields.
+    SWF = "swf"
+    #: The Alea simulator's extended SWF: 18 fields and more after them;
+    #: field 7 is a placeholder and field 10 is requested RAM in bytes per job.
+    ALEA = "alea"
 
 
 class OnError(enum.Enum):
@@ -201,6 +213,7 @@ def _memory_mb(
         MemorySemantics.USED_PER_JOB: (used, False),
         MemorySemantics.REQUESTED_PER_PROCESSOR: (requested, True),
         MemorySemantics.REQUESTED_PER_JOB: (requested, False),
+        MemorySemantics.REQUESTED_BYTES_PER_JOB: (requested / 1024.0, False),
     }[memory]
     fell_back = False
     if memory is MemorySemantics.USED_PER_PROCESSOR and value <= 0 and requested > 0:
@@ -212,9 +225,18 @@ def _memory_mb(
     return kb / 1024.0, fell_back
 
 
-def _parse(text: str, number: int, memory: MemorySemantics) -> tuple[Job, bool]:
+def _parse(
+    text: str, number: int, memory: MemorySemantics, extended: bool = False
+) -> tuple[Job, bool]:
     parts = text.split()
-    if len(parts) != FIELDS:
+    if extended and len(parts) >= FIELDS:
+        parts = parts[:FIELDS]
+    elif len(parts) != FIELDS:
+        if len(parts) > FIELDS:
+            raise ValueError(
+                f"expected {FIELDS} fields, found {len(parts)} (an extended SWF such as "
+                "Alea's? say --format alea)"
+            )
         raise ValueError(f"expected {FIELDS} fields, found {len(parts)}")
     try:
         fields = [float(p) for p in parts]
@@ -258,13 +280,21 @@ def read_jobs(
     memory: MemorySemantics = MemorySemantics.AUTO,
     on_error: OnError = OnError.SKIP,
     limit: int | None = None,
+    trace_format: TraceFormat = TraceFormat.SWF,
 ) -> Iterator[Job]:
     """Yield the jobs of ``path`` in file order, one line at a time.
 
     ``report``, when given, is filled as the file is read: counts, the
     header's ``key: value`` lines and the malformed lines.
     """
-    memory, reason = detect_memory(path, memory)
+    extended = trace_format is TraceFormat.ALEA
+    if extended and memory is MemorySemantics.AUTO:
+        memory, reason = (
+            MemorySemantics.REQUESTED_BYTES_PER_JOB,
+            "--format alea: field 10 is requested RAM in bytes per job",
+        )
+    else:
+        memory, reason = detect_memory(path, memory)
     if report is not None:
         report.memory = memory
         report.memory_reason = reason
@@ -293,7 +323,7 @@ def read_jobs(
                         report.header.setdefault(key.strip(), value.strip())
                 continue
             try:
-                job, fell_back = _parse(stripped, number, memory)
+                job, fell_back = _parse(stripped, number, memory, extended)
             except ValueError as error:
                 if on_error is OnError.STOP:
                     raise TraceError(f"{path}:{number}: {error}: {stripped[:80]!r}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 
 import fixtures
@@ -299,7 +300,8 @@ class TestTraceCommand(testtools.TestCase):
             (
                 extended,
                 "no job could be read: every job line is malformed (3 lines; line 1: "
-                "expected 18 fields, found 21)",
+                "expected 18 fields, found 21 (an extended SWF such as Alea's? say "
+                "--format alea))",
             ),
             ("", "the file holds no job lines"),
             ("; Version: 2.2\n", "the file holds no job lines"),
@@ -310,6 +312,26 @@ class TestTraceCommand(testtools.TestCase):
                 self.assertEqual(1, code, command)
                 self.assertEqual("", out, command)
                 self.assertIn(f"{path}: {message}", err, command)
+
+    def test_alea_extended_swf_is_read_when_asked(self) -> None:
+        # Field 7 a placeholder, field 10 requested RAM in bytes per job, three more fields.
+        path = self.trace_file(
+            "".join(
+                f"{i} 0 5 100 2 -1 99 2 3600 2147483648 1 7 -1 -1 3 -1 -1 -1 0 0 0\n"
+                for i in range(1, 4)
+            )
+        )
+        code, out, err = run(
+            "--config-file", "/dev/null", "trace", "stats", path, "--format", "alea", "--json"
+        )
+        self.assertEqual(0, code, err)
+        payload = json.loads(out)
+        self.assertEqual((3, 0, 3), (payload["jobs"], payload["malformed"], payload["with_memory"]))
+        self.assertEqual("requested-bytes-per-job", payload["memory"])
+        self.assertIn("--format alea", payload["memory_reason"])
+        # 2 GiB per job of 2 processors: 1 GB per core, the 1-2GB bucket.
+        buckets = {row["bucket"]: row["jobs"] for row in payload["table_ii"]}
+        self.assertEqual(3, sum(v for k, v in buckets.items() if k.startswith("1")), buckets)
 
     def test_skipped_lines_go_to_stderr_with_a_count(self) -> None:
         good = "1 0 5 100 2 -1 2048 2 3600 1024 1 7 -1 -1 3 -1 -1 -1\n"
