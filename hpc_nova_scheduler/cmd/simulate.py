@@ -30,10 +30,32 @@ def _interference_model(args: argparse.Namespace):
 
 def check(args: argparse.Namespace) -> None:
     """What no single option's type can see: how options fit together."""
-    if not args.host_kinds and args.cores % args.cores_per_host:
+    if not args.host_kinds and args.cores is not None and args.cores % args.cores_per_host:
         raise common.CommandError(
             f"--cores {args.cores} is not a multiple of --cores-per-host {args.cores_per_host}"
         )
+
+
+#: Cores of the cloud when neither --cores nor a MaxProcs header says.
+DEFAULT_CORES = 1024
+
+
+def _cores(args: argparse.Namespace) -> tuple[int, str]:
+    """The cloud's cores: --cores, else the log's MaxProcs in whole hosts."""
+    if args.host_kinds or args.cores is not None:
+        return args.cores or DEFAULT_CORES, ""
+    from hpc_nova_scheduler.sim import swf
+
+    try:
+        found = swf.max_procs(swf.read_header(args.trace))
+    except swf.TraceError as error:
+        raise common.CommandError(str(error)) from None
+    if found is None:
+        return DEFAULT_CORES, f" (no MaxProcs header: {DEFAULT_CORES} cores)"
+    hosts = -(-found // args.cores_per_host)
+    cores = hosts * args.cores_per_host
+    rounded = ", rounded up to whole hosts" if cores != found else ""
+    return cores, f" (cores from the log's MaxProcs header, {found}{rounded})"
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
@@ -59,6 +81,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         raise common.CommandError(f"--policies: {error}") from None
     model = _interference_model(args)
+    cores, cores_note = _cores(args)
     try:
         if args.host_kinds:
             shape = simulator.ClusterShape.of_kinds(
@@ -67,7 +90,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             )
         else:
             shape = simulator.ClusterShape.from_total_cores(
-                args.cores,
+                cores,
                 args.cores_per_host,
                 args.ram_per_host_mb,
                 hosts_per_rack=args.hosts_per_rack,
@@ -81,7 +104,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
         f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
         f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
-        f"{shape.describe()}; interference: {args.interference}\n"
+        f"{shape.describe()}{cores_note}; interference: {args.interference}\n"
     )
     results = []
     disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
@@ -164,8 +187,9 @@ def add_parser(sub) -> None:
     simulate.add_argument(
         "--cores",
         type=options.positive_int,
-        default=1024,
-        help="cores in the cloud, a multiple of --cores-per-host (default 1024)",
+        default=None,
+        help="cores in the cloud, a multiple of --cores-per-host (default: the log's "
+        f"MaxProcs header in whole hosts, else {DEFAULT_CORES})",
     )
     simulate.add_argument("--cores-per-host", type=options.positive_int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=options.positive_float, default=2048)

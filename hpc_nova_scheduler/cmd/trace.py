@@ -20,21 +20,27 @@ def with_trace(args: argparse.Namespace, consume):
 
     memory = swf.MemorySemantics(args.memory)
     report = swf.ReadReport(args.trace, memory)
+    windowed = bool(args.skip_jobs or args.skip_days)
     jobs = swf.read_jobs(
         args.trace,
         report,
         memory,
         swf.OnError(args.on_error),
-        limit=args.jobs,
+        limit=None if windowed else args.jobs,
         trace_format=swf.TraceFormat(args.format),
     )
 
     def at_least_one():
         count = 0
-        for job in jobs:
+        for job in window(jobs, args) if windowed else jobs:
             count += 1
             yield job
         if count == 0:
+            if windowed and report.jobs:
+                raise swf.TraceError(
+                    f"{report.path}: no job left after --skip-jobs {args.skip_jobs} "
+                    f"--skip-days {args.skip_days:g} ({report.jobs} jobs read)"
+                )
             raise swf.TraceError(_no_jobs(report))
 
     try:
@@ -44,6 +50,24 @@ def with_trace(args: argparse.Namespace, consume):
     finally:
         report_skipped(report, getattr(args, "err", None))
     return report, result
+
+
+def window(jobs, args: argparse.Namespace):
+    """The jobs after the first ``--skip-jobs`` and the first ``--skip-days``
+    of submissions, at most ``--jobs`` of them; arrivals count from the
+    window's first job."""
+    first = None
+    skipped = taken = 0
+    for job in jobs:
+        if first is None:
+            first = job.submit
+        if skipped < args.skip_jobs or job.submit < first + args.skip_days * 86400.0:
+            skipped += 1
+            continue
+        yield job
+        taken += 1
+        if args.jobs is not None and taken >= args.jobs:
+            return
 
 
 def _no_jobs(report) -> str:
@@ -149,6 +173,20 @@ def add_trace_options(parser: argparse.ArgumentParser, jobs: int | None = None) 
         choices=[m.value for m in _memory_choices()],
         help="which field holds memory and per what (default: auto, from the file name for "
         "logs known to deviate from the standard)",
+    )
+    parser.add_argument(
+        "--skip-jobs",
+        type=options.non_negative_int,
+        default=0,
+        metavar="N",
+        help="start after the first N jobs of the log (default 0)",
+    )
+    parser.add_argument(
+        "--skip-days",
+        type=options.non_negative_float,
+        default=0.0,
+        metavar="D",
+        help="start with the first job submitted D days after the log's first (default 0)",
     )
     parser.add_argument(
         "--format",

@@ -146,6 +146,35 @@ class ReadReport:
     MAX_EXAMPLES = 20
 
 
+def read_header(path: str) -> dict[str, str]:
+    """The ``; key: value`` lines before the first job line (first value of each key)."""
+    header: dict[str, str] = {}
+    with _open(path) as stream:
+        try:
+            for text in stream:
+                stripped = text.strip()
+                if not stripped:
+                    continue
+                if not stripped.startswith(";"):
+                    break
+                key, sep, value = stripped.lstrip("; ").partition(":")
+                if sep and key and " " not in key.strip():
+                    header.setdefault(key.strip(), value.strip())
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
+            pass  # read_jobs reports a damaged file with its line
+    return header
+
+
+def max_procs(header: dict[str, str]) -> int | None:
+    """The log's ``MaxProcs`` header as a number, if it has a usable one."""
+    words = header.get("MaxProcs", "").split()
+    try:
+        value = int(words[0]) if words else 0
+    except ValueError:
+        return None
+    return value if 0 < value <= MAX_PROCESSORS else None
+
+
 def fingerprint(path: str) -> tuple[str, bool]:
     """The content fingerprint of a log (see KNOWN_LOGS), and whether it has a header."""
     lines: list[str] = []

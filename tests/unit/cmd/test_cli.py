@@ -394,6 +394,51 @@ class TestSimulateCommand(testtools.TestCase):
                 stream.write(f"{i} 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
         return path
 
+    def test_a_window_of_the_log(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "t.swf")
+        with open(path, "w") as stream:
+            # One job a day for ten days.
+            for i in range(10):
+                stream.write(
+                    f"{i + 1} {i * 86400} 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n"
+                )
+        for window, jobs in (
+            (["--skip-jobs", "3"], 7),
+            (["--skip-days", "2.5"], 7),
+            (["--skip-jobs", "3", "--jobs", "2"], 2),
+            (["--skip-days", "8", "--skip-jobs", "1"], 2),
+        ):
+            code, out, err = run(
+                "--config-file", "/dev/null", "trace", "stats", path, "--json", *window
+            )
+            self.assertEqual(0, code, err)
+            self.assertEqual(jobs, json.loads(out)["jobs"], window)
+        code, _, err = run(
+            "--config-file", "/dev/null", "trace", "stats", path, "--skip-jobs", "10"
+        )
+        self.assertEqual(1, code)
+        self.assertIn("no job left after --skip-jobs 10 --skip-days 0 (10 jobs read)", err)
+
+    def test_cores_come_from_the_maxprocs_header(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(directory, "t.swf")
+        with open(path, "w") as stream:
+            stream.write("; Version: 2.2\n; MaxProcs: 30  (15 nodes)\n")
+            stream.write("1 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
+        code, out, err = run("--config-file", "/dev/null", "simulate", path, "--progress", "off")
+        self.assertEqual(0, code, err)
+        self.assertIn(
+            "8 hosts of 4 cores and 2048 MB (cores from the log's MaxProcs header, 30, "
+            "rounded up to whole hosts)",
+            out,
+        )
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--cores", "8", "--progress", "off"
+        )
+        self.assertIn("2 hosts of 4 cores", out)
+        self.assertNotIn("MaxProcs", out)
+
     def test_interference_model_and_progress(self) -> None:
         code, out, err = run(
             "--config-file",
