@@ -247,7 +247,16 @@ def add_parser(sub) -> None:
         default="submit",
         help="jobs arrive at their submit times, or all at time zero",
     )
-    simulate.add_argument("--backfill", action="store_true", help="backfill the FCFS queue")
+    simulate.add_argument(
+        "--backfill",
+        nargs="?",
+        const="greedy",
+        choices=["greedy", "easy"],
+        default=None,
+        help="backfill the FCFS queue: greedy (the default of a bare --backfill) starts any "
+        "later job that fits; easy reserves the head's start from requested run times and "
+        "starts a later job only if it does not delay that",
+    )
     simulate.add_argument(
         "--backfill-depth",
         type=options.positive_int,

@@ -394,6 +394,15 @@ class TestSimulateCommand(testtools.TestCase):
                 stream.write(f"{i} 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
         return path
 
+    def test_backfill_modes(self) -> None:
+        path = self.small_trace()
+        for mode in ([], ["--backfill"], ["--backfill", "greedy"], ["--backfill", "easy"]):
+            code, out, err = run(
+                "--config-file", "/dev/null", "simulate", path, "--cores", "4", *mode
+            )
+            self.assertEqual(0, code, (mode, err))
+            self.assertIn("| mdobp ", out)
+
     def test_a_window_of_the_log(self) -> None:
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, "t.swf")
@@ -546,6 +555,7 @@ class TestSimulateCommand(testtools.TestCase):
         (["--cache-scores", "abc"], "argument --cache-scores: expected LOW:HIGH"),
         (["--policies", ""], "argument --policies: expected at least one value"),
         (["--cpu-groups", "0"], "argument --cpu-groups: must be at least 1"),
+        (["--backfill", "lazy"], "argument --backfill: invalid choice: 'lazy'"),
     ]
 
     def test_every_bad_option_is_one_line_naming_it_before_any_work(self) -> None:

@@ -11,6 +11,7 @@ def job(
     run: float = 10.0,
     procs: int = 1,
     memory_mb: float | None = None,
+    requested: float = -1,
 ) -> swf.Job:
     return swf.Job(
         job_id=job_id,
@@ -19,7 +20,7 @@ def job(
         run_time=run,
         processors=procs,
         memory_mb=memory_mb,
-        requested_time=-1,
+        requested_time=requested,
         user=1,
         queue=1,
         line=job_id,

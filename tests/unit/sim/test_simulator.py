@@ -43,6 +43,49 @@ class TestReplay(testtools.TestCase):
             at_50 = {o.job_id for o in result.outcomes if o.start == 50}
             self.assertEqual(started, at_50, depth)
 
+    def test_easy_backfilling_never_delays_the_head(self) -> None:
+        # 4 + 2 of 8 cores busy; the head needs 6, which free up at 100 when
+        # the 4-core job ends (requested 100). Behind it: a long 2-core job,
+        # which would hold the head's cores until 502, and a short one.
+        jobs = [
+            job(1, 0, 100, 4, requested=100),
+            job(2, 0, 1000, 2, requested=1000),
+            job(3, 1, 100, 6, requested=100),
+            job(4, 2, 500, 2, requested=500),
+            job(5, 2, 50, 2, requested=50),
+        ]
+        greedy = {o.job_id: o.start for o in self.run_jobs(jobs, backfill="greedy").outcomes}
+        easy = {o.job_id: o.start for o in self.run_jobs(jobs, backfill="easy").outcomes}
+        # Greedy lets the long job in first and the head waits for it.
+        self.assertEqual((2, 502), (greedy[4], greedy[3]))
+        # EASY starts only the short job, which ends before the reservation.
+        self.assertEqual((2, 100), (easy[5], easy[3]))
+        self.assertGreaterEqual(easy[4], 100)
+
+    def test_easy_uses_cores_the_head_does_not_need(self) -> None:
+        # The head needs 4 of the 6 cores free at 100: 2 are spare then, so a
+        # long 2-core job may start now although it ends after the reservation.
+        jobs = [
+            job(1, 0, 100, 6, requested=100),
+            job(2, 1, 100, 4, requested=100),
+            job(3, 2, 1000, 2, requested=1000),
+        ]
+        easy = {o.job_id: o.start for o in self.run_jobs(jobs, backfill="easy").outcomes}
+        self.assertEqual((2, 100), (easy[3], easy[2]))
+
+    def test_easy_trusts_requests_not_run_times(self) -> None:
+        # The short job asks for 200 s, past the reservation at 100, and the
+        # head leaves no spare core: it waits, although it would run 50 s.
+        jobs = [
+            job(1, 0, 100, 4, requested=100),
+            job(2, 0, 1000, 2, requested=1000),
+            job(3, 1, 100, 6, requested=100),
+            job(4, 2, 50, 2, requested=200),
+        ]
+        easy = {o.job_id: o.start for o in self.run_jobs(jobs, backfill="easy").outcomes}
+        self.assertEqual(100, easy[3])
+        self.assertGreaterEqual(easy[4], 100)
+
     def test_jobs_that_can_never_fit_are_reported(self) -> None:
         result = self.run_jobs(
             [job(1, 0, 10, 9), job(2, 0, 10, 1, memory_mb=8192), job(3, 0, 10, 1)]
