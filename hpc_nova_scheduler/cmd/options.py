@@ -75,24 +75,39 @@ def percent_change(text: str) -> float:
     return value
 
 
-def duration(text: str) -> float:
+class Duration(float):
+    """Seconds, remembering the unit they were given in, for labels."""
+
+    label: str
+
+    def __new__(cls, seconds: float, label: str) -> Duration:
+        made = super().__new__(cls, seconds)
+        made.label = label
+        return made
+
+
+def duration(text: str) -> Duration:
     """'24', '24h', '100000s', '90m' or '2d' in seconds; hours without a unit."""
     stripped = text.strip()
     unit = stripped[-1:].lower()
     number = stripped[:-1] if unit in UNITS else stripped
     try:
-        value = float(number) * UNITS.get(unit, 3600.0)
+        amount = float(number)
+        value = amount * UNITS.get(unit, 3600.0)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration such as 24, 24h or 100000s"
         ) from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive duration, got {text!r}")
-    return value
+    return Duration(value, f"{amount:g} {unit if unit in UNITS else 'h'}")
 
 
 def describe_duration(seconds: float) -> str:
-    """A duration as people say it: 99 s, 90 m, 24 h, 1000 d, 36.5 h."""
+    """A duration in the unit it was given in, else as people say it:
+    99 s, 90 m, 24 h, 1000 d."""
+    if isinstance(seconds, Duration):
+        return seconds.label
     whole = (("d", 86400.0, 2 * 86400.0), ("h", 3600.0, 3600.0), ("m", 60.0, 60.0))
     for unit, size, least in whole:
         if seconds >= least and seconds / size == round(seconds / size):
