@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import TextIO
 
-from hpc_nova_scheduler import datafiles
+from hpc_nova_scheduler import atomicfile, datafiles
 from hpc_nova_scheduler.cmd import common
 
 
@@ -23,7 +23,7 @@ def export(args: argparse.Namespace, out: TextIO, write: Callable[[TextIO, str],
     if args.file == "-":
         write(out, fmt)
         return 0
-    with open(args.file, "w", encoding="utf-8", newline="") as stream:
+    with atomicfile.open_replacing(args.file, "w", encoding="utf-8", newline="") as stream:
         write(stream, fmt)
     return 0
 

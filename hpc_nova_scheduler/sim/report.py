@@ -6,7 +6,7 @@ import csv
 import os
 from collections.abc import Sequence
 
-from hpc_nova_scheduler import strictjson
+from hpc_nova_scheduler import atomicfile, strictjson
 from hpc_nova_scheduler.sim.simulator import Result
 
 
@@ -29,7 +29,7 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
     """Write ``jobs.csv``, ``summary.json`` and ``completed.png``; return their paths."""
     os.makedirs(directory, exist_ok=True)
     jobs_path = os.path.join(directory, "jobs.csv")
-    with open(jobs_path, "w", newline="", encoding="utf-8") as stream:
+    with atomicfile.open_replacing(jobs_path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(
             ["scenario", "job_id", "submit_s", "start_s", "end_s", "processors", "alone_run_s"]
@@ -48,7 +48,7 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
                     ]
                 )
     summary_path = os.path.join(directory, "summary.json")
-    with open(summary_path, "w", encoding="utf-8") as stream:
+    with atomicfile.open_replacing(summary_path, "w", encoding="utf-8") as stream:
         strictjson.dump([summary(r, times) for r in results], stream, indent=2)
     plot_path = os.path.join(directory, "completed.png")
     plot(results, plot_path, times)
@@ -81,5 +81,6 @@ def plot(results: Sequence[Result], path: str, times: Sequence[float] = ()) -> N
     axes.grid(True, alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with atomicfile.replacing(path) as scratch:
+        figure.savefig(scratch, dpi=100, format=os.path.splitext(path)[1].lstrip(".") or "png")
     pyplot.close(figure)
