@@ -276,6 +276,32 @@ def _interference_from_row(row: models.AppInterference) -> InterferenceRecord:
     )
 
 
+def _interference_columns(record: InterferenceRecord) -> dict:
+    return {
+        "slowdown_a": record.slowdown_a,
+        "slowdown_b": record.slowdown_b,
+        "measured_at": record.measured_at,
+    }
+
+
+def _claim_row(claim: Claim, expires: datetime.datetime) -> models.AppClaim:
+    return models.AppClaim(
+        claim_id=claim.claim_id,
+        instance_uuid=claim.instance_uuid,
+        application_id=claim.application_id,
+        host=claim.host,
+        nodename=claim.nodename,
+        cell_uuid=claim.cell_uuid,
+        vms=claim.vms,
+        spare=claim.spare,
+        app_name=claim.app_name,
+        app_class=claim.app_class.value,
+        cache_score=claim.cache_score,
+        project_id=claim.project_id,
+        expires_at=expires,
+    )
+
+
 def _apply(row: object, columns: dict) -> bool:
     changed = False
     for name, value in columns.items():
@@ -466,11 +492,7 @@ class Database:
                 else {}
             )
             for record in records:
-                columns = {
-                    "slowdown_a": record.slowdown_a,
-                    "slowdown_b": record.slowdown_b,
-                    "measured_at": record.measured_at,
-                }
+                columns = _interference_columns(record)
                 row = existing.get(record.key)
                 if row is None:
                     session.add(
@@ -524,9 +546,7 @@ class Database:
                         app_a=record.app_a,
                         app_b=record.app_b,
                         source=record.source,
-                        slowdown_a=record.slowdown_a,
-                        slowdown_b=record.slowdown_b,
-                        measured_at=record.measured_at,
+                        **_interference_columns(record),
                     )
                 )
 
@@ -603,23 +623,7 @@ class Database:
             expires = timeutils.utcnow() + datetime.timedelta(seconds=ttl)
             new_claims = [c for c in claims if (c.claim_id, c.host, c.nodename) not in present]
             for claim in new_claims:
-                session.add(
-                    models.AppClaim(
-                        claim_id=claim.claim_id,
-                        instance_uuid=claim.instance_uuid,
-                        application_id=claim.application_id,
-                        host=claim.host,
-                        nodename=claim.nodename,
-                        cell_uuid=claim.cell_uuid,
-                        vms=claim.vms,
-                        spare=claim.spare,
-                        app_name=claim.app_name,
-                        app_class=claim.app_class.value,
-                        cache_score=claim.cache_score,
-                        project_id=claim.project_id,
-                        expires_at=expires,
-                    )
-                )
+                session.add(_claim_row(claim, expires))
         return len(added), len(new_claims)
 
     # -- running applications --------------------------------------------
@@ -734,23 +738,7 @@ class Database:
                 return reason
             expires = timeutils.utcnow() + datetime.timedelta(seconds=ttl)
             for claim in claims:
-                session.add(
-                    models.AppClaim(
-                        claim_id=claim.claim_id,
-                        instance_uuid=claim.instance_uuid,
-                        application_id=claim.application_id,
-                        host=claim.host,
-                        nodename=claim.nodename,
-                        cell_uuid=claim.cell_uuid,
-                        vms=claim.vms,
-                        spare=claim.spare,
-                        app_name=claim.app_name,
-                        app_class=claim.app_class.value,
-                        cache_score=claim.cache_score,
-                        project_id=claim.project_id,
-                        expires_at=expires,
-                    )
-                )
+                session.add(_claim_row(claim, expires))
         return None
 
     @staticmethod

@@ -214,10 +214,6 @@ def detect_memory(path: str, memory: MemorySemantics) -> tuple[MemorySemantics, 
     return MemorySemantics.USED_PER_PROCESSOR, f"no header and no known content; {standard}"
 
 
-def resolve_memory(path: str, memory: MemorySemantics) -> MemorySemantics:
-    return detect_memory(path, memory)[0]
-
-
 def _open(path: str) -> TextIO:
     try:
         raw = open(path, "rb")  # noqa: SIM115 - closed by the wrapper below

@@ -28,6 +28,21 @@ class TestOutage(base.HpcTestCase):
         FallbackStore().refresh(self.database)
         self.flags(connection=UNREACHABLE, database_failure_policy=policy, group="hpc_scheduler")
 
+    def unknown_consumer_on(self, host: str) -> None:
+        """Resources Placement holds for a VM that no compute has reported
+        yet, as one placed just before the outage by another worker."""
+        provider = self._get_provider_uuid_by_host(host)
+        self.placement.put(
+            f"/allocations/{uuid.uuid4()}",
+            {
+                "allocations": {provider: {"resources": {"VCPU": 1, "MEMORY_MB": 512}}},
+                "project_id": self.api.project_id,
+                "user_id": "someone",
+                "consumer_generation": None,
+            },
+            version="1.28",
+        )
+
     def copy(self):
         return FallbackStore().database()
 
@@ -70,20 +85,7 @@ class TestOutage(base.HpcTestCase):
         self.assertEqual(["LU"], [p.name for p in self.copy().list_profiles()])
 
     def test_hosts_with_consumers_nobody_knows_are_kept_off(self) -> None:
-        # Resources Placement holds for a VM that no compute has reported
-        # yet, placed just before the outage by another scheduler worker.
-        provider = self._get_provider_uuid_by_host("n1")
-        consumer = str(uuid.uuid4())
-        self.placement.put(
-            f"/allocations/{consumer}",
-            {
-                "allocations": {provider: {"resources": {"VCPU": 1, "MEMORY_MB": 512}}},
-                "project_id": self.api.project_id,
-                "user_id": "someone",
-                "consumer_generation": None,
-            },
-            version="1.28",
-        )
+        self.unknown_consumer_on("n1")
         self.go_down()
         sync = self.hpc_flavor(app_class="SyncHPC", cache_score="5")
         self.assertNotIn("n1", self.hosts_of(self.launch(sync, 3)))
@@ -91,18 +93,7 @@ class TestOutage(base.HpcTestCase):
         self.assertNotIn("n1", plain)
 
     def test_requests_left_to_nova_keep_off_unknown_consumers_under_reject(self) -> None:
-        provider = self._get_provider_uuid_by_host("n2")
-        consumer = str(uuid.uuid4())
-        self.placement.put(
-            f"/allocations/{consumer}",
-            {
-                "allocations": {provider: {"resources": {"VCPU": 1, "MEMORY_MB": 512}}},
-                "project_id": self.api.project_id,
-                "user_id": "someone",
-                "consumer_generation": None,
-            },
-            version="1.28",
-        )
+        self.unknown_consumer_on("n2")
         self.go_down("reject")
         self.assert_refused(self.launch(self.hpc_flavor(app_class="SyncHPC")))
         self.assertNotIn("n2", self.hosts_of(self.launch(self.hpc_flavor(), 4)))
