@@ -41,21 +41,21 @@ DEFAULT_CORES = 1024
 
 
 def _cores(args: argparse.Namespace) -> tuple[int, str]:
-    """The cloud's cores: --cores, else the log's MaxProcs in whole hosts."""
+    """The cloud's cores: --cores, else the logged system's in whole hosts."""
     if args.host_kinds or args.cores is not None:
         return args.cores or DEFAULT_CORES, ""
     from hpc_nova_scheduler.sim import swf
 
     try:
-        found = swf.max_procs(swf.read_header(args.trace))
+        found, source = swf.system_processors(args.trace)
     except swf.TraceError as error:
         raise common.CommandError(str(error)) from None
     if found is None:
-        return DEFAULT_CORES, f" (no MaxProcs header: {DEFAULT_CORES} cores)"
+        return DEFAULT_CORES, f" ({source}: {DEFAULT_CORES} cores)"
     hosts = -(-found // args.cores_per_host)
     cores = hosts * args.cores_per_host
     rounded = ", rounded up to whole hosts" if cores != found else ""
-    return cores, f" (cores from the log's MaxProcs header, {found}{rounded})"
+    return cores, f" (cores from {source}, {found}{rounded})"
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
@@ -189,7 +189,8 @@ def add_parser(sub) -> None:
         type=options.positive_int,
         default=None,
         help="cores in the cloud, a multiple of --cores-per-host (default: the log's "
-        f"MaxProcs header in whole hosts, else {DEFAULT_CORES})",
+        "MaxProcs header, or a known log's size, in whole hosts, "
+        f"else {DEFAULT_CORES})",
     )
     simulate.add_argument("--cores-per-host", type=options.positive_int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=options.positive_float, default=2048)

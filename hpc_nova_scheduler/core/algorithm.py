@@ -59,6 +59,9 @@ PACKINGS = (
     PACKING_FIRST_FIT,
     PACKING_NOVA_WEIGHERS,
 )
+#: Packings that judge a host by its own free and total resources alone
+#: (Nova's weighers normalise over all candidates, so they do not).
+BLIND_PACKINGS = tuple(p for p in PACKINGS if p != PACKING_NOVA_WEIGHERS)
 #: Resolution of cosine scores: closer values tie (about 1e-9).
 _GRID = 2.0**30
 #: Floating-point slack when checking that a demand fits (as Resources does).
@@ -97,6 +100,20 @@ class Policy:
     def __post_init__(self) -> None:
         if self.packing not in PACKINGS:
             raise ValueError(f"unknown packing {self.packing!r}; use one of {', '.join(PACKINGS)}")
+
+    @property
+    def blind(self) -> bool:
+        """Whether hosts differ only in their free and total resources: no
+        classes, racks, processor groups, thresholds or harmful pairs, and a
+        packing that weighs each host on its own. Such a placement can be
+        planned per class of identical hosts (:mod:`.host_classes`)."""
+        return self.packing in BLIND_PACKINGS and not (
+            self.classes
+            or self.topology
+            or self.homogeneity
+            or self.cache_criteria
+            or self.interference_table
+        )
 
     @classmethod
     def nova_like(cls, packing: str = PACKING_LEAST_FREE_PES) -> Policy:
@@ -176,6 +193,34 @@ def _cosine_key_one(free, capacity, demand) -> tuple[float, float]:
         after = after + gap * gap
     cosine = 1.0 if norm_q == 0 or norm_r == 0 else dot / math.sqrt(norm_r * norm_q)
     return -float(round(cosine * _GRID)), float(round(math.sqrt(after) * _GRID))
+
+
+def blind_keys(packing: str, free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> tuple:
+    """Sort keys of hosts under a packing that reads nothing but each host's
+    own free and total resources, most significant first; the caller adds
+    the tie-breaks (rack rank before, position after)."""
+    if packing == PACKING_COSINE:
+        return _cosine_keys(free, capacity, demand)
+    if packing == PACKING_LEAST_FREE_PES:
+        return (free[:, 0],)
+    if packing == PACKING_MOST_FREE_PES:
+        return (-free[:, 0],)
+    if packing == PACKING_MOST_FREE_RAM:
+        return (-free[:, 1],)
+    return ()
+
+
+def blind_key_one(packing: str, free, capacity, demand) -> tuple[float, ...]:
+    """:func:`blind_keys` for one host in Python floats, to the bit."""
+    if packing == PACKING_COSINE:
+        return _cosine_key_one(free, capacity, demand)
+    if packing == PACKING_LEAST_FREE_PES:
+        return (free[0],)
+    if packing == PACKING_MOST_FREE_PES:
+        return (-free[0],)
+    if packing == PACKING_MOST_FREE_RAM:
+        return (-free[1],)
+    return ()
 
 
 def _normalised(values: np.ndarray) -> np.ndarray:
@@ -314,19 +359,9 @@ class _Planner:
 
     def keys(self, rack_rank: np.ndarray, free: np.ndarray, capacity: np.ndarray, positions):
         """Sort keys, most significant first; the smallest tuple wins."""
-        packing = self.policy.packing
-        if packing == PACKING_COSINE:
-            minus_cosine, after = _cosine_keys(free, capacity, self.demand)
-            if self.topology_aware:
-                return (rack_rank, after, positions)
-            return (rack_rank, minus_cosine, after, positions)
-        if packing == PACKING_LEAST_FREE_PES:
-            return (rack_rank, free[:, 0], positions)
-        if packing == PACKING_MOST_FREE_PES:
-            return (rack_rank, -free[:, 0], positions)
-        if packing == PACKING_MOST_FREE_RAM:
-            return (rack_rank, -free[:, 1], positions)
-        return (rack_rank, positions)
+        if self.policy.packing == PACKING_COSINE and self.topology_aware:
+            return (rack_rank, _cosine_keys(free, capacity, self.demand)[1], positions)
+        return (rack_rank, *blind_keys(self.policy.packing, free, capacity, self.demand), positions)
 
     def mdobp(self, rows: np.ndarray) -> list[int]:
         columns = self.columns
@@ -426,22 +461,11 @@ class _Planner:
 
     def key_one(self, rack_rank: float, load: _HostLoad, position: float) -> tuple:
         """:meth:`keys` for one changed host, to the bit."""
-        packing = self.policy.packing
-        free = load.free
-        if packing == PACKING_COSINE:
-            minus_cosine, after = _cosine_key_one(
-                free, load.capacity, self.request.demand.as_tuple()
-            )
-            if self.topology_aware:
-                return (rack_rank, after, position)
-            return (rack_rank, minus_cosine, after, position)
-        if packing == PACKING_LEAST_FREE_PES:
-            return (rack_rank, free[0], position)
-        if packing == PACKING_MOST_FREE_PES:
-            return (rack_rank, -free[0], position)
-        if packing == PACKING_MOST_FREE_RAM:
-            return (rack_rank, -free[1], position)
-        return (rack_rank, position)
+        if self.policy.packing == PACKING_COSINE and self.topology_aware:
+            after = _cosine_key_one(load.free, load.capacity, self.demand_tuple)[1]
+            return (rack_rank, after, position)
+        keys = blind_key_one(self.policy.packing, load.free, load.capacity, self.demand_tuple)
+        return (rack_rank, *keys, position)
 
     def plan_group(self, rows: np.ndarray, group: str | None) -> Plan:
         rows = self.ordered(rows)

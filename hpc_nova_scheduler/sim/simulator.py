@@ -26,14 +26,12 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-import numpy as np
-
-from hpc_nova_scheduler.core import algorithm
-from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
+from hpc_nova_scheduler.core.algorithm import PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
 from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
 from hpc_nova_scheduler.sim.swf import Job
 
@@ -127,6 +125,14 @@ class ClusterShape:
         if not self.kinds:
             return f"{self.hosts} hosts of {self.cores} cores and {self.ram_mb:g} MB"
         return "; ".join(f"kind-{i}: {kind.describe()}" for i, kind in enumerate(self.kinds))
+
+    def capacities(self) -> list[tuple[float, float, float]]:
+        """Each host's (cores, RAM MB, disk GB), in the order :meth:`build` adds them."""
+        return [
+            (float(kind.cores), float(kind.ram_mb), float(self.disk_gb))
+            for kind in self.host_kinds()
+            for _ in range(kind.count)
+        ]
 
     def speeds(self) -> list[float]:
         """Each host's speed, in the order :meth:`build` adds them."""
@@ -270,6 +276,7 @@ class Simulator:
         interference: InterferenceModel | None = None,
         progress: Callable[[int], None] | None = None,
         memory_scale: float = 1.0,
+        host_classes: bool | None = None,
     ) -> None:
         self.shape = shape
         self.scenario = scenario
@@ -286,12 +293,17 @@ class Simulator:
         )
         self.progress = progress
         self.memory_scale = memory_scale
+        classes_fit = scenario.policy.blind and self.interference is None
+        if host_classes and not classes_fit:
+            raise ValueError("host classes serve blind policies without an interference model")
+        #: Plan per class of identical hosts (None: whenever the scenario allows).
+        self.host_classes = classes_fit if host_classes is None else host_classes
 
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
         rng = random.Random(self.seed)
-        self._cluster = self.shape.build()
-        self._empty = self.shape.build()
+        engine = ClassedCloud if self.host_classes else PlannedCloud
+        self._cloud = engine(self.shape, self.scenario)
         self._releases = 0
         self._speeds = self.shape.speeds()
         self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
@@ -385,7 +397,7 @@ class Simulator:
 
     def _reservation(self, head: Job, now: float) -> tuple[float, int]:
         """EASY's shadow time for the head, and the cores it leaves spare then."""
-        free = round(float(self._cluster.columns().free[:, 0].sum()))
+        free = self._cloud.free_cores()
         if free >= head.processors:
             return now, free - head.processors
         ends = sorted(
@@ -420,16 +432,7 @@ class Simulator:
         policy = self.scenario.policy
         if not (policy.cache_criteria or policy.classes or policy.homogeneity):
             return True  # no thresholds, classes or groups: room is all that counts
-        try:
-            algorithm.plan(
-                self._request(job, score),
-                self._empty.columns(),
-                self.scenario.thresholds,
-                policy=policy,
-            )
-        except NoPlacement:
-            return False
-        return True
+        return self._cloud.plans_on_empty(self._request(job, score))
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
@@ -444,26 +447,11 @@ class Simulator:
         return True
 
     def _try_start(self, job: Job, score: float, arrival: float, now: float) -> bool:
-        memory = self._memory_per_vm(job)
-        scenario = self.scenario
         request = self._request(job, score)
+        if not self._cloud.start(request):
+            return False
         app_id = request.application_id
-        cluster = self._cluster
-        columns = cluster.columns()
-        # Most attempts on a busy cloud fail for plain lack of room: a cheap
-        # count of the VMs that fit at all (a necessary condition under every
-        # policy) spares the planner.
-        fit = np.floor(columns.free[:, 0] + 1e-9)
-        if memory > 0:
-            fit = np.minimum(fit, np.floor((columns.free[:, 1] + 1e-9) / memory))
-        if fit[fit > 0].sum() < job.processors:
-            return False
-        try:
-            plan = algorithm.plan(request, columns, scenario.thresholds, policy=scenario.policy)
-        except NoPlacement:
-            return False
-        cluster.apply(plan, request)
-        nominal = job.run_time * scenario.runtime_factor
+        nominal = job.run_time * self.scenario.runtime_factor
         running = _Running(job, arrival, now, nominal, remaining=nominal, since=now)
         self._running[app_id] = running
         if self.interference is None and self._uniform_speed:
@@ -474,7 +462,7 @@ class Simulator:
 
     def _finish(self, app_id: str, now: float) -> None:
         neighbours = self._affected(app_id)
-        self._cluster.release([app_id])
+        self._cloud.finish(app_id)
         self._releases += 1
         del self._running[app_id]
         neighbours.discard(app_id)
@@ -488,8 +476,8 @@ class Simulator:
         """
         if self.interference is None:
             return set()
-        cluster = self._cluster
-        return {vm.application_id for row in cluster.rows_of(app_id) for vm in cluster.vms_on(row)}
+        cloud = self._cloud
+        return {vm.application_id for row in cloud.rows_of(app_id) for vm in cloud.vms_on(row)}
 
     def _repace(self, app_ids: Iterable[str], now: float) -> None:
         """Settle the work done at the old pace and reschedule at the new one."""
@@ -504,12 +492,12 @@ class Simulator:
     def _pace(self, app_id: str) -> float:
         """Work per second: each VM runs at its host's speed over its slowdown,
         and a tightly coupled job advances at the pace of its slowest VM."""
-        cluster = self._cluster
+        cloud = self._cloud
         slowest = math.inf
-        for row in cluster.rows_of(app_id):
+        for row in cloud.rows_of(app_id):
             slowdown = 1.0
             if self.interference is not None:
-                vms = cluster.vms_on(row)
+                vms = cloud.vms_on(row)
                 own = next(vm for vm in vms if vm.application_id == app_id)
                 others = list(vms)
                 others.remove(own)

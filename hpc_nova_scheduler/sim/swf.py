@@ -51,6 +51,8 @@ class KnownLog:
     name: str
     memory: MemorySemantics
     why: str
+    #: The system's processors, for a copy whose MaxProcs header was stripped.
+    processors: int | None = None
 
 
 #: Known logs by their content, not their file name: the SHA-256 of their
@@ -72,6 +74,7 @@ KNOWN_LOGS = {
         "RICC-2010-2",
         MemorySemantics.REQUESTED_PER_PROCESSOR,
         "only field 10 is logged, KB per processor",
+        processors=8192,
     ),
 }
 
@@ -173,6 +176,18 @@ def max_procs(header: dict[str, str]) -> int | None:
     except ValueError:
         return None
     return value if 0 < value <= MAX_PROCESSORS else None
+
+
+def system_processors(path: str) -> tuple[int | None, str]:
+    """The logged system's processors, and where that came from: the
+    MaxProcs header, else a known log recognised by its content."""
+    found = max_procs(read_header(path))
+    if found is not None:
+        return found, "the log's MaxProcs header"
+    known = KNOWN_LOGS.get(fingerprint(path)[0])
+    if known is not None and known.processors:
+        return known.processors, f"the size of {known.name}, recognised by its content"
+    return None, "no MaxProcs header"
 
 
 def fingerprint(path: str) -> tuple[str, bool]:

@@ -1,0 +1,121 @@
+"""The simulated cloud's hosts: where a job's VMs go and what they leave free.
+
+Two implementations of one placement, chosen by the scenario:
+
+* :class:`PlannedCloud` runs :func:`~hpc_nova_scheduler.core.algorithm.plan`,
+  nova-scheduler's own code, over the live columns of a
+  :class:`~hpc_nova_scheduler.core.state.ClusterState`. It serves every
+  policy and keeps each VM, which the interference models need.
+* :class:`ClassedCloud` serves blind policies (MDOBP and the Nova-like
+  packings) with :class:`~hpc_nova_scheduler.core.host_classes.HostClasses`,
+  whose cost per job does not grow with the number of hosts. Its plans are
+  the same to the bit (tests hold the two together).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
+from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.host_classes import HostClasses
+
+if TYPE_CHECKING:
+    from hpc_nova_scheduler.sim.simulator import ClusterShape, Scenario
+
+
+class PlannedCloud:
+    """Every policy, through plan() over a ClusterState."""
+
+    def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.cluster = shape.build()
+        self._empty = None
+        self._shape = shape
+
+    def start(self, request: PlacementRequest) -> bool:
+        """Place the request's VMs if they fit now; whether they did."""
+        cluster = self.cluster
+        columns = cluster.columns()
+        memory = request.demand.ram_mb
+        # Most attempts on a busy cloud fail for plain lack of room: a cheap
+        # count of the VMs that fit at all (a necessary condition under every
+        # policy) spares the planner.
+        fit = np.floor(columns.free[:, 0] + 1e-9)
+        if memory > 0:
+            fit = np.minimum(fit, np.floor((columns.free[:, 1] + 1e-9) / memory))
+        if fit[fit > 0].sum() < request.count:
+            return False
+        try:
+            plan = algorithm.plan(
+                request, columns, self.scenario.thresholds, policy=self.scenario.policy
+            )
+        except NoPlacement:
+            return False
+        cluster.apply(plan, request)
+        return True
+
+    def plans_on_empty(self, request: PlacementRequest) -> bool:
+        """Whether the request could be placed on the idle cloud."""
+        if self._empty is None:
+            self._empty = self._shape.build()
+        try:
+            algorithm.plan(
+                request,
+                self._empty.columns(),
+                self.scenario.thresholds,
+                policy=self.scenario.policy,
+            )
+        except NoPlacement:
+            return False
+        return True
+
+    def finish(self, application_id: str) -> None:
+        self.cluster.release([application_id])
+
+    def rows_of(self, application_id: str) -> list[int]:
+        return self.cluster.rows_of(application_id)
+
+    def vms_on(self, row: int) -> list[RunningVM]:
+        return self.cluster.vms_on(row)
+
+    def free_cores(self) -> int:
+        return round(float(self.cluster.columns().free[:, 0].sum()))
+
+
+class ClassedCloud:
+    """Blind policies, through HostClasses: per-job cost independent of the host count."""
+
+    def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
+        if not scenario.policy.blind:
+            raise ValueError(f"scenario {scenario.name} is not blind to all but room")
+        self.classes = HostClasses(shape.capacities(), scenario.policy.packing)
+        self._placed: dict[str, tuple[list[tuple[int, int]], tuple[float, float, float]]] = {}
+
+    def start(self, request: PlacementRequest) -> bool:
+        demand = request.demand.as_tuple()
+        try:
+            runs = self.classes.place(demand, request.count)
+        except NoPlacement:
+            return False
+        self._placed[request.application_id] = (runs, demand)
+        return True
+
+    def plans_on_empty(self, request: PlacementRequest) -> bool:
+        return True  # room is all a blind policy asks, and the caller checked it
+
+    def finish(self, application_id: str) -> None:
+        runs, demand = self._placed.pop(application_id)
+        self.classes.release(runs, demand)
+
+    def rows_of(self, application_id: str) -> list[int]:
+        return sorted({row for row, _ in self._placed[application_id][0]})
+
+    def vms_on(self, row: int) -> list[RunningVM]:
+        raise NotImplementedError("host classes keep no VMs; interference needs PlannedCloud")
+
+    def free_cores(self) -> int:
+        return round(float(self.classes.total_free()[0]))

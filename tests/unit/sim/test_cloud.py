@@ -1,0 +1,119 @@
+"""The class engine replays logs exactly as plan() over every host does."""
+
+from __future__ import annotations
+
+import itertools
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core.algorithm import Policy
+from hpc_nova_scheduler.sim import interference, scenarios, simulator, swf
+from tests import traces
+from tests.unit.sim.jobs import job
+
+
+@st.composite
+def job_streams(draw) -> list[swf.Job]:
+    count = draw(st.integers(1, 60))
+    submit = 0.0
+    jobs = []
+    for number in range(1, count + 1):
+        submit += draw(st.sampled_from([0, 0, 1, 5, 30]))
+        memory = draw(st.sampled_from([None, 0.0, 100.0, 700.0, 1500.5, 5000.0]))
+        procs = draw(st.integers(1, 14))
+        run = draw(st.sampled_from([1, 10, 60, 300]))
+        requested = draw(st.sampled_from([-1, run, 2 * run, 1000]))
+        jobs.append(job(number, submit, run, procs, memory, requested))
+    return jobs
+
+
+shapes = st.sampled_from(
+    [
+        simulator.ClusterShape(hosts=6, cores=4, ram_mb=2048),
+        simulator.ClusterShape(hosts=3, cores=2, ram_mb=4096, disk_gb=10),
+        simulator.ClusterShape.of_kinds(
+            [simulator.HostKind(3, 4, 2048), simulator.HostKind(2, 8, 8192, 0.5)]
+        ),
+    ]
+)
+
+
+def outcome_of(result: simulator.Result) -> tuple:
+    return (result.outcomes, result.never_fit, result.unfinished)
+
+
+class TestSameReplay(testtools.TestCase):
+    @settings(max_examples=200, deadline=None)
+    @given(
+        shapes,
+        job_streams(),
+        st.sampled_from(algorithm.BLIND_PACKINGS),
+        st.sampled_from([False, "greedy", "easy"]),
+        st.integers(1, 4),
+    )
+    def test_same_outcomes(self, shape, jobs, packing, backfill, depth) -> None:
+        scenario = simulator.Scenario(packing, Policy.nova_like(packing))
+        results = [
+            simulator.Simulator(
+                shape,
+                scenario,
+                backfill=backfill,
+                backfill_depth=depth,
+                cache_scores=(0, 30),
+                host_classes=classes,
+            ).run(jobs)
+            for classes in (True, False)
+        ]
+        self.assertEqual(outcome_of(results[1]), outcome_of(results[0]))
+
+    def test_same_outcomes_on_real_logs(self) -> None:
+        cases = (("METACENTRUM-2009-2.swf.gz", 1024, 3000), ("RICC-2010-2.swf.gz", 8192, 3000))
+        for (name, cores, count), packing in itertools.product(
+            cases, ("mdobp", "least-free-pes")
+        ):
+            path = traces.trace(self, name)
+            report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
+            jobs = list(
+                itertools.islice(
+                    swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP),
+                    count,
+                )
+            )
+            shape = simulator.ClusterShape.from_total_cores(cores, 4, 2048)
+            scenario = scenarios.build(packing, alpha=200, beta=60, runtime_factor=1.0)
+            results = [
+                simulator.Simulator(shape, scenario, host_classes=classes).run(jobs)
+                for classes in (True, False)
+            ]
+            self.assertEqual(outcome_of(results[1]), outcome_of(results[0]), (name, packing))
+            self.assertGreater(len(results[0].outcomes), count // 2)
+
+
+class TestChoice(testtools.TestCase):
+    SHAPE = simulator.ClusterShape(hosts=2, cores=4, ram_mb=2048)
+
+    def test_blind_scenarios_use_host_classes(self) -> None:
+        for name in ("mdobp", "least-free-pes", "most-free-pes", "nova-ram"):
+            scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
+            self.assertTrue(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
+
+    def test_others_plan_over_every_host(self) -> None:
+        for name in ("nova-default", "mdobp-cache", "hpc-aware"):
+            scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
+            self.assertFalse(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
+        mdobp = scenarios.build("mdobp", alpha=200, beta=60, runtime_factor=1.0)
+        slowed = simulator.Simulator(
+            self.SHAPE, mdobp, interference=interference.CachePressure(0.01)
+        )
+        self.assertFalse(slowed.host_classes)
+        self.assertRaises(
+            ValueError,
+            simulator.Simulator,
+            self.SHAPE,
+            mdobp,
+            interference=interference.CachePressure(0.01),
+            host_classes=True,
+        )
