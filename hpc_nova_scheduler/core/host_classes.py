@@ -13,6 +13,10 @@ one VM at a time. The cost of a request then grows with the hosts it
 touches, not with the size of the cloud: this is what lets the simulator
 replay archive logs of 100,000-core systems in seconds.
 
+Hosts are rows of numpy arrays and move between classes in blocks (numpy
+index arrays), so that a job of thousands of VMs spread one per host costs
+a few vector operations, not a Python step per host.
+
 It is the same greedy, not an approximation: each VM goes to the host with
 the smallest (key, position) and free vectors change by the same float
 operations in the same order, so the plans and the free vectors are
@@ -23,7 +27,6 @@ together).
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import itertools
 from collections.abc import Sequence
@@ -42,18 +45,6 @@ Vector = tuple[float, float, float]
 _SLACK = 1e-9
 
 
-class _Class:
-    """Hosts of one total and one free vector, by ascending position."""
-
-    __slots__ = ("capacity", "free", "rows", "slot")
-
-    def __init__(self, capacity: Vector, free: Vector, slot: int) -> None:
-        self.capacity = capacity
-        self.free = free
-        self.slot = slot
-        self.rows: list[int] = []
-
-
 def _minus(free: Vector, demand: Vector, times: int = 1) -> Vector:
     # One VM at a time, as ClusterState does: the float results must agree.
     a, b, c = free
@@ -69,98 +60,110 @@ def _plus(free: Vector, demand: Vector, times: int) -> Vector:
     return (a, b, c)
 
 
+Name = tuple[Vector, Vector]
+#: A block of a placement: hosts (ascending rows) that each took ``vms`` VMs.
+Block = tuple[np.ndarray, int]
+
+
 class HostClasses:
     """The hosts of a cloud grouped by (total, free) vector, for one blind packing.
 
     Rows are host positions, the order of the capacities given. VMs are
     placed and released through :meth:`place` and :meth:`release`; nothing
-    else changes the hosts.
+    else changes the hosts. A class is named by its two vectors and lives in
+    a slot of the scoring arrays while it has hosts.
     """
 
     def __init__(self, capacities: Sequence[Vector], packing: str) -> None:
         if packing not in BLIND_PACKINGS:
             raise ValueError(f"packing {packing!r} does not judge hosts on their own")
         self.packing = packing
-        self._capacity = [tuple(map(float, c)) for c in capacities]
-        self._free = list(self._capacity)
-        self._classes: dict[tuple[Vector, Vector], _Class] = {}
-        self._by_slot: list[_Class | None] = []
+        self._slot_of: dict[Name, int] = {}
+        self._name_of: list[Name | None] = []
         self._spare: list[int] = []
+        #: Slots whose stored first row may have left them.
+        self._dirty: set[int] = set()
         size = 8
         self._slot_free = np.zeros((size, 3))
         self._slot_capacity = np.zeros((size, 3))
         self._slot_hosts = np.zeros(size, dtype=np.int64)
         self._slot_first = np.zeros(size, dtype=np.int64)
-        for row, capacity in enumerate(self._capacity):
-            self._class(capacity, capacity).rows.append(row)
-        for cls in self._classes.values():
-            self._sync(cls)
+        self._row_slot = np.zeros(len(capacities), dtype=np.int32)
+        for row, capacity in enumerate(capacities):
+            capacity = tuple(map(float, capacity))
+            slot = self._slot((capacity, capacity))
+            if not self._slot_hosts[slot]:
+                self._slot_first[slot] = row
+            self._slot_hosts[slot] += 1
+            self._row_slot[row] = slot
 
     def __len__(self) -> int:
-        return len(self._capacity)
+        return len(self._row_slot)
 
     def free_of(self, row: int) -> Vector:
-        return self._free[row]
+        return self._name_of[self._row_slot[row]][1]
 
     def class_count(self) -> int:
-        return len(self._classes)
+        return len(self._slot_of)
 
     def total_free(self) -> np.ndarray:
         """Free resources summed over every host."""
-        used = len(self._by_slot)
+        used = len(self._name_of)
         return (self._slot_free[:used] * self._slot_hosts[:used, None]).sum(axis=0)
 
-    # -- classes and their slots in the scoring arrays --------------------------
+    # -- classes and their slots ------------------------------------------------
 
-    def _class(self, capacity: Vector, free: Vector) -> _Class:
-        key = (capacity, free)
-        cls = self._classes.get(key)
-        if cls is None:
+    def _slot(self, name: Name) -> int:
+        slot = self._slot_of.get(name)
+        if slot is None:
             if self._spare:
                 slot = self._spare.pop()
+                self._name_of[slot] = name
             else:
-                slot = len(self._by_slot)
-                self._by_slot.append(None)
+                slot = len(self._name_of)
+                self._name_of.append(name)
                 if slot == len(self._slot_hosts):
                     self._grow()
-            cls = self._classes[key] = _Class(capacity, free, slot)
-            self._by_slot[slot] = cls
-            self._slot_free[slot] = free
-            self._slot_capacity[slot] = capacity
-        return cls
+            self._slot_of[name] = slot
+            self._slot_capacity[slot], self._slot_free[slot] = name
+            self._slot_hosts[slot] = 0
+        return slot
 
     def _grow(self) -> None:
         size = 2 * len(self._slot_hosts)
-        for name in ("_slot_free", "_slot_capacity", "_slot_hosts", "_slot_first"):
-            old = getattr(self, name)
+        for attribute in ("_slot_free", "_slot_capacity", "_slot_hosts", "_slot_first"):
+            old = getattr(self, attribute)
             new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
             new[: len(old)] = old
-            setattr(self, name, new)
+            setattr(self, attribute, new)
 
-    def _sync(self, cls: _Class) -> None:
-        """Mirror a class's membership into the scoring arrays; drop it when empty."""
-        if cls.rows:
-            self._slot_hosts[cls.slot] = len(cls.rows)
-            self._slot_first[cls.slot] = cls.rows[0]
-            return
-        self._slot_hosts[cls.slot] = 0
-        self._by_slot[cls.slot] = None
-        self._spare.append(cls.slot)
-        del self._classes[(cls.capacity, cls.free)]
+    def _members(self, slot: int) -> np.ndarray:
+        """The rows of a class, ascending (a pass over every host)."""
+        return np.flatnonzero(self._row_slot == slot)
 
-    def _move(self, rows: list[int], capacity: Vector, free: Vector) -> _Class:
-        """Put ``rows`` (ascending, all of ``capacity``) into the class of ``free``."""
-        target = self._class(capacity, free)
-        for row in rows:
-            self._free[row] = free
-        if not target.rows or target.rows[-1] < rows[0]:
-            target.rows.extend(rows)
-        elif len(rows) == 1:
-            bisect.insort(target.rows, rows[0])
-        else:
-            target.rows = sorted(target.rows + rows)  # two sorted runs: a linear merge
-        self._sync(target)
-        return target
+    def _refresh(self, slot: int) -> None:
+        self._slot_first[slot] = int(np.argmax(self._row_slot == slot))
+        self._dirty.discard(slot)
+
+    def _assign(self, rows: np.ndarray, source: int, target: Name) -> int:
+        """Move ``rows`` (ascending, all in slot ``source``) to the class ``target``."""
+        slot = self._slot(target)
+        count = len(rows)
+        first = int(rows[0])
+        self._row_slot[rows] = slot
+        hosts = self._slot_hosts
+        if not hosts[slot] or (slot not in self._dirty and first < self._slot_first[slot]):
+            self._slot_first[slot] = first
+        hosts[slot] += count
+        hosts[source] -= count
+        if not hosts[source]:
+            del self._slot_of[self._name_of[source]]
+            self._name_of[source] = None
+            self._dirty.discard(source)
+            self._spare.append(source)
+        elif first == self._slot_first[source]:
+            self._dirty.add(source)
+        return slot
 
     # -- placing and releasing ------------------------------------------------
 
@@ -171,16 +174,17 @@ class HostClasses:
         """How many VMs of ``demand`` the hosts take in all (inf for a zero demand)."""
         dims = [i for i in range(3) if demand[i] > 0]
         if not dims:
-            return float("inf") if self._classes else 0.0
-        used = len(self._by_slot)
+            return float("inf") if self._slot_of else 0.0
+        used = len(self._name_of)
         need = np.asarray(demand, dtype=float)[dims]
         copies = np.floor((self._slot_free[:used][:, dims] + _SLACK) / need).min(axis=1)
         return float((np.maximum(copies, 0) * self._slot_hosts[:used]).sum())
 
-    def place(self, demand: Vector, count: int) -> list[tuple[int, int]]:
+    def place(self, demand: Vector, count: int) -> list[Block]:
         """Place ``count`` VMs of ``demand`` as the packing would, one at a time.
 
-        Returns (row, VMs) runs in placement order. Raises
+        Returns the blocks of the placement in placement order (see
+        :func:`runs` for one (row, VMs) pair per host). Raises
         :class:`~hpc_nova_scheduler.core.algorithm.NoPlacement`, leaving
         every host as it was, when they do not all fit.
         """
@@ -189,18 +193,19 @@ class HostClasses:
         demand = tuple(map(float, demand))
         if self.room(demand) < count:
             raise NoPlacement(f"fewer than {count} VMs fit on the hosts")
-        journal: list[tuple[list[int], _Class, Vector]] = []
+        journal: list[tuple[np.ndarray, Name, Name]] = []
         try:
             return self._greedy(demand, count, journal)
         except NoPlacement:
-            for rows, source, free in reversed(journal):
-                self._remove(self._classes[(source.capacity, free)], rows)
-                self._move(rows, source.capacity, source.free)
+            for rows, source, target in reversed(journal):
+                self._assign(rows, self._slot_of[target], source)
             raise
 
-    def _greedy(self, demand: Vector, count: int, journal: list) -> list[tuple[int, int]]:
+    def _greedy(self, demand: Vector, count: int, journal: list) -> list[Block]:
         packing = self.packing
-        used = len(self._by_slot)
+        for slot in list(self._dirty):
+            self._refresh(slot)
+        used = len(self._name_of)
         slot_free = self._slot_free[:used]
         live = self._slot_hosts[:used] > 0
         dims = [i for i in range(3) if demand[i] > 0]
@@ -210,38 +215,54 @@ class HostClasses:
         slots = np.flatnonzero(live)
         keys = blind_keys(packing, slot_free[slots], self._slot_capacity[slots], np.asarray(demand))
         order = np.lexsort((self._slot_first[slots], *reversed(keys)))
-        ranked = [self._by_slot[s] for s in slots[order].tolist()]
+        ranked = [self._name_of[s] for s in slots[order].tolist()]
         ranked_keys = list(zip(*(k[order].tolist() for k in keys), strict=True))
         if not keys:
             ranked_keys = [()] * len(ranked)
-        # A class is named by its vectors: one emptied and made again is the same class.
-        key_of = {(c.capacity, c.free): k for c, k in zip(ranked, ranked_keys, strict=True)}
+        key_of = dict(zip(ranked, ranked_keys, strict=True))
+        # Rows of the classes this request has looked into, ascending; a
+        # class that receives hosts is looked into again.
+        rows_of: dict[Name, np.ndarray] = {}
+
+        def members(name: Name) -> np.ndarray:
+            found = rows_of.get(name)
+            if found is None:
+                found = rows_of[name] = self._members(self._slot_of[name])
+            return found
+
+        def first_row(name: Name) -> int | None:
+            slot = self._slot_of.get(name)
+            if slot is None:
+                return None
+            if name in rows_of or slot in self._dirty:
+                return int(members(name)[0])
+            return int(self._slot_first[slot])
+
         # Classes this request changes leave the ranked list for a heap of
         # (key, first row, tie, name); an entry is live while ``queued``
         # still holds its first row.
         changed: list = []
-        queued: dict[tuple[Vector, Vector], int | None] = {}
+        queued: dict[Name, int | None] = {}
         tie = itertools.count()
         cursor = 0
 
         def best(pop: bool):
-            """The best class as (key, first row, class); ``pop`` takes it."""
+            """The best class as (key, first row, name); ``pop`` takes it."""
             nonlocal cursor
             while cursor < len(ranked):
-                cls = ranked[cursor]
-                if cls.rows and (cls.capacity, cls.free) not in queued:
+                name = ranked[cursor]
+                if name in self._slot_of and name not in queued:
                     break
                 cursor += 1
             found = None
             if cursor < len(ranked):
-                cls = ranked[cursor]
-                found = (ranked_keys[cursor], cls.rows[0], cls)
+                name = ranked[cursor]
+                found = (ranked_keys[cursor], first_row(name), name)
             while changed:
                 key, row, _, name = changed[0]
-                cls = self._classes.get(name)
-                if cls is not None and queued.get(name) == row and cls.rows[0] == row:
+                if queued.get(name) == row and first_row(name) == row:
                     if found is None or (key, row) < found[:2]:
-                        found = (key, row, cls)
+                        found = (key, row, name)
                         if pop:
                             heapq.heappop(changed)
                             queued[name] = None
@@ -250,88 +271,96 @@ class HostClasses:
                 heapq.heappop(changed)
             if found is not None and pop:
                 cursor += 1
-                queued[(found[2].capacity, found[2].free)] = None
+                queued[found[2]] = None
             return found
 
-        def requeue(cls: _Class) -> None:
-            name = (cls.capacity, cls.free)
-            if not cls.rows or queued.get(name) == cls.rows[0]:
+        def requeue(name: Name) -> None:
+            row = first_row(name)
+            if row is None or queued.get(name) == row:
                 return
             key = key_of.get(name)
             if key is None:
-                if not self.fits(cls.free, demand):
+                if not self.fits(name[1], demand):
                     return
-                key = key_of[name] = blind_key_one(packing, cls.free, cls.capacity, demand)
-            queued[name] = cls.rows[0]
-            heapq.heappush(changed, (key, cls.rows[0], next(tie), name))
+                key = key_of[name] = blind_key_one(packing, name[1], name[0], demand)
+            queued[name] = row
+            heapq.heappush(changed, (key, row, next(tie), name))
 
-        runs: list[tuple[int, int]] = []
+        blocks: list[Block] = []
         placed = 0
         while placed < count:
             chosen = best(pop=True)
             if chosen is None:
                 raise NoPlacement(f"only {placed} of {count} VMs fit on the hosts")
-            key, row, cls = chosen
-            after = _minus(cls.free, demand)
-            if after == cls.free:  # a demand of nothing: every VM stays on this host
-                runs.append((row, count - placed))
+            key, row, name = chosen
+            capacity, free = name
+            after = _minus(free, demand)
+            if after == free:  # a demand of nothing: every VM stays on this host
+                blocks.append((np.array([row]), count - placed))
                 break
-            if (
-                self.fits(after, demand)
-                and blind_key_one(packing, after, cls.capacity, demand) <= key
-            ):
+            if self.fits(after, demand) and blind_key_one(packing, after, capacity, demand) <= key:
                 take = 1  # the host stays ahead of its class: the next VM may go there too
             else:
                 # The hosts of the class come first, in position order, up to
                 # the next class's first host; each gets one VM and falls behind.
                 rival = best(pop=False)
                 if rival is None or rival[0] != key:
-                    take = len(cls.rows)
+                    take = count - placed
                 else:
-                    take = bisect.bisect_left(cls.rows, rival[1])
-                take = min(take, count - placed)
-            rows = cls.rows[:take]
-            del cls.rows[:take]
-            self._sync(cls)
-            target = self._move(rows, cls.capacity, after)
-            journal.append((rows, cls, after))
-            runs.extend((r, 1) for r in rows)
-            placed += take
-            requeue(cls)
-            requeue(target)
-        merged: list[tuple[int, int]] = []
-        for row, vms in runs:
-            if merged and merged[-1][0] == row:
-                merged[-1] = (row, merged[-1][1] + vms)
+                    take = min(int(np.searchsorted(members(name), rival[1])), count - placed)
+            rows_here = members(name)
+            rows = rows_here[:take]
+            rows_of[name] = rows_here[len(rows) :]
+            source = self._slot_of[name]
+            target = (capacity, after)
+            self._assign(rows, source, target)
+            if len(rows_of[name]):
+                self._slot_first[source] = rows_of[name][0]
+                self._dirty.discard(source)
+            rows_of.pop(target, None)
+            journal.append((rows, name, target))
+            last = blocks[-1][0] if blocks else None
+            if len(rows) == 1 and last is not None and len(last) == 1 and last[0] == rows[0]:
+                blocks[-1] = (rows, blocks[-1][1] + 1)  # one more VM on the same host
             else:
-                merged.append((row, vms))
-        return merged
+                blocks.append((rows, 1))
+            placed += len(rows)
+            requeue(name)
+            requeue(target)
+        return blocks
 
-    def release(self, runs: Sequence[tuple[int, int]], demand: Vector) -> None:
-        """Give back VMs of ``demand`` placed as ``runs`` (row, VMs)."""
+    def release(self, blocks: Sequence[Block], demand: Vector) -> None:
+        """Give back VMs of ``demand`` placed as ``blocks``."""
         demand = tuple(map(float, demand))
-        per_row: dict[int, int] = {}
-        for row, vms in runs:
-            per_row[row] = per_row.get(row, 0) + vms
-        # Hosts of one class that give back as many VMs land in one class: move them together.
-        groups: dict[tuple, list[int]] = {}
-        capacity, free = self._capacity, self._free
-        for row, vms in per_row.items():
-            groups.setdefault((capacity[row], free[row], vms), []).append(row)
-        for (cap, old, vms), rows in groups.items():
-            rows.sort()
-            cls = self._classes[(cap, old)]
-            self._remove(cls, rows)
-            self._move(rows, cap, _plus(old, demand, vms))
-
-    def _remove(self, cls: _Class, rows: list[int]) -> None:
-        """Take ``rows`` (ascending) out of ``cls``."""
-        if len(rows) == len(cls.rows):
-            cls.rows = []
-        elif len(rows) <= 16:
-            for row in reversed(rows):
-                del cls.rows[bisect.bisect_left(cls.rows, row)]
+        if len(blocks) == 1:
+            rows, vms = blocks[0]
+            counts = None
         else:
-            gone = set(rows)
-            cls.rows = [row for row in cls.rows if row not in gone]
-        self._sync(cls)
+            every = np.concatenate([b for b, _ in blocks])
+            weights = np.concatenate([np.full(len(b), v) for b, v in blocks])
+            rows, inverse = np.unique(every, return_inverse=True)
+            counts = np.bincount(inverse, weights=weights).astype(np.int64)
+        slots = self._row_slot[rows].astype(np.int64)
+        # Hosts of one class that give back as many VMs land in one class: move them together.
+        group = slots if counts is None else slots * (int(counts.max()) + 1) + counts
+        order = np.argsort(group, kind="stable")
+        starts = np.flatnonzero(np.diff(group[order])) + 1
+        for part in np.split(order, starts):
+            slot = int(slots[part[0]])
+            times = vms if counts is None else int(counts[part[0]])
+            capacity, free = self._name_of[slot]
+            target = (capacity, _plus(free, demand, times))
+            if target != (capacity, free):
+                self._assign(rows[part], slot, target)
+
+
+def runs(blocks: Sequence[Block]) -> list[tuple[int, int]]:
+    """(row, VMs) per host in placement order, consecutive VMs on one host together."""
+    found: list[tuple[int, int]] = []
+    for rows, vms in blocks:
+        for row in rows.tolist():
+            if found and found[-1][0] == row:
+                found[-1] = (row, found[-1][1] + vms)
+            else:
+                found.append((row, vms))
+    return found

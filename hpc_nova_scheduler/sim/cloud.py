@@ -21,7 +21,7 @@ import numpy as np
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
 from hpc_nova_scheduler.core.cluster import RunningVM
-from hpc_nova_scheduler.core.host_classes import HostClasses
+from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.sim.simulator import ClusterShape, Scenario
@@ -93,26 +93,26 @@ class ClassedCloud:
         if not scenario.policy.blind:
             raise ValueError(f"scenario {scenario.name} is not blind to all but room")
         self.classes = HostClasses(shape.capacities(), scenario.policy.packing)
-        self._placed: dict[str, tuple[list[tuple[int, int]], tuple[float, float, float]]] = {}
+        self._placed: dict[str, tuple[list[Block], tuple[float, float, float]]] = {}
 
     def start(self, request: PlacementRequest) -> bool:
         demand = request.demand.as_tuple()
         try:
-            runs = self.classes.place(demand, request.count)
+            blocks = self.classes.place(demand, request.count)
         except NoPlacement:
             return False
-        self._placed[request.application_id] = (runs, demand)
+        self._placed[request.application_id] = (blocks, demand)
         return True
 
     def plans_on_empty(self, request: PlacementRequest) -> bool:
         return True  # room is all a blind policy asks, and the caller checked it
 
     def finish(self, application_id: str) -> None:
-        runs, demand = self._placed.pop(application_id)
-        self.classes.release(runs, demand)
+        blocks, demand = self._placed.pop(application_id)
+        self.classes.release(blocks, demand)
 
     def rows_of(self, application_id: str) -> list[int]:
-        return sorted({row for row, _ in self._placed[application_id][0]})
+        return sorted({row for rows, _ in self._placed[application_id][0] for row in rows.tolist()})
 
     def vms_on(self, row: int) -> list[RunningVM]:
         raise NotImplementedError("host classes keep no VMs; interference needs PlannedCloud")

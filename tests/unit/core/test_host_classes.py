@@ -10,7 +10,7 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
-from hpc_nova_scheduler.core.host_classes import HostClasses
+from hpc_nova_scheduler.core.host_classes import HostClasses, runs
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
 
@@ -79,12 +79,12 @@ class TestSameAsPlan(testtools.TestCase):
         cluster = cluster_of(capacities)
         classes = HostClasses([c.as_tuple() for c in capacities], packing)
         index = cluster.columns().index
-        running: list[tuple[str, list[tuple[int, int]], Resources]] = []
+        running: list[tuple[str, list, Resources]] = []
         for i, (demand, count, release) in enumerate(stream):
             if release and running:
-                app, runs, old = running.pop(0)
+                app, blocks, old = running.pop(0)
                 cluster.release([app])
-                classes.release(runs, old.as_tuple())
+                classes.release(blocks, old.as_tuple())
             request = PlacementRequest(
                 ApplicationProfile(AppClass.NON_HPC, 0.0, None), demand, count, f"app{i}"
             )
@@ -99,7 +99,7 @@ class TestSameAsPlan(testtools.TestCase):
             if expected is None:
                 self.assertIsNone(got)
             else:
-                self.assertEqual(runs_of(expected.hosts, index), got)
+                self.assertEqual(runs_of(expected.hosts, index), runs(got))
                 cluster.apply(expected, request)
                 running.append((request.application_id, got, demand))
             free = cluster.columns().free
@@ -115,7 +115,7 @@ class TestClasses(testtools.TestCase):
         classes = HostClasses([(4, 2048, 0)] * 1000, algorithm.PACKING_COSINE)
         self.assertEqual(1, classes.class_count())
         # Cosine over CPU alone prefers the emptiest host: one VM on each of 10.
-        self.assertEqual([(row, 1) for row in range(10)], classes.place((1, 0, 0), 10))
+        self.assertEqual([(row, 1) for row in range(10)], runs(classes.place((1, 0, 0), 10)))
         self.assertEqual(2, classes.class_count())
 
     def test_a_refused_request_changes_nothing(self) -> None:
@@ -127,9 +127,9 @@ class TestClasses(testtools.TestCase):
 
     def test_placed_and_released_hosts_return_to_their_class(self) -> None:
         classes = HostClasses([(4, 2048, 0)] * 8, algorithm.PACKING_LEAST_FREE_PES)
-        runs = classes.place((1, 512, 0), 6)
-        self.assertEqual([(0, 4), (1, 2)], runs)
-        classes.release(runs, (1, 512, 0))
+        blocks = classes.place((1, 512, 0), 6)
+        self.assertEqual([(0, 4), (1, 2)], runs(blocks))
+        classes.release(blocks, (1, 512, 0))
         self.assertEqual(1, classes.class_count())
 
     def test_packings_that_weigh_all_hosts_are_refused(self) -> None:
