@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.devcloud import backends, control, services
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / ".cloud"
@@ -70,9 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     up = sub.add_parser("up", help="start a cloud", description="Set up and start a cloud.")
-    up.add_argument("--computes", type=int, default=8, help="nova-compute processes (default 8)")
     up.add_argument(
-        "--scheduler-workers", type=int, default=2, help="[scheduler] workers (default 2)"
+        "--computes",
+        type=options.positive_int,
+        default=8,
+        help="nova-compute processes (default 8)",
+    )
+    up.add_argument(
+        "--scheduler-workers",
+        type=options.positive_int,
+        default=2,
+        help="[scheduler] workers (default 2)",
     )
     up.add_argument(
         "--plugin", choices=("on", "off"), default="on", help="enable HpcPlacementFilter"

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from openstack import exceptions as openstack_exceptions
 
+from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.core.criteria import InterferenceTable
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord
@@ -69,8 +70,15 @@ def add_arguments(sub, func) -> None:
         help="boot and delete servers concurrently, then check every invariant",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("--seconds", type=float, default=60.0, help="load duration (default 60)")
-    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (default 4)")
+    parser.add_argument(
+        "--seconds",
+        type=options.positive_float,
+        default=60.0,
+        help="load duration (default 60)",
+    )
+    parser.add_argument(
+        "--clients", type=options.positive_int, default=4, help="concurrent clients (default 4)"
+    )
     parser.add_argument(
         "--plugin",
         choices=("on", "off"),

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
 import fixtures
 import testtools
 
-from hpc_nova_scheduler.devcloud import stress
+from hpc_nova_scheduler.devcloud import cli, stress
 
 # Lines as nova-scheduler logs them (shortened), and some it logs otherwise.
 LOG = """\
@@ -58,3 +60,23 @@ class TestServerNames(testtools.TestCase):
             self.assertTrue(stress.SERVER_NAME.match(name), name)
         for name in ("c0r1", "web-1", "s0a1fc0r1-x", "S0A1Fc0r1"):
             self.assertFalse(stress.SERVER_NAME.match(name), name)
+
+
+class TestOptions(testtools.TestCase):
+    """An empty load or cloud is refused before anything starts."""
+
+    def test_sizes_and_durations_must_be_positive(self) -> None:
+        parser = cli.build_parser()
+        for argv in (
+            ["stress", "--seconds", "0"],
+            ["stress", "--seconds", "nan"],
+            ["stress", "--clients", "0"],
+            ["up", "--computes", "0"],
+            ["up", "--scheduler-workers", "-1"],
+        ):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertRaises(SystemExit, parser.parse_args, argv)
+            self.assertIn(f"argument {argv[1]}", err.getvalue())
+        args = parser.parse_args(["stress", "--seconds", "1.5", "--clients", "2"])
+        self.assertEqual((1.5, 2), (args.seconds, args.clients))
