@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,6 +74,10 @@ class HostClasses:
     else changes the hosts. A class is named by its two vectors and lives in
     a slot of the scoring arrays while it has hosts.
     """
+
+    #: Up to this many slots, classes are scored in Python: numpy's cost per
+    #: call would outweigh a vector this short. Both ways agree to the bit.
+    few_slots = 48
 
     def __init__(self, capacities: Sequence[Vector], packing: str) -> None:
         if packing not in BLIND_PACKINGS:
@@ -176,6 +181,13 @@ class HostClasses:
         if not dims:
             return float("inf") if self._slot_of else 0.0
         used = len(self._name_of)
+        if used <= self.few_slots:
+            total = 0
+            for slot, name in enumerate(self._name_of):
+                if name is not None:
+                    copies = min(math.floor((name[1][i] + _SLACK) / demand[i]) for i in dims)
+                    total += max(copies, 0) * int(self._slot_hosts[slot])
+            return float(total)
         need = np.asarray(demand, dtype=float)[dims]
         copies = np.floor((self._slot_free[:used][:, dims] + _SLACK) / need).min(axis=1)
         return float((np.maximum(copies, 0) * self._slot_hosts[:used]).sum())
@@ -201,11 +213,17 @@ class HostClasses:
                 self._assign(rows, self._slot_of[target], source)
             raise
 
-    def _greedy(self, demand: Vector, count: int, journal: list) -> list[Block]:
+    def _ranked(self, demand: Vector) -> tuple[list[Name], list[tuple]]:
+        """The classes that can take a VM, best first, and their keys."""
         packing = self.packing
-        for slot in list(self._dirty):
-            self._refresh(slot)
         used = len(self._name_of)
+        if used <= self.few_slots:
+            entries = sorted(
+                (blind_key_one(packing, name[1], name[0], demand), int(first), name)
+                for name, first in zip(self._name_of, self._slot_first.tolist(), strict=False)
+                if name is not None and self.fits(name[1], demand)
+            )  # first rows differ between classes: names are never compared
+            return [e[2] for e in entries], [e[0] for e in entries]
         slot_free = self._slot_free[:used]
         live = self._slot_hosts[:used] > 0
         dims = [i for i in range(3) if demand[i] > 0]
@@ -219,6 +237,13 @@ class HostClasses:
         ranked_keys = list(zip(*(k[order].tolist() for k in keys), strict=True))
         if not keys:
             ranked_keys = [()] * len(ranked)
+        return ranked, ranked_keys
+
+    def _greedy(self, demand: Vector, count: int, journal: list) -> list[Block]:
+        packing = self.packing
+        for slot in list(self._dirty):
+            self._refresh(slot)
+        ranked, ranked_keys = self._ranked(demand)
         key_of = dict(zip(ranked, ranked_keys, strict=True))
         # Rows of the classes this request has looked into, ascending; a
         # class that receives hosts is looked into again.
@@ -341,6 +366,13 @@ class HostClasses:
             rows, inverse = np.unique(every, return_inverse=True)
             counts = np.bincount(inverse, weights=weights).astype(np.int64)
         slots = self._row_slot[rows].astype(np.int64)
+        if counts is None and slots.min() == slots.max():
+            slot = int(slots[0])
+            capacity, free = self._name_of[slot]
+            target = (capacity, _plus(free, demand, vms))
+            if target != (capacity, free):
+                self._assign(rows, slot, target)
+            return
         # Hosts of one class that give back as many VMs land in one class: move them together.
         group = slots if counts is None else slots * (int(counts.max()) + 1) + counts
         order = np.argsort(group, kind="stable")

@@ -2,7 +2,8 @@
 
 Each job (n processors, m MB, t seconds) becomes n VMs of one core and m/n
 MB, as in seed 003 section VII, placed as one request by the same
-:func:`hpc_nova_scheduler.core.algorithm.plan` that nova-scheduler runs. A
+:func:`hpc_nova_scheduler.core.algorithm.plan` that nova-scheduler runs
+(for blind policies, by its per-class twin; see :mod:`.cloud`). A
 job starts when all its VMs are placed (gang start), runs, and frees them.
 The queue is first come, first served. With backfilling, later jobs may
 start while the head waits: *greedy* starts any that fits; *EASY* (the

@@ -72,12 +72,18 @@ def runs_of(hosts: tuple[str, ...], index: dict[str, int]) -> list[tuple[int, in
 
 class TestSameAsPlan(testtools.TestCase):
     @settings(max_examples=400, deadline=None)
-    @given(clouds(), streams, st.sampled_from(algorithm.BLIND_PACKINGS))
-    def test_same_plans_and_free_vectors(self, capacities, stream, packing) -> None:
+    @given(
+        clouds(),
+        streams,
+        st.sampled_from(algorithm.BLIND_PACKINGS),
+        st.sampled_from([0, HostClasses.few_slots]),
+    )
+    def test_same_plans_and_free_vectors(self, capacities, stream, packing, few_slots) -> None:
         policy = Policy.nova_like(packing)
         self.assertTrue(policy.blind)
         cluster = cluster_of(capacities)
         classes = HostClasses([c.as_tuple() for c in capacities], packing)
+        classes.few_slots = few_slots  # score classes with numpy (0) or in Python
         index = cluster.columns().index
         running: list[tuple[str, list, Resources]] = []
         for i, (demand, count, release) in enumerate(stream):
