@@ -71,9 +71,7 @@ class TestSameReplay(testtools.TestCase):
 
     def test_same_outcomes_on_real_logs(self) -> None:
         cases = (("METACENTRUM-2009-2.swf.gz", 1024, 3000), ("RICC-2010-2.swf.gz", 8192, 3000))
-        for (name, cores, count), packing in itertools.product(
-            cases, ("mdobp", "least-free-pes")
-        ):
+        for (name, cores, count), packing in itertools.product(cases, ("mdobp", "least-free-pes")):
             path = traces.trace(self, name)
             report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
             jobs = list(
