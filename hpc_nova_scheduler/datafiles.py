@@ -17,13 +17,15 @@ from typing import Any, TextIO, TypeVar
 
 import yaml
 
-from hpc_nova_scheduler.core.profile import ProfileError
-from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+from hpc_nova_scheduler.core.profile import ProfileError, parse_app_name
+from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_float
 
 FORMATS = ("csv", "yaml")
 PROFILES = "profiles"
 INTERFERENCES = "interferences"
-SECTIONS = (PROFILES, INTERFERENCES)
+#: Measured hosts: the applications sharing one and the interference there.
+HOSTS = "hosts"
+SECTIONS = (PROFILES, INTERFERENCES, HOSTS)
 COUNTER_PREFIX = "counter:"
 _LINE_KEY = "__line__"
 
@@ -230,6 +232,54 @@ def _read(
 def read_profiles(path: str, fmt: str | None = None) -> list[ProfileRecord]:
     """Read and validate every profile in ``path`` (``-`` is stdin)."""
     return _read(path, fmt, PROFILES, ProfileRecord.from_mapping)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSample:
+    """Applications measured sharing one host, and the interference level
+    there (percent), as ``model fit`` and ``model evaluate`` read them."""
+
+    applications: tuple[str, ...]
+    interference: float
+    line: int | None = None
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], line: int | None = None) -> HostSample:
+        unknown = sorted(set(data) - {"applications", "interference"})
+        if unknown:
+            raise ProfileError(unknown[0], "unknown field; known: applications, interference")
+        names = data.get("applications")
+        if isinstance(names, str):
+            names = names.replace("+", " ").split()
+        if not isinstance(names, list) or len(names) < 2:
+            raise ProfileError(
+                "applications", "expected two or more application names (a list, or '+'-joined)"
+            )
+        level = parse_float(data.get("interference"), "interference", minimum=0, maximum=100_000)
+        apps = tuple(parse_app_name(str(n), key="applications") for n in names)
+        return cls(apps, level, line)
+
+
+def read_host_samples(path: str, fmt: str | None = None) -> list[HostSample]:
+    """Read and validate every measured host in ``path`` (``-`` is stdin)."""
+    fmt = detect_format(path, fmt)
+    text = _read_text(path)
+    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, HOSTS)
+    errors: list[RowError] = []
+    samples: list[HostSample] = []
+    for line, row in rows:
+        if "__bad__" in row:
+            errors.append(RowError(path, line, row["__bad__"]))
+            continue
+        try:
+            samples.append(HostSample.from_mapping(row, line))
+        except ProfileError as error:
+            errors.append(RowError(path, line, str(error)))
+    if errors:
+        raise DataFileError(errors)
+    if not samples:
+        raise DataFileError([RowError(path, None, "no measured hosts")])
+    return samples
 
 
 def read_interferences(path: str, fmt: str | None = None) -> list[InterferenceRecord]:

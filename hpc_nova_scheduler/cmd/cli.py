@@ -1,7 +1,7 @@
 """The ``hpc-nova-scheduler`` command.
 
 One module per command group, as python-openstackclient does: ``db``,
-``profile``, ``interference``, ``trace``, ``simulate``, ``demo`` and
+``profile``, ``interference``, ``model``, ``trace``, ``simulate``, ``demo`` and
 ``reconcile``; each adds its parser, and :mod:`.common` holds what they
 share (configuration, the database, tables, and the one-line errors).
 
@@ -24,6 +24,7 @@ from hpc_nova_scheduler.cmd import (
     db,
     demo,
     interference,
+    model,
     profile,
     reconcile,
     simulate,
@@ -32,7 +33,7 @@ from hpc_nova_scheduler.cmd import (
 
 PROG = common.PROG
 #: The command groups, in the order ``--help`` lists them.
-GROUPS = (reconcile, db, profile, interference, trace, simulate, demo)
+GROUPS = (reconcile, db, profile, interference, model, trace, simulate, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,275 @@
+"""``hpc-nova-scheduler model list | predict | fit | evaluate``: interference models."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TextIO
+
+import numpy as np
+
+from hpc_nova_scheduler import datafiles
+from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.core.records import ProfileRecord
+
+#: Folds of the cross-validation that ``model fit`` reports.
+DEFAULT_FOLDS = 5
+
+
+def _param(text: str) -> tuple[str, float | list[float]]:
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    try:
+        if not sep or not key.isidentifier():
+            raise ValueError
+        numbers = [float(v) for v in value.split(",")]
+        if not numbers or not all(math.isfinite(n) for n in numbers):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected KEY=NUMBER or KEY=N1,N2,..., e.g. max_apps=12"
+        ) from None
+    return key, numbers if "," in value else numbers[0]
+
+
+def _model(args: argparse.Namespace):
+    from hpc_nova_scheduler.interference import registry
+
+    params = dict(args.param or [])
+    if "max_apps" in params:
+        params["max_apps"] = int(params["max_apps"])
+    try:
+        return registry.load(args.model, **params)
+    except registry.UnknownModel as error:
+        raise common.CommandError(str(error)) from None
+    except (TypeError, ValueError) as error:
+        raise common.CommandError(f"--param for model {args.model}: {error}") from None
+
+
+def _profiles(args: argparse.Namespace) -> dict[str, ProfileRecord]:
+    if args.profiles:
+        records = datafiles.read_profiles(args.profiles)
+    else:
+        records = common.database(args).list_profiles()
+    return {r.name: r for r in records}
+
+
+def _tenants(names: Sequence[str], profiles: dict[str, ProfileRecord], where: str):
+    from hpc_nova_scheduler.interference.base import Tenant
+
+    tenants = []
+    for name in names:
+        profile = profiles.get(name)
+        if profile is None:
+            raise common.CommandError(f"no profile named {name!r} in {where}")
+        tenants.append(Tenant.of(profile))
+    return tenants
+
+
+def _source(args: argparse.Namespace) -> str:
+    return args.profiles or "the plugin database"
+
+
+def cmd_model_list(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.interference import registry
+
+    rows = []
+    for name in registry.names():
+        model = registry.load(name)
+        rows.append((name, ", ".join(model.features), model.summary))
+    common.table(("model", "profile features", "what it predicts"), rows, out)
+    return 0
+
+
+def cmd_model_predict(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.interference.base import MissingFeatures
+
+    model = _model(args)
+    tenants = _tenants(args.applications, _profiles(args), _source(args))
+    try:
+        prediction = model.predict(tenants)
+    except MissingFeatures as error:
+        raise common.CommandError(str(error)) from None
+    common.table(
+        ("application", "predicted slowdown (%)"),
+        [(t.name, f"{s:.2f}") for t, s in zip(tenants, prediction.slowdowns, strict=True)],
+        out,
+    )
+    out.write(f"model: {model.describe()}\n")
+    if args.model == "cache-score":
+        verdict = "yes" if model.admits(tenants, 0.0) else "no"
+        out.write(
+            f"cache score on the host: {prediction.score:g}; within the thresholds: {verdict} "
+            "(seed 003's rule predicts no slowdown)\n"
+        )
+    out.write(f"predicted interference: {prediction.worst:.2f}%\n")
+    return 0
+
+
+def _samples(args: argparse.Namespace, model):
+    from hpc_nova_scheduler.interference.base import MissingFeatures
+
+    samples = datafiles.read_host_samples(args.dataset)
+    profiles = _profiles(args)
+    rows = []
+    for sample in samples:
+        where = f"{_source(args)} (needed by {args.dataset}:{sample.line})"
+        tenants = _tenants(sample.applications, profiles, where)
+        try:
+            model.check(tenants)
+        except MissingFeatures as error:
+            raise common.CommandError(f"{args.dataset}:{sample.line}: {error}") from None
+        rows.append((tenants, sample.interference))
+    return rows
+
+
+def _errors(model, rows) -> list[float]:
+    return [abs(model.predict(tenants).worst - level) for tenants, level in rows]
+
+
+def _r2(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    mean = statistics.fmean(measured)
+    spread = math.fsum((m - mean) ** 2 for m in measured)
+    residual = math.fsum((p - m) ** 2 for p, m in zip(predicted, measured, strict=True))
+    return 1.0 - residual / spread if spread > 0 else 1.0
+
+
+def _error_summary(errors: Sequence[float]) -> str:
+    within = sum(e < 10 for e in errors) / len(errors)
+    return (
+        f"mean absolute error {statistics.fmean(errors):.2f} points, "
+        f"median {statistics.median(errors):.2f}, under 10 points in {within:.0%}"
+    )
+
+
+def cmd_model_fit(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.ivmp import model as ivmp
+
+    model = _model(args)
+    if not isinstance(model, ivmp.IvmpModel):
+        raise common.CommandError(f"model {args.model} cannot be refitted by this command")
+    rows = _samples(args, model)
+    try:
+        fitted, report = ivmp.fit(model, rows)
+    except ValueError as error:
+        raise common.CommandError(f"{args.dataset}: {error}") from None
+    out.write(f"fit over {args.dataset}: {report.report()}\n")
+    # Cross-validation: each fold predicted by coefficients fitted without it.
+    folds = min(args.folds, len(rows))
+    order = np.random.default_rng(args.seed).permutation(len(rows))
+    predicted = [0.0] * len(rows)
+    cross_ok = True
+    for fold in range(folds):
+        held = set(order[fold::folds].tolist())
+        train = [r for i, r in enumerate(rows) if i not in held]
+        try:
+            fold_model, _ = ivmp.fit(model, train)
+        except ValueError:
+            cross_ok = False
+            break
+        for i in held:
+            predicted[i] = fold_model.predict(rows[i][0]).worst
+    measured = [level for _, level in rows]
+    if cross_ok and folds > 1:
+        errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
+        out.write(
+            f"{folds}-fold cross-validation: R^2 {_r2(predicted, measured):.3f}, "
+            f"{_error_summary(errors)}\n"
+        )
+    else:
+        out.write("too few hosts for cross-validation\n")
+    coefficients = ",".join(f"{c:.6g}" for c in fitted.coefficients)
+    out.write(f"use with: --model {args.model} --param coefficients={coefficients}\n")
+    return 0
+
+
+def cmd_model_evaluate(args: argparse.Namespace, out: TextIO) -> int:
+    model = _model(args)
+    rows = _samples(args, model)
+    predicted = [model.predict(tenants).worst for tenants, _ in rows]
+    measured = [level for _, level in rows]
+    if args.verbose:
+        common.table(
+            ("host", "measured (%)", "predicted (%)", "error"),
+            [
+                (" + ".join(t.name for t in tenants), f"{m:.2f}", f"{p:.2f}", f"{abs(p - m):.2f}")
+                for (tenants, m), p in zip(rows, predicted, strict=True)
+            ],
+            out,
+        )
+    errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
+    out.write(
+        f"{model.name} over {len(rows)} hosts of {args.dataset}: "
+        f"R^2 {_r2(predicted, measured):.3f}, {_error_summary(errors)}\n"
+    )
+    return 0
+
+
+def add_parser(sub) -> None:
+    from hpc_nova_scheduler.cmd import options
+
+    group = sub.add_parser(
+        "model",
+        help="interference models: list, predict, fit, evaluate",
+        description="Interference models predict the slowdown of applications sharing a "
+        "host from their profiles. See doc/interference-models.rst.",
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="the registered models and what they read")
+    listing.set_defaults(func=cmd_model_list)
+
+    def model_options(parser: argparse.ArgumentParser, default: str | None) -> None:
+        parser.add_argument(
+            "--model",
+            default=default,
+            required=default is None,
+            help="the model's name (see model list)",
+        )
+        parser.add_argument(
+            "--param",
+            type=_param,
+            action="append",
+            metavar="KEY=VALUE",
+            help="a model parameter, e.g. max_apps=12 or coefficients=0.75,0.16,0.15 (repeatable)",
+        )
+        parser.add_argument(
+            "--profiles",
+            metavar="FILE",
+            help="profiles from this YAML or CSV file instead of the plugin database",
+        )
+
+    predict = actions.add_parser(
+        "predict",
+        help="predict the interference of applications sharing one host",
+        description="Predict each application's slowdown, and the host's interference, "
+        "when the applications given share one host (name one twice for two instances).",
+    )
+    model_options(predict, None)
+    predict.add_argument("applications", nargs="+", metavar="APP", help="an application")
+    predict.set_defaults(func=cmd_model_predict)
+
+    fit = actions.add_parser(
+        "fit",
+        help="refit a model's coefficients to measured hosts (least squares)",
+        description="Refit the coefficients of an ivmp model to hosts measured on your own "
+        "hardware, and report the fit and a cross-validation.",
+    )
+    model_options(fit, None)
+    fit.add_argument("dataset", metavar="DATASET", help="measured hosts (YAML 'hosts:' or CSV)")
+    fit.add_argument(
+        "--folds", type=options.positive_int, default=DEFAULT_FOLDS, help="cross-validation folds"
+    )
+    fit.add_argument("--seed", type=int, default=0, help="seed of the folds")
+    fit.set_defaults(func=cmd_model_fit)
+
+    evaluate = actions.add_parser(
+        "evaluate",
+        help="compare a model's predictions with measured hosts",
+        description="Predict every measured host of DATASET and report R^2 and the errors.",
+    )
+    model_options(evaluate, None)
+    evaluate.add_argument("dataset", metavar="DATASET", help="measured hosts (YAML or CSV)")
+    evaluate.add_argument("-v", "--verbose", action="store_true", help="one line per host")
+    evaluate.set_defaults(func=cmd_model_evaluate)

@@ -1,0 +1,1 @@
+"""Interference models: a common interface, a registry, and seed 003's rule."""

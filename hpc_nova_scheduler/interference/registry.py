@@ -1,0 +1,37 @@
+"""Interference models by name, through a stevedore namespace.
+
+Operators and other packages add models by registering a class derived
+from :class:`~hpc_nova_scheduler.interference.base.InterferenceModel` in
+the ``hpc_nova_scheduler.interference_models`` entry-point namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stevedore import driver, extension
+
+from hpc_nova_scheduler.interference.base import InterferenceModel
+
+NAMESPACE = "hpc_nova_scheduler.interference_models"
+
+
+class UnknownModel(Exception):
+    pass
+
+
+def names() -> list[str]:
+    """The registered models, sorted."""
+    return sorted(extension.ExtensionManager(NAMESPACE).names())
+
+
+def load(name: str, **params: Any) -> InterferenceModel:
+    """The model called ``name``, built with ``params``."""
+    known = names()
+    if name not in known:
+        raise UnknownModel(f"unknown interference model {name!r}; known: {', '.join(known)}")
+    manager = driver.DriverManager(NAMESPACE, name, invoke_on_load=False)
+    model = manager.driver(**params)
+    if not isinstance(model, InterferenceModel):
+        raise UnknownModel(f"{name!r} in {NAMESPACE} is not an InterferenceModel")
+    return model
