@@ -13,7 +13,9 @@ the database says runs there now. The rules are Algorithm 1's line 6 and
 * no two applications recorded as harmful to each other share a host;
 * the cache scores stay within alpha, and within beta where SyncHPC runs or
   arrives (ExtremeHPC requests are exempt: they have the host to
-  themselves).
+  themselves); or, when an interference model is chosen, every
+  application there keeps its predicted slowdown within the tolerance
+  (:mod:`hpc_nova_scheduler.interference.rule`).
 
 Capacity is not judged here: Placement claims CPU, RAM and disk atomically.
 """
@@ -26,6 +28,7 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import ordered_sum
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.interference.rule import ModelRule, residents
 
 
 def refusal(
@@ -35,6 +38,7 @@ def refusal(
     adding: int,
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
+    rule: ModelRule | None = None,
 ) -> str | None:
     """Why ``adding`` VMs of the request may not join ``vms``; None if they may.
 
@@ -57,6 +61,8 @@ def refusal(
                 return f"{profile.app_name} and {vm.app_name} are a harmful pair"
     if extreme:
         return None
+    if rule is not None:
+        return rule.refusal(residents(vms, application_id, profile.app_name, adding))
     total = ordered_sum(vm.cache_score for vm in vms) + adding * profile.cache_score
     if total > thresholds.alpha + EPSILON:
         return f"cache score {total:g} would exceed alpha {thresholds.alpha:g}"

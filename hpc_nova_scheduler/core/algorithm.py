@@ -35,6 +35,7 @@ import dataclasses
 import heapq
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+
+if TYPE_CHECKING:
+    from hpc_nova_scheduler.interference.rule import ModelRule
 
 PACKING_COSINE = "cosine"
 PACKING_LEAST_FREE_PES = "least_free_pes"
@@ -253,6 +257,7 @@ class _Planner:
         thresholds: Thresholds,
         table: InterferenceTable,
         policy: Policy,
+        rule: ModelRule | None = None,
     ) -> None:
         self.request = request
         self.columns = columns
@@ -294,6 +299,37 @@ class _Planner:
         self.capacity = np.where(dedicated, copies, 0).astype(np.int64)
         #: What placing VMs of this request never changes: dedication, harmful pairs.
         self.fixed_ok = dedicated & ~self._conflicts(table, size)
+        #: An interference model's admission replaces the cache thresholds.
+        self.rule = None if self.extreme else rule
+        if self.rule is not None:
+            self.fixed_ok &= self._model_admits(self.rule)
+
+    def _model_admits(self, rule: ModelRule) -> np.ndarray:
+        """Whether the model admits the request's application on each host.
+
+        Judged with as many VMs of the request as the host could take, so
+        that the answer holds however many the packing puts there.
+        """
+        columns = self.columns
+        per_row: dict[int, dict[str, list]] = {}
+        for app, rows in columns.by_application.items():
+            for row, (vms, _) in rows.items():
+                per_row.setdefault(row, {})[app] = [vms, None]
+        for (app, name), rows in columns.by_application_name.items():
+            for row in rows:
+                per_row[row][app][1] = name
+        ok = np.zeros(len(columns), dtype=bool)
+        own_id = self.request.application_id
+        own_name = self.request.profile.app_name
+        for row in np.flatnonzero(self.fixed_ok & (self.capacity > 0)).tolist():
+            apps = per_row.get(row, {})
+            known = sum(vms for vms, _ in apps.values())
+            found: list[tuple[str | None, int]] = [(None, 1)] * int(columns.vms[row] - known)
+            found += [(name, vms) for app, (vms, name) in apps.items() if app != own_id]
+            own = apps.get(own_id, [0, None])[0] + int(self.capacity[row])
+            found.append((own_name, own))
+            ok[row] = rule.refusal(found) is None
+        return ok
 
     def _conflicts(self, table: InterferenceTable, size: int) -> np.ndarray:
         conflict = np.zeros(size, dtype=bool)
@@ -319,7 +355,7 @@ class _Planner:
     ) -> np.ndarray:
         """Whether one more VM of the request may go on each host now."""
         ok = fixed_ok & (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
-        if self.policy.cache_criteria and not self.extreme:
+        if self.policy.cache_criteria and not self.extreme and self.rule is None:
             total = cache + self.request.profile.cache_score
             involves_sync = sync | self.sync_request
             ok &= ~(total > self.thresholds.alpha + EPSILON)
@@ -440,9 +476,10 @@ class _Planner:
         return chosen
 
     def short_of(self, placed: int) -> NoPlacement:
+        judge = f"interference model {self.rule.model.name}" if self.rule else "cache thresholds"
         return NoPlacement(
             f"only {placed} of {self.request.count} VMs fit within capacity, "
-            "dedicated hosts, cache thresholds and the interference table"
+            f"dedicated hosts, {judge} and the interference table"
         )
 
     def admits_one(self, load: _HostLoad) -> bool:
@@ -451,7 +488,7 @@ class _Planner:
             d <= f + _SLACK for d, f in zip(self.demand_tuple, load.free, strict=True) if d > 0
         ):
             return False
-        if self.policy.cache_criteria and not self.extreme:
+        if self.policy.cache_criteria and not self.extreme and self.rule is None:
             total = load.cache + self.request.profile.cache_score
             if total > self.thresholds.alpha + EPSILON:
                 return False
@@ -485,6 +522,7 @@ def plan(
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
+    rule: ModelRule | None = None,
 ) -> Plan:
     """Place ``request.count`` VMs on ``hosts``; raise :class:`NoPlacement`.
 
@@ -500,7 +538,7 @@ def plan(
     columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
     if not len(columns):
         raise NoPlacement("no candidate hosts")
-    planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy)
+    planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy, rule)
     homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
     if not homogeneous:
         return planner.plan_group(np.arange(len(columns)), None)
@@ -538,6 +576,7 @@ def alternates(
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
     limit: int = 2,
+    rule: ModelRule | None = None,
 ) -> tuple[str, ...]:
     """Hosts outside ``chosen`` where any one VM of the request may be rebuilt.
 
@@ -565,7 +604,7 @@ def alternates(
         )
         after.place(after.index[name], vm, request.demand)
     one = dataclasses.replace(request, count=1)
-    planner = _Planner(one, after, thresholds, table or InterferenceTable(), policy)
+    planner = _Planner(one, after, thresholds, table or InterferenceTable(), policy, rule)
     homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
     rows = np.array(
         [

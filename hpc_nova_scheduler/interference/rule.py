@@ -1,0 +1,86 @@
+"""Admission by an interference model, host by host.
+
+A host may take VMs of an application only if every application that
+would then run there, the new one and the ones already there, keeps its
+predicted slowdown within the tolerance. The planner asks this for every
+candidate host before it packs (as it asks the cache thresholds under seed
+003's rule), and the claim step asks it again with what runs on the host
+by then.
+
+The model needs a profile for every application on the host. A co-runner
+it cannot judge (no application name, no stored profile, or a profile
+without the features the model reads) makes the host inadmissible: a
+guess could put an application next to one that slows it past the
+tolerance. An application alone on a host is admitted without asking the
+model: nothing there can interfere with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.records import ProfileRecord
+from hpc_nova_scheduler.interference.base import InterferenceModel, MissingFeatures, Tenant
+
+#: One application on a host: its name (None: unknown) and its VMs there.
+Resident = tuple[str | None, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRule:
+    model: InterferenceModel
+    #: Slowdown, in percent, that no application may be predicted to exceed.
+    tolerance: float
+    #: Profiles by application name: the request's and its possible co-runners'.
+    profiles: Mapping[str, ProfileRecord]
+
+    def refusal(self, residents: Sequence[Resident]) -> str | None:
+        """Why these applications may not share a host; None if they may."""
+        if len(residents) < 2:
+            return None
+        tenants = []
+        model = self.model.name
+        for name, vms in residents:
+            if name is None:
+                return f"a co-runner without an application name: model {model} cannot judge it"
+            profile = self.profiles.get(name)
+            if profile is None:
+                return f"no profile of {name}: model {model} cannot judge it"
+            tenants.append(Tenant.of(profile, vms))
+        try:
+            prediction = self.model.predict(tenants)
+        except MissingFeatures as error:
+            return str(error)
+        if self.model.admits(tenants, self.tolerance):
+            return None
+        worst = max(range(len(tenants)), key=lambda i: prediction.slowdowns[i])
+        if prediction.worst <= self.tolerance:
+            return f"model {self.model.name} does not admit {' + '.join(t.name for t in tenants)}"
+        return (
+            f"model {self.model.name} predicts {prediction.slowdowns[worst]:.1f}% for "
+            f"{tenants[worst].name} next to "
+            f"{' + '.join(t.name for i, t in enumerate(tenants) if i != worst)} "
+            f"(tolerance {self.tolerance:g}%)"
+        )
+
+
+def residents(
+    vms: Iterable[RunningVM], application_id: str, app_name: str | None, adding: int
+) -> list[Resident]:
+    """The applications on a host once ``adding`` VMs of the request join ``vms``.
+
+    VMs are grouped by application; the request's own VMs already there
+    count with the new ones. A VM without an application id is an
+    application of its own.
+    """
+    counts: dict[str, int] = {}
+    names: dict[str, str | None] = {}
+    for index, vm in enumerate(vms):
+        key = vm.application_id or f"vm:{vm.uuid}:{index}"
+        counts[key] = counts.get(key, 0) + 1
+        names.setdefault(key, vm.app_name)
+    counts[application_id] = counts.get(application_id, 0) + adding
+    names[application_id] = app_name
+    return [(names[key], count) for key, count in counts.items() if count > 0]
