@@ -64,10 +64,29 @@ must not exceed this value. 60 performed best in seed 003's case study (beta
         min=0.0,
         help="""
 Slowdown, in percent, above which a recorded pair of applications counts as
-harmful and is never co-located.
+harmful and is never co-located, and that no application may be predicted to
+exceed under a predictive ``interference_model``.
 
 A pair in the ``app_interferences`` table is harmful when either application
 suffers a slowdown above this value when sharing a host with the other.
+""",
+    ),
+    cfg.StrOpt(
+        "interference_model",
+        default="cache-score",
+        help="""
+How the scheduler judges whether applications may share a host.
+
+``cache-score`` is seed 003's rule: the cache scores on a host within
+``cache_threshold`` and ``sync_cache_threshold``. ``ivmp`` and ``ivmp-base``
+are seed 004's regression models over the SLLC, DRAM and network access
+scores of the profiles: a host is admitted only if every application there,
+new and existing, keeps its predicted slowdown within
+``interference_tolerance``. Under a predictive model every co-runner needs a
+profile with the model's features; a host running one without is not
+admitted. Other models register in the ``hpc_nova_scheduler.interference_models``
+entry-point namespace (``hpc-nova-scheduler model list``). An unknown name
+makes every HPC request fail with a message naming it.
 """,
     ),
 ]

@@ -58,6 +58,10 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference.base import InterferenceModel
+from hpc_nova_scheduler.interference.cache_score import CacheScoreModel
+from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource, claimed_vms, look_up
@@ -197,6 +201,8 @@ class _PlanContext:
     table: InterferenceTable
     instance_uuid: str | None
     own: set[str]
+    #: The interference model's admission (None: the cache thresholds).
+    rule: ModelRule | None = None
     #: Co-runners per host key as planned on (Nova's view and the database's).
     knowledge: dict[str, list[RunningVM]] = dataclasses.field(default_factory=dict)
     #: Processor group per candidate host key.
@@ -254,6 +260,7 @@ class _PlanContext:
                 adding,
                 self.thresholds,
                 self.table,
+                self.rule,
             )
             if reason is not None:
                 return f"{key}: {reason}"
@@ -289,6 +296,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._fallback = FallbackStore()
         self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
+        self._models: dict[str, InterferenceModel] = {}
+        self._models_lock = threading.Lock()
         report_threshold_problems()
 
     # -- plumbing ------------------------------------------------------------
@@ -477,6 +486,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             own=own,
             project_id=getattr(spec_obj, "project_id", None),
         )
+        try:
+            model = self._interference_model()
+        except registry.UnknownModel as error:
+            LOG.error("hpc-nova-scheduler: refusing request: %s", error)
+            state.refusal = f"[hpc_scheduler] interference_model: {error}"
+            return state
         if database is not None:
             self._settle(database)
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
@@ -504,8 +519,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 key=lambda h: h.name,
             )
             self._log_hosts(core_hosts)
+            rule = None
+            if model is not None and not extreme:
+                rule, state.database = self._model_rule(model, profile, knowledge, state.database)
+            context.rule = rule
             try:
-                plan = algorithm.plan(request, core_hosts, thresholds, table)
+                plan = algorithm.plan(request, core_hosts, thresholds, table, rule=rule)
             except algorithm.NoPlacement as refusal:
                 LOG.info(
                     "hpc-nova-scheduler: no placement for %d x %s VM(s) of %s: %s",
@@ -516,7 +535,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 )
                 state.refusal = refusal.reason
                 return state
-            spares = self._alternates(request, core_hosts, plan, thresholds, table)
+            spares = self._alternates(request, core_hosts, plan, thresholds, table, rule)
             context.knowledge = knowledge.vms
             context.groups = {host.name: host.cpu_group for host in core_hosts}
             conflict = self._claim(state, context, plan, spares)
@@ -564,11 +583,45 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             )
 
     @staticmethod
-    def _alternates(request, core_hosts, plan, thresholds, table) -> tuple[str, ...]:
+    def _alternates(request, core_hosts, plan, thresholds, table, rule) -> tuple[str, ...]:
         if not PLAN_WEIGHER.is_set():
             return ()
         limit = NOVA_CONF.scheduler.max_attempts - 1
-        return algorithm.alternates(request, core_hosts, plan, thresholds, table, limit=limit)
+        return algorithm.alternates(
+            request, core_hosts, plan, thresholds, table, limit=limit, rule=rule
+        )
+
+    # -- interference models ---------------------------------------------------
+
+    def _interference_model(self) -> InterferenceModel | None:
+        """The model ``interference_model`` names; None for seed 003's thresholds."""
+        name = CONF.hpc_scheduler.interference_model
+        if name == CacheScoreModel.name:
+            return None
+        with self._models_lock:
+            model = self._models.get(name)
+            if model is None:
+                model = self._models[name] = registry.load(name)
+            return model
+
+    def _model_rule(self, model, profile, knowledge, database):
+        """The model's admission, with the profiles of the request and every co-runner.
+
+        Without the plugin database (or its fallback copy) there are no
+        profiles: every shared host is refused, and hosts alone stay open.
+        """
+        names = {vm.app_name for vms in knowledge.vms.values() for vm in vms if vm.app_name}
+        if profile.app_name:
+            names.add(profile.app_name)
+        records = None
+        while database is not None and records is None:
+            try:
+                records = database.list_profiles(sorted(names)) if names else []
+            except DATABASE_ERRORS as error:
+                database = self._database_failed(profile, error, database)
+        profiles = {r.name: r for r in records or ()}
+        tolerance = CONF.hpc_scheduler.interference_tolerance
+        return ModelRule(model, tolerance, profiles), database
 
     # -- claims ----------------------------------------------------------------
 
