@@ -9,6 +9,8 @@ from hpc_nova_scheduler.cmd import common, options, trace
 
 
 def _interference_model(args: argparse.Namespace):
+    """The ground truth: a shared interference model, or a simulator-only one."""
+    from hpc_nova_scheduler.interference import registry
     from hpc_nova_scheduler.sim import interference
 
     options = {}
@@ -22,10 +24,62 @@ def _interference_model(args: argparse.Namespace):
             raise common.CommandError(
                 f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
             ) from None
+    if args.interference != "none" and args.interference in registry.names():
+        try:
+            return registry.load(args.interference, **options)
+        except (TypeError, ValueError) as error:
+            raise common.CommandError(f"--interference {args.interference}: {error}") from None
     try:
         return interference.load(args.interference, **options)
     except ValueError as error:
-        raise common.CommandError(str(error)) from None
+        known = sorted({*interference.names(), *registry.names()})
+        raise common.CommandError(f"{error}; models: {', '.join(known)}") from None
+
+
+def _admission_model(args: argparse.Namespace):
+    """The interference model that admits hosts, or None for the cache thresholds."""
+    from hpc_nova_scheduler.interference import registry
+
+    if args.admission_model == "cache-score":
+        return None
+    try:
+        return registry.load(args.admission_model)
+    except registry.UnknownModel as error:
+        raise common.CommandError(f"--admission-model: {error}") from None
+
+
+def _job_profiles(args: argparse.Namespace, models) -> tuple[list, str]:
+    """The profiles drawn for jobs: those in --profiles with every feature the
+    models read (besides the cache score, which every job draws), and a note
+    that says how many that is."""
+    from hpc_nova_scheduler import datafiles
+    from hpc_nova_scheduler.interference.base import InterferenceModel
+
+    needs: list[str] = []
+    readers: list[str] = []
+    for option, model in models:
+        if isinstance(model, InterferenceModel):
+            wanted = [f for f in model.features if f != "cache_score"]
+            if wanted:
+                readers.append(f"{option} {model.name}")
+                needs += [f for f in wanted if f not in needs]
+    profiles = datafiles.read_profiles(args.profiles) if args.profiles else []
+    if needs and not profiles:
+        raise common.CommandError(
+            f"{' and '.join(readers)} read {', '.join(needs)}: give --profiles"
+        )
+    usable = [p for p in profiles if all(getattr(p, f) is not None for f in needs)]
+    if profiles and not usable:
+        raise common.CommandError(
+            f"--profiles {args.profiles}: no profile has {', '.join(needs)}, "
+            f"which {' and '.join(readers)} read"
+        )
+    note = ""
+    if usable:
+        note = f"; job profiles drawn from {len(usable)} of {len(profiles)} in {args.profiles}"
+        if needs:
+            note += f" (those with {', '.join(needs)})"
+    return usable, note
 
 
 def check(args: argparse.Namespace) -> None:
@@ -67,6 +121,9 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
 
     cache_range = args.cache_scores
     times = args.times
+    admission = _admission_model(args)
+    # Under a model the thresholds play no part: one scenario, not one per beta.
+    betas = [args.betas[0]] if admission is not None else args.betas
     try:
         built = [
             scenarios.build(
@@ -74,13 +131,21 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 alpha=args.alpha,
                 beta=beta,
                 runtime_factor=1 + args.runtime_adjust / 100.0,
+                admission=admission,
+                tolerance=args.tolerance,
             )
             for name in args.policies
-            for beta in (args.betas if name in ("mdobp-cache", "hpc-aware") else [0.0])
+            for beta in (betas if name in ("mdobp-cache", "hpc-aware") else [0.0])
         ]
     except ValueError as error:
         raise common.CommandError(f"--policies: {error}") from None
     model = _interference_model(args)
+    profiles, profiles_note = _job_profiles(
+        args, [("--admission-model", admission), ("--interference", model)]
+    )
+    judged = ""
+    if admission is not None:
+        judged = f"; admission by {args.admission_model} within {args.tolerance:g}%"
     cores, cores_note = _cores(args)
     try:
         if args.host_kinds:
@@ -104,7 +169,8 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
         f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
         f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
-        f"{shape.describe()}{cores_note}; interference: {args.interference}\n"
+        f"{shape.describe()}{cores_note}; interference: {args.interference}"
+        f"{judged}{profiles_note}\n"
     )
     results = []
     disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
@@ -122,6 +188,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 cache_scores=cache_range,
                 interference=model,
                 memory_scale=args.memory_scale,
+                profiles=profiles,
                 progress=lambda settled, bar=bar: bar.update(settled - bar.n),
             )
             results.append(sim.run(jobs))
@@ -269,8 +336,28 @@ def add_parser(sub) -> None:
         "--interference",
         default="none",
         metavar="MODEL",
-        help="how co-runners slow jobs down: none (seed 003) or cache-pressure "
-        "(see README); models are plugins in hpc_nova_scheduler.sim.interference",
+        help="the ground truth of how co-runners slow jobs down: none (seed 003), "
+        "cache-pressure, or any interference model (ivmp, ivmp-base, ...; see model list)",
+    )
+    simulate.add_argument(
+        "--admission-model",
+        default="cache-score",
+        metavar="MODEL",
+        help="how mdobp-cache and hpc-aware admit a host: cache-score (alpha and beta, the "
+        "default) or an interference model within --tolerance",
+    )
+    simulate.add_argument(
+        "--tolerance",
+        type=options.non_negative_float,
+        default=10.0,
+        metavar="PERCENT",
+        help="slowdown an --admission-model may predict for any job (default 10)",
+    )
+    simulate.add_argument(
+        "--profiles",
+        metavar="FILE",
+        help="profiles (YAML or CSV) drawn at random for the jobs, for models that read "
+        "more than cache scores, e.g. etc/profiles/seed-applications.yaml",
     )
     simulate.add_argument(
         "--interference-param",

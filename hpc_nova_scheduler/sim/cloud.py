@@ -24,6 +24,7 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 
 if TYPE_CHECKING:
+    from hpc_nova_scheduler.interference.rule import ModelRule
     from hpc_nova_scheduler.sim.simulator import ClusterShape, Scenario
 
 
@@ -36,7 +37,7 @@ class PlannedCloud:
         self._empty = None
         self._shape = shape
 
-    def start(self, request: PlacementRequest) -> bool:
+    def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         """Place the request's VMs if they fit now; whether they did."""
         cluster = self.cluster
         columns = cluster.columns()
@@ -51,14 +52,14 @@ class PlannedCloud:
             return False
         try:
             plan = algorithm.plan(
-                request, columns, self.scenario.thresholds, policy=self.scenario.policy
+                request, columns, self.scenario.thresholds, policy=self.scenario.policy, rule=rule
             )
         except NoPlacement:
             return False
         cluster.apply(plan, request)
         return True
 
-    def plans_on_empty(self, request: PlacementRequest) -> bool:
+    def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         """Whether the request could be placed on the idle cloud."""
         if self._empty is None:
             self._empty = self._shape.build()
@@ -95,7 +96,7 @@ class ClassedCloud:
         self.classes = HostClasses(shape.capacities(), scenario.policy.packing)
         self._placed: dict[str, tuple[list[Block], tuple[float, float, float]]] = {}
 
-    def start(self, request: PlacementRequest) -> bool:
+    def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         demand = request.demand.as_tuple()
         try:
             blocks = self.classes.place(demand, request.count)
@@ -104,7 +105,7 @@ class ClassedCloud:
         self._placed[request.application_id] = (blocks, demand)
         return True
 
-    def plans_on_empty(self, request: PlacementRequest) -> bool:
+    def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         return True  # room is all a blind policy asks, and the caller checked it
 
     def finish(self, application_id: str) -> None:

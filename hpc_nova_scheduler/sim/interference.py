@@ -9,7 +9,11 @@ recomputes every affected job's pace whenever a host's VMs change. A
 tightly coupled job advances at the pace of its slowest VM.
 
 Models are plugins (stevedore namespace ``hpc_nova_scheduler.sim.interference``)
-so that a measured or learned model can replace the built-in ones.
+so that a measured or learned model can replace the built-in ones. Every
+model of :mod:`hpc_nova_scheduler.interference` (the namespace
+``hpc_nova_scheduler.interference_models``: ``cache-pressure``, ``ivmp``,
+...) serves as ground truth too; the simulator then judges each host by the
+applications on it, with the profiles drawn for the jobs.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Sequence
 
 from stevedore import ExtensionManager, driver
 from stevedore.exception import NoMatches
+
+from hpc_nova_scheduler.interference.cache_pressure import pressure_factor
 
 NAMESPACE = "hpc_nova_scheduler.sim.interference"
 
@@ -65,8 +71,8 @@ class CachePressure(InterferenceModel):
     def slowdown(self, own_score: float, co_runner_scores: Sequence[float]) -> float:
         if not co_runner_scores:
             return 1.0
-        excess = max(0.0, own_score + sum(co_runner_scores) - self.knee)
-        return 1.0 + self.gain * (own_score / self.knee) * (excess / self.knee)
+        total = own_score + sum(co_runner_scores)
+        return pressure_factor(own_score, total, self.knee, self.gain)
 
 
 def names() -> list[str]:

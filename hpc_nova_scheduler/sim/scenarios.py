@@ -20,6 +20,7 @@ from hpc_nova_scheduler.core.algorithm import (
 )
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.sim.simulator import UNLIMITED, Scenario
 
 #: name -> what it is, for --help and the output.
@@ -40,8 +41,14 @@ def build(
     alpha: float,
     beta: float,
     runtime_factor: float,
+    admission: InterferenceModel | None = None,
+    tolerance: float = 10.0,
 ) -> Scenario:
-    """The scenario called ``name``; ``runtime_factor`` applies to cache-aware ones."""
+    """The scenario called ``name``; ``runtime_factor`` applies to cache-aware ones.
+
+    With ``admission`` the cache-aware scenarios admit hosts by that
+    interference model within ``tolerance`` percent instead of alpha and beta.
+    """
     if name == "least-free-pes":
         return Scenario(name, Policy.nova_like(PACKING_LEAST_FREE_PES))
     if name == "most-free-pes":
@@ -53,6 +60,10 @@ def build(
     if name == "mdobp":
         return Scenario(name, Policy.nova_like(PACKING_COSINE))
     thresholds = Thresholds(alpha, beta)
+    judged = {"admission": admission, "tolerance": tolerance}
+    label = f"beta={beta:g}"
+    if admission is not None:
+        label = f"{admission.name}<={tolerance:g}%"
     if name == "mdobp-cache":
         policy = Policy(
             classes=False,
@@ -63,14 +74,10 @@ def build(
             packing=PACKING_COSINE,
         )
         return Scenario(
-            f"{name} beta={beta:g}",
-            policy,
-            thresholds,
-            AppClass.SYNC_HPC,
-            runtime_factor,
+            f"{name} {label}", policy, thresholds, AppClass.SYNC_HPC, runtime_factor, **judged
         )
     if name == "hpc-aware":
-        return Scenario(f"{name} beta={beta:g}", Policy(), thresholds, None, runtime_factor)
+        return Scenario(f"{name} {label}", Policy(), thresholds, None, runtime_factor, **judged)
     raise ValueError(f"unknown scenario {name!r}; use one of {', '.join(DESCRIPTIONS)}")
 
 

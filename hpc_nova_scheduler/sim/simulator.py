@@ -31,7 +31,11 @@ from hpc_nova_scheduler.core.algorithm import PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.interference.base import InterferenceModel as SharedModel
+from hpc_nova_scheduler.interference.base import Tenant
+from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
 from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
 from hpc_nova_scheduler.sim.swf import Job
@@ -178,6 +182,10 @@ class Scenario:
     #: The class of every job; None: SyncHPC for parallel jobs, AsyncHPC for serial ones.
     app_class: AppClass | None = AppClass.NON_HPC
     runtime_factor: float = 1.0
+    #: An interference model that admits hosts instead of the cache thresholds.
+    admission: SharedModel | None = None
+    #: The slowdown, in percent, ``admission`` may predict for any job.
+    tolerance: float = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,6 +270,14 @@ class Simulator:
     ``progress`` is called with the number of jobs settled (finished or found
     never to fit) as the replay advances; ``memory_scale`` multiplies every
     job's memory (to ask what bigger-memory applications would do).
+
+    ``interference`` is a model of :mod:`.interference` (slowdown per VM
+    from cache scores) or any model of :mod:`hpc_nova_scheduler.interference`
+    (slowdown per application from profiles). Such models, as ground truth
+    or as the scenario's ``admission``, need each job's profile: every job
+    gets one drawn from ``profiles`` (seeded, the same draw under every
+    scenario), with its own cache score from ``cache_scores``; without
+    ``profiles`` a job's profile is its cache score alone.
     """
 
     def __init__(
@@ -278,6 +294,7 @@ class Simulator:
         progress: Callable[[int], None] | None = None,
         memory_scale: float = 1.0,
         host_classes: bool | None = None,
+        profiles: Sequence[ProfileRecord] = (),
     ) -> None:
         self.shape = shape
         self.scenario = scenario
@@ -294,6 +311,13 @@ class Simulator:
         )
         self.progress = progress
         self.memory_scale = memory_scale
+        self.profiles = tuple(profiles)
+        #: Whether jobs need profiles: a shared model judges or slows them.
+        self._profiled = isinstance(self.interference, SharedModel) or (
+            scenario.admission is not None
+        )
+        if scenario.admission is not None and scenario.policy.blind:
+            raise ValueError(f"scenario {scenario.name}: a blind policy admits by room alone")
         classes_fit = scenario.policy.blind and self.interference is None
         if host_classes and not classes_fit:
             raise ValueError("host classes serve blind policies without an interference model")
@@ -303,8 +327,17 @@ class Simulator:
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
         rng = random.Random(self.seed)
+        # A draw of its own, so that cache scores are those of a replay without profiles.
+        profile_rng = random.Random(f"profiles-{self.seed}")
         engine = ClassedCloud if self.host_classes else PlannedCloud
         self._cloud = engine(self.shape, self.scenario)
+        #: Each job's profile by application name (one per job: its own cache score).
+        self._profile_of: dict[str, ProfileRecord] = {}
+        self._rule = None
+        if self.scenario.admission is not None:
+            self._rule = ModelRule(
+                self.scenario.admission, self.scenario.tolerance, self._profile_of
+            )
         self._releases = 0
         self._speeds = self.shape.speeds()
         self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
@@ -318,6 +351,8 @@ class Simulator:
                 first_submit = job.submit
             arrival = 0.0 if self.all_at_once else job.submit - first_submit
             score = rng.uniform(*self.cache_scores) if self.cache_scores else 0.0
+            if self._profiled:
+                self._profile_of[self._app_name(job)] = self._job_profile(job, score, profile_rng)
             self._push(arrival, _ARRIVAL, (job, score))
         queue: collections.deque[tuple[Job, float, float]] = collections.deque()
         outcomes: list[Outcome] = []
@@ -411,12 +446,22 @@ class Simulator:
                 return end, free - head.processors
         return math.inf, 0
 
+    @staticmethod
+    def _app_name(job: Job) -> str:
+        return f"job{job.job_id}"
+
+    def _job_profile(self, job: Job, score: float, rng: random.Random) -> ProfileRecord:
+        if not self.profiles:
+            return ProfileRecord(self._app_name(job), cache_score=score)
+        drawn = rng.choice(self.profiles)
+        return dataclasses.replace(drawn, name=self._app_name(job), cache_score=score)
+
     def _request(self, job: Job, score: float) -> PlacementRequest:
         app_class = self.scenario.app_class or (
             AppClass.SYNC_HPC if job.processors > 1 else AppClass.ASYNC_HPC
         )
         return PlacementRequest(
-            ApplicationProfile(app_class, score, None),
+            ApplicationProfile(app_class, score, self._app_name(job) if self._profiled else None),
             Resources(1, self._memory_per_vm(job), 0),
             job.processors,
             str(job.job_id),
@@ -433,12 +478,14 @@ class Simulator:
         policy = self.scenario.policy
         if not (policy.cache_criteria or policy.classes or policy.homogeneity):
             return True  # no thresholds, classes or groups: room is all that counts
-        return self._cloud.plans_on_empty(self._request(job, score))
+        return self._cloud.plans_on_empty(self._request(job, score), self._rule)
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
         # Placing VMs only ever takes room, cache budget and hosts away, so a
-        # job refused since the last release would be refused again.
+        # job refused since the last release would be refused again. (An
+        # interference model need not be monotone: a host may come to admit a
+        # job after another joins it. The replay waits for the next release.)
         if self._refused.get(job.job_id) == self._releases:
             return False
         if not self._try_start(job, score, arrival, now):
@@ -449,7 +496,7 @@ class Simulator:
 
     def _try_start(self, job: Job, score: float, arrival: float, now: float) -> bool:
         request = self._request(job, score)
-        if not self._cloud.start(request):
+        if not self._cloud.start(request, self._rule):
             return False
         app_id = request.application_id
         nominal = job.run_time * self.scenario.runtime_factor
@@ -497,7 +544,9 @@ class Simulator:
         slowest = math.inf
         for row in cloud.rows_of(app_id):
             slowdown = 1.0
-            if self.interference is not None:
+            if isinstance(self.interference, SharedModel):
+                slowdown = self._application_slowdown(row, app_id)
+            elif self.interference is not None:
                 vms = cloud.vms_on(row)
                 own = next(vm for vm in vms if vm.application_id == app_id)
                 others = list(vms)
@@ -507,3 +556,11 @@ class Simulator:
                 )
             slowest = min(slowest, self._speeds[row] / slowdown)
         return slowest
+
+    def _application_slowdown(self, row: int, app_id: str) -> float:
+        """Run-time factor of ``app_id`` on host ``row`` under a shared model."""
+        counts = collections.Counter(vm.application_id for vm in self._cloud.vms_on(row))
+        apps = list(counts)
+        tenants = [Tenant.of(self._profile_of[f"job{app}"], counts[app]) for app in apps]
+        prediction = self.interference.predict(tenants)
+        return 1.0 + prediction.slowdowns[apps.index(app_id)] / 100.0

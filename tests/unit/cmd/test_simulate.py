@@ -245,3 +245,47 @@ class TestSimulateCommand(testtools.TestCase):
             code, _, err = run("--config-file", "/dev/null", "demo", *bad)
             self.assertEqual(2, code, bad)
             self.assertIn(message, err)
+
+
+class TestInterferenceModels(testtools.TestCase):
+    """--admission-model, --tolerance, --profiles and shared models as truth."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from tests import traces
+
+        self.trace = traces.trace(self, "METACENTRUM-2009-2.swf.gz")
+
+    def simulate(self, *argv: str) -> tuple[int, str, str]:
+        return run(
+            "--config-file", "/dev/null", "simulate", self.trace, "--jobs", "80", "--cores", "64",
+            "--progress", "off", *argv,
+        )  # fmt: skip
+
+    def test_admission_by_a_model_against_a_truth(self) -> None:
+        from tests.unit.cmd.test_cli import EXAMPLE
+
+        code, out, err = self.simulate(
+            "--policies", "hpc-aware,mdobp-cache", "--betas", "40,60",
+            "--admission-model", "ivmp", "--tolerance", "5",
+            "--interference", "ivmp-base", "--profiles", EXAMPLE,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        # One scenario per policy under a model, not one per beta.
+        self.assertIn("| hpc-aware ivmp<=5%", out)
+        self.assertIn("| mdobp-cache ivmp<=5%", out)
+        self.assertNotIn("beta=", out)
+        self.assertIn("admission by ivmp within 5%", out)
+        self.assertIn("(those with sllc_score, dram_score, net_score)", out)
+
+    def test_models_that_need_profiles_say_so(self) -> None:
+        for argv, message in (
+            (["--interference", "ivmp"], "--interference ivmp read sllc_score"),
+            (["--admission-model", "nope"], "--admission-model: unknown interference model"),
+            (["--interference", "nope"], "unknown interference model 'nope'"),
+            (["--tolerance", "-1"], "argument --tolerance"),
+        ):
+            code, out, err = self.simulate(*argv)
+            self.assertNotEqual(0, code, out)
+            self.assertIn(message, err)
+            self.assertNotIn("Traceback", err)

@@ -115,3 +115,61 @@ class TestChoice(testtools.TestCase):
             interference=interference.CachePressure(0.01),
             host_classes=True,
         )
+
+
+class TestSharedModels(testtools.TestCase):
+    """Interference models of hpc_nova_scheduler.interference in the replay."""
+
+    SHAPE = simulator.ClusterShape(hosts=4, cores=4, ram_mb=8192)
+
+    def jobs(self) -> list[swf.Job]:
+        return [job(i, i * 3, 200 + 17 * (i % 5), 1 + i % 4) for i in range(1, 40)]
+
+    def test_cache_pressure_as_a_shared_model_is_the_per_vm_truth(self) -> None:
+        from hpc_nova_scheduler.interference.cache_pressure import CachePressureModel
+
+        scenario = scenarios.build("hpc-aware", alpha=200, beta=200, runtime_factor=1.0)
+        results = [
+            simulator.Simulator(self.SHAPE, scenario, cache_scores=(0, 40), interference=truth).run(
+                self.jobs()
+            )
+            for truth in (interference.CachePressure(30, 1), CachePressureModel(30, 1))
+        ]
+        self.assertGreater(results[0].mean_interference(), 1.0)
+        for old, new in zip(results[0].outcomes, results[1].outcomes, strict=True):
+            self.assertEqual(old.job_id, new.job_id)
+            self.assertAlmostEqual(old.end, new.end, delta=1e-6)
+
+    def test_admission_by_the_truth_keeps_every_job_within_the_tolerance(self) -> None:
+        from hpc_nova_scheduler import datafiles, resources
+        from hpc_nova_scheduler.interference import registry
+
+        profiles = [
+            p
+            for p in datafiles.read_profiles(
+                str(resources.example_profiles_dir() / "seed-applications.yaml")
+            )
+            if p.sllc_score is not None
+        ]
+        truth = registry.load("ivmp-base")
+        for tolerance in (3.0, 15.0):
+            judged = scenarios.build(
+                "hpc-aware",
+                alpha=200,
+                beta=60,
+                runtime_factor=1.0,
+                admission=truth,
+                tolerance=tolerance,
+            )
+            result = simulator.Simulator(
+                self.SHAPE, judged, interference=truth, profiles=profiles
+            ).run(self.jobs())
+            self.assertEqual(39, len(result.outcomes))
+            for o in result.outcomes:
+                self.assertLessEqual((o.end - o.start) / o.nominal_run, 1 + tolerance / 100 + 1e-9)
+        # The thresholds alone let some job run past 3 % under the same truth.
+        blind = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        result = simulator.Simulator(self.SHAPE, blind, interference=truth, profiles=profiles).run(
+            self.jobs()
+        )
+        self.assertGreater(max((o.end - o.start) / o.nominal_run for o in result.outcomes), 1.03)
