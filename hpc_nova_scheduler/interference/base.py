@@ -66,6 +66,10 @@ class MissingFeatures(Exception):
         )
 
 
+class ModelNotReady(Exception):
+    """The model cannot predict yet (for example, a learned model not fitted)."""
+
+
 class InterferenceModel(abc.ABC):
     """Predicts the slowdowns of applications that share one host."""
 

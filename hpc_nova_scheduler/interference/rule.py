@@ -22,7 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.interference.base import InterferenceModel, MissingFeatures, Tenant
+from hpc_nova_scheduler.interference.base import (
+    InterferenceModel,
+    MissingFeatures,
+    ModelNotReady,
+    Tenant,
+)
 
 #: One application on a host: its name (None: unknown) and its VMs there.
 Resident = tuple[str | None, int]
@@ -51,7 +56,7 @@ class ModelRule:
             tenants.append(Tenant.of(profile, vms))
         try:
             prediction = self.model.predict(tenants)
-        except MissingFeatures as error:
+        except (MissingFeatures, ModelNotReady) as error:
             return str(error)
         if self.model.admits(tenants, self.tolerance):
             return None

@@ -161,3 +161,11 @@ class TestInvariant(testtools.TestCase):
                     self.assertLessEqual(
                         judge.model.predict(tenants).worst, tolerance + 1e-9, host.name
                     )
+
+
+class TestModelNotReady(testtools.TestCase):
+    def test_an_unfitted_model_refuses_shared_hosts_and_does_not_raise(self) -> None:
+        judge = ModelRule(registry.load("pair-forest"), 10.0, PROFILES)
+        reason = judge.refusal([("FFT.I1.P4", 1), ("HPL.I1.P6", 1)])
+        self.assertIn("is not fitted", reason)
+        self.assertIsNone(judge.refusal([("FFT.I1.P4", 4)]))

@@ -1,0 +1,1 @@
+"""Seed 001 (Zacarias et al.): pairwise degradation from counters (and, later, pairing)."""
