@@ -47,16 +47,29 @@ def _model(args: argparse.Namespace):
         raise common.CommandError(str(error)) from None
     except (TypeError, ValueError) as error:
         raise common.CommandError(f"--param for model {args.model}: {error}") from None
-    if getattr(args, "load", None):
+    load, stored = getattr(args, "load", None), getattr(args, "stored", None)
+    if load or stored:
         from hpc_nova_scheduler.pairwise import forest
 
-        if not isinstance(model, forest.PairForest):
-            raise common.CommandError(f"--load: model {args.model} is not stored in files")
+        if not registry.is_stored_kind(args.model):
+            option = "--load" if load else "--stored"
+            raise common.CommandError(f"{option}: model {args.model} is not fitted and stored")
+        if load:
+            where = f"--load {load}"
+            with open(load, "rb") as stream:
+                data = stream.read()
+        else:
+            where = f"--stored {stored}"
+            found = common.database(args).stored_model(stored)
+            if found is None:
+                raise common.CommandError(f"{where}: no model stored under that name")
+            if found.kind != args.model:
+                raise common.CommandError(f"{where}: a {found.kind} model, not {args.model}")
+            data = found.data
         try:
-            with open(args.load, "rb") as stream:
-                model = forest.PairForest.loads(stream.read())
+            model = registry.from_stored(args.model, data)
         except forest.StoredModelError as error:
-            raise common.CommandError(f"--load {args.load}: {error}") from None
+            raise common.CommandError(f"{where}: {error}") from None
     return model
 
 
@@ -87,6 +100,22 @@ def _source(args: argparse.Namespace) -> str:
 def cmd_model_list(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler.interference import registry
 
+    if args.stored:
+        common.table(
+            ("stored as", "kind", "changed", "made with", "fit"),
+            [
+                (
+                    m.name,
+                    m.kind,
+                    m.updated_at.isoformat(sep=" ", timespec="seconds"),
+                    ", ".join(f"{k} {v}" for k, v in m.versions.items()),
+                    m.report,
+                )
+                for m in common.database(args).stored_models()
+            ],
+            out,
+        )
+        return 0
     rows = []
     for name in registry.names():
         model = registry.load(name)
@@ -173,8 +202,10 @@ def _fit_forest(args: argparse.Namespace, model, out: TextIO) -> int:
     from hpc_nova_scheduler import atomicfile
     from hpc_nova_scheduler.pairwise import forest
 
-    if not args.save:
-        raise common.CommandError(f"model {model.name}: say where to store it with --save FILE")
+    if not args.save and not args.store:
+        raise common.CommandError(
+            f"model {model.name}: say where to keep it, --save FILE or --store NAME"
+        )
     samples = _pair_samples(args)
     try:
         fitted = model.fit(samples)
@@ -193,14 +224,23 @@ def _fit_forest(args: argparse.Namespace, model, out: TextIO) -> int:
         f"fit over {len(samples)} measured pairs of {args.dataset} "
         f"({len(fitted.counters)} counters each side, {fitted.trees} trees)\n"
     )
-    out.write(
-        f"{folds}-fold cross-validation: R^2 {r2:.3f}, mean absolute error {error:.2f} points "
-        "(seed 001 reports R^2 about 0.80)\n"
+    report = (
+        f"{folds}-fold cross-validation over {len(samples)} pairs: R^2 {r2:.3f}, "
+        f"mean absolute error {error:.2f} points"
     )
-    with atomicfile.open_replacing(args.save, "wb") as stream:
-        stream.write(fitted.dumps())
+    out.write(f"{report} (seed 001 reports R^2 about 0.80)\n")
+    data = fitted.dumps()
     versions = ", ".join(f"{k} {v}" for k, v in fitted.versions.items())
-    out.write(f"stored in {args.save} (skops; made with {versions})\n")
+    if args.save:
+        with atomicfile.open_replacing(args.save, "wb") as stream:
+            stream.write(data)
+        out.write(f"stored in {args.save} (skops; made with {versions})\n")
+    if args.store:
+        common.database(args).store_model(args.store, model.name, data, fitted.versions, report)
+        out.write(
+            f"stored in the plugin database as {args.store} (skops; made with {versions}); "
+            f"nova-scheduler uses it with [hpc_scheduler] interference_model = {args.store}\n"
+        )
     return 0
 
 
@@ -305,6 +345,9 @@ def add_parser(sub) -> None:
     )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="the registered models and what they read")
+    listing.add_argument(
+        "--stored", action="store_true", help="the fitted models in the plugin database instead"
+    )
     listing.set_defaults(func=cmd_model_list)
 
     def model_options(parser: argparse.ArgumentParser, default: str | None) -> None:
@@ -328,8 +371,14 @@ def add_parser(sub) -> None:
         )
 
     def load_option(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument(
             "--load", metavar="FILE", help="a fitted model stored by 'model fit --save'"
+        )
+        where.add_argument(
+            "--stored",
+            metavar="NAME",
+            help="a fitted model in the plugin database ('model fit --store')",
         )
 
     predict = actions.add_parser(
@@ -358,6 +407,11 @@ def add_parser(sub) -> None:
         "(an interference file) for pair-forest",
     )
     fit.add_argument("--save", metavar="FILE", help="where to store a fitted forest (skops)")
+    fit.add_argument(
+        "--store",
+        metavar="NAME",
+        help="store the fitted forest in the plugin database under NAME, for nova-scheduler",
+    )
     fit.add_argument(
         "--folds", type=options.positive_int, default=DEFAULT_FOLDS, help="cross-validation folds"
     )

@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
@@ -62,6 +63,18 @@ class ImportResult:
 
     def __str__(self) -> str:
         return f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged"
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredModel:
+    """A fitted interference model as stored: its kind, skops bytes, versions, report."""
+
+    name: str
+    kind: str
+    data: bytes
+    versions: dict[str, str]
+    report: str | None
+    updated_at: datetime.datetime
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +249,17 @@ def _of_class_queries():
 def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def _stored_from_row(row: models.FittedModel) -> StoredModel:
+    return StoredModel(
+        name=row.name,
+        kind=row.kind,
+        data=bytes(row.data),
+        versions=json.loads(row.versions),
+        report=row.report,
+        updated_at=row.updated_at or row.created_at,
+    )
 
 
 def _profile_from_row(row: models.AppProfile) -> ProfileRecord:
@@ -463,6 +487,49 @@ class Database:
     def get_profile(self, name: str) -> ProfileRecord | None:
         found = self.list_profiles([name])
         return found[0] if found else None
+
+    @_retry_on_deadlock
+    def store_model(
+        self, name: str, kind: str, data: bytes, versions: dict[str, str], report: str | None
+    ) -> bool:
+        """Store a fitted model under ``name``, replacing one there; True if it was new."""
+        with self._writer() as session:
+            row = session.get(models.FittedModel, name)
+            if row is None:
+                session.add(
+                    models.FittedModel(
+                        name=name,
+                        kind=kind,
+                        generation=1,
+                        data=data,
+                        versions=json.dumps(versions, sort_keys=True),
+                        report=report,
+                    )
+                )
+                return True
+            row.kind, row.data, row.report = kind, data, report
+            row.generation += 1
+            row.versions = json.dumps(versions, sort_keys=True)
+            return False
+
+    def stored_model(self, name: str) -> StoredModel | None:
+        with self._reader() as session:
+            row = session.get(models.FittedModel, name)
+            return None if row is None else _stored_from_row(row)
+
+    def stored_model_stamp(self, name: str) -> tuple[str, int] | None:
+        """(kind, generation) of the model stored as ``name``, without its bytes."""
+        query = select(models.FittedModel.kind, models.FittedModel.generation).where(
+            models.FittedModel.name == name
+        )
+        with self._reader() as session:
+            row = session.execute(query).first()
+        return None if row is None else (row.kind, row.generation)
+
+    def stored_models(self) -> list[StoredModel]:
+        query = select(models.FittedModel).order_by(models.FittedModel.name)
+        with self._reader() as session:
+            return [_stored_from_row(row) for row in session.scalars(query)]
 
     @_retry_on_deadlock
     def delete_profiles(self, names: Iterable[str]) -> int:

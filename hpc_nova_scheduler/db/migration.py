@@ -28,6 +28,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     alembic_command.upgrade(alembic_config(engine), revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema back to ``revision`` (tests; operators restore backups)."""
+    alembic_command.downgrade(alembic_config(engine), revision)
+
+
 def current_revision(engine: Engine) -> str | None:
     """The schema's revision, or ``None`` for a database never synced."""
     with engine.connect() as connection:

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Double,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -187,3 +188,23 @@ class AppInterference(TimestampMixin, Base):
     slowdown_b: Mapped[float] = mapped_column(Double, nullable=False)
     source: Mapped[str] = mapped_column(String(SOURCE_LENGTH), nullable=False)
     measured_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class FittedModel(TimestampMixin, Base):
+    """A fitted interference model under a name (``model fit --store NAME``).
+
+    ``data`` is what the model's kind writes with skops, never a pickle;
+    ``versions`` (JSON) the libraries that made it; ``report`` its fit.
+    """
+
+    __tablename__ = "fitted_models"
+
+    name: Mapped[str] = mapped_column(AppName, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), nullable=False)
+    #: Incremented by every store under the name: how schedulers see a new fit.
+    generation: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    data: Mapped[bytes] = mapped_column(
+        LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb"), nullable=False
+    )
+    versions: Mapped[str] = mapped_column(Text, nullable=False)
+    report: Mapped[str | None] = mapped_column(Text)

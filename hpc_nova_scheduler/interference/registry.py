@@ -35,3 +35,23 @@ def load(name: str, **params: Any) -> InterferenceModel:
     if not isinstance(model, InterferenceModel):
         raise UnknownModel(f"{name!r} in {NAMESPACE} is not an InterferenceModel")
     return model
+
+
+def model_class(name: str) -> type[InterferenceModel]:
+    """The class registered as ``name``."""
+    if name not in names():
+        raise UnknownModel(f"unknown interference model {name!r}; known: {', '.join(names())}")
+    return driver.DriverManager(NAMESPACE, name, invoke_on_load=False).driver
+
+
+def is_stored_kind(name: str) -> bool:
+    """Whether models of this kind are fitted and stored (they can ``loads`` bytes)."""
+    return name in names() and hasattr(model_class(name), "loads")
+
+
+def from_stored(kind: str, data: bytes) -> InterferenceModel:
+    """A stored model of ``kind`` read back from its bytes."""
+    cls = model_class(kind)
+    if not hasattr(cls, "loads"):
+        raise UnknownModel(f"models of kind {kind!r} are not stored")
+    return cls.loads(data)

@@ -297,6 +297,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
         self._models: dict[str, InterferenceModel] = {}
+        #: (kind, generation) of each stored model when it was read.
+        self._model_stamps: dict[str, tuple] = {}
         self._models_lock = threading.Lock()
         report_threshold_problems()
 
@@ -487,7 +489,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             project_id=getattr(spec_obj, "project_id", None),
         )
         try:
-            model = self._interference_model()
+            model = self._interference_model(database)
         except registry.UnknownModel as error:
             LOG.error("hpc-nova-scheduler: refusing request: %s", error)
             state.refusal = f"[hpc_scheduler] interference_model: {error}"
@@ -593,16 +595,72 @@ class HpcPlacementFilter(filters.BaseHostFilter):
 
     # -- interference models ---------------------------------------------------
 
-    def _interference_model(self) -> InterferenceModel | None:
-        """The model ``interference_model`` names; None for seed 003's thresholds."""
+    def _interference_model(self, database) -> InterferenceModel | None:
+        """The model ``interference_model`` names; None for seed 003's thresholds.
+
+        A name the registry knows is built once. A learned model (or a name
+        the registry does not know) is the fitted model stored under that
+        name in the plugin database, read again whenever it changes there;
+        while none is stored, a learned kind cannot judge shared hosts and
+        refuses them. If the database fails, the last model read stays in use.
+        """
         name = CONF.hpc_scheduler.interference_model
         if name == CacheScoreModel.name:
             return None
+        if not registry.is_stored_kind(name) and name in registry.names():
+            with self._models_lock:
+                model = self._models.get(name)
+                if model is None:
+                    model = self._models[name] = registry.load(name)
+                return model
+        stamp = None
+        if database is not None:
+            try:
+                stamp = database.stored_model_stamp(name)
+            except DATABASE_ERRORS as error:
+                LOG.warning("hpc-nova-scheduler: cannot read stored model %s: %s", name, error)
+                with self._models_lock:
+                    cached = self._models.get(name)
+                if cached is not None:
+                    return cached
         with self._models_lock:
-            model = self._models.get(name)
-            if model is None:
-                model = self._models[name] = registry.load(name)
-            return model
+            cached = self._models.get(name)
+            if stamp is None:
+                # The fallback copy holds no fitted models: keep the last one read.
+                if cached is not None and (database is None or self._degraded(database)):
+                    return cached
+                if name in registry.names():
+                    return registry.load(name)  # not fitted: refuses shared hosts, says why
+                raise registry.UnknownModel(
+                    f"no interference model {name!r}: not registered "
+                    f"({', '.join(registry.names())}) nor stored in the plugin database"
+                )
+            if cached is not None and self._model_stamps.get(name) == stamp:
+                return cached
+        try:
+            stored = database.stored_model(name)
+        except DATABASE_ERRORS as error:
+            LOG.warning("hpc-nova-scheduler: cannot read stored model %s: %s", name, error)
+            if cached is not None:
+                return cached
+            raise registry.UnknownModel(f"stored model {name!r} cannot be read: {error}") from None
+        if stored is None:  # deleted since its stamp was read
+            raise registry.UnknownModel(f"stored model {name!r} is gone")
+        try:
+            model = registry.from_stored(stored.kind, stored.data)
+        except Exception as error:  # a damaged or untrusted stored model must not stop Nova
+            raise registry.UnknownModel(f"stored model {name!r} cannot be read: {error}") from None
+        LOG.info(
+            "hpc-nova-scheduler: interference model %s (%s) read from the plugin database, "
+            "made with %s",
+            name,
+            stored.kind,
+            stored.versions,
+        )
+        with self._models_lock:
+            self._models[name] = model
+            self._model_stamps[name] = stamp
+        return model
 
     def _model_rule(self, model, profile, knowledge, database):
         """The model's admission, with the profiles of the request and every co-runner.

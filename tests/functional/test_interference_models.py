@@ -4,6 +4,7 @@ pairs it predicts harmful apart and lets benign pairs share a host."""
 from __future__ import annotations
 
 from hpc_nova_scheduler import datafiles, resources
+from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.demo.fake_driver import Shape
 from tests.functional import base
 
@@ -87,3 +88,72 @@ class TestUnknownModel(ModelCase, base.HpcTestCase):
     def test_hpc_requests_fail_and_plain_ones_do_not(self) -> None:
         self.assert_refused(self.launch(self.app("PKTM.I2.P6")))
         self.assertEqual(1, sum(self.hosts_of(self.launch(self.hpc_flavor())).values()))
+
+
+def _forest_profiles() -> tuple[list, list]:
+    """Profiles with two counters, and measured pairs where cache-hungry
+    applications slow each other down (seeded)."""
+    import random
+
+    from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+
+    rng = random.Random(7)
+
+    def profile(name: str, misses: float, references: float) -> ProfileRecord:
+        counters = {"cache_misses": misses, "cache_references": references}
+        return ProfileRecord(name, app_class=AppClass.SYNC_HPC, counters=counters)
+
+    def hurt(a: ProfileRecord, b: ProfileRecord) -> float:
+        return 60 * a.counters["cache_misses"] * b.counters["cache_references"]
+
+    training = [profile(f"T{i}", rng.random(), rng.random()) for i in range(30)]
+    records = [
+        InterferenceRecord(a.name, b.name, hurt(a, b), hurt(b, a))
+        for i, a in enumerate(training)
+        for b in training[i + 1 :]
+    ]
+    tested = [profile("HOG", 0.95, 0.95), profile("LIGHT", 0.05, 0.05)]
+    return training + tested, records
+
+
+class TestPairForest(ModelCase, base.HpcTestCase):
+    MODEL = "pair-forest"
+
+    def setUp(self) -> None:
+        from hpc_nova_scheduler.pairwise import forest
+
+        super().setUp()
+        profiles, records = _forest_profiles()
+        self.database.import_profiles(profiles)
+        by_name = {p.name: p for p in profiles}
+        fitted = forest.PairForest().fit(forest.samples_from_records(records, by_name))
+        self.database.store_model(self.MODEL, self.MODEL, fitted.dumps(), fitted.versions, None)
+
+    def test_harmful_pair_never_shares_a_host(self) -> None:
+        self.assert_apart(self.app("HOG"), self.app("HOG"))
+
+    def test_benign_pair_shares_a_host(self) -> None:
+        self.assert_together(self.app("LIGHT"), self.app("LIGHT"))
+
+    def test_a_forest_stored_again_is_read_again(self) -> None:
+        from hpc_nova_scheduler.core.records import InterferenceRecord
+        from hpc_nova_scheduler.pairwise import forest
+
+        self.assert_apart(self.app("HOG"), self.app("HOG"))
+        # Measured again: nothing hurts anything. The scheduler must notice.
+        profiles, records = _forest_profiles()
+        harmless = [InterferenceRecord(r.app_a, r.app_b, 0.0, 0.0) for r in records]
+        by_name = {p.name: p for p in profiles}
+        refit = forest.PairForest().fit(forest.samples_from_records(harmless, by_name))
+        self.database.store_model(self.MODEL, self.MODEL, refit.dumps(), refit.versions, None)
+        third = self.hosts_of(self.launch(self.app("HOG"), 2))
+        self.assertEqual({2}, set(third.values()))  # packed next to a HOG now
+
+
+class TestPairForestNotFitted(ModelCase, base.HpcTestCase):
+    MODEL = "pair-forest"
+
+    def test_without_a_stored_forest_no_host_is_shared(self) -> None:
+        profiles, _ = _forest_profiles()
+        self.database.import_profiles(profiles)
+        self.assert_apart(self.app("LIGHT"), self.app("LIGHT"))

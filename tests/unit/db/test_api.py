@@ -144,6 +144,24 @@ class DatabaseTests:
         self.database.record_running([])
         self.assertEqual(0, self.database.forget_running([]))
 
+    def test_fitted_models_are_stored_whole_and_replaced(self) -> None:
+        # Larger than a MariaDB BLOB (64 KB): the column must hold a real forest.
+        data = bytes(range(256)) * 1024
+        versions = {"scikit-learn": "1.9.1", "skops": "0.16.0"}
+        self.assertTrue(self.database.store_model("forest", "pair-forest", data, versions, "r"))
+        stored = self.database.stored_model("forest")
+        self.assertEqual(
+            ("pair-forest", data, versions, "r"),
+            (stored.kind, stored.data, stored.versions, stored.report),
+        )
+        self.assertEqual(("pair-forest", 1), self.database.stored_model_stamp("forest"))
+        self.assertFalse(self.database.store_model("forest", "pair-forest", b"new", versions, None))
+        self.assertEqual(b"new", self.database.stored_model("forest").data)
+        self.assertEqual(("pair-forest", 2), self.database.stored_model_stamp("forest"))
+        self.assertIsNone(self.database.stored_model_stamp("other"))
+        self.assertIsNone(self.database.stored_model("Forest"))
+        self.assertEqual(["forest"], [m.name for m in self.database.stored_models()])
+
 
 db_backends.for_each_backend(globals(), DatabaseTests, "TestDatabase")
 

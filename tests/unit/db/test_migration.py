@@ -8,7 +8,7 @@ from oslo_db.sqlalchemy import test_migrations
 from hpc_nova_scheduler.db import migration, models
 from tests import db_backends
 
-TABLES = {"app_profiles", "app_running", "app_interferences"}
+TABLES = {"app_profiles", "app_running", "app_interferences", "fitted_models"}
 
 
 class MigrationTests:
@@ -40,7 +40,7 @@ class MigrationTests:
                     "VALUES ('LU', 'SyncHPC', 16.0, CURRENT_TIMESTAMP)"
                 )
             )
-        migration.upgrade(engine)
+        migration.upgrade(engine, "0004")
         self.assertEqual("0004", migration.current_revision(engine))
         self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
         with engine.begin() as connection:
@@ -51,6 +51,33 @@ class MigrationTests:
                 )
             )
         self.assertEqual(["LU", "lu"], sorted(p.name for p in self.database.list_profiles()))
+
+    def test_upgrade_from_0004_keeps_the_data_and_adds_fitted_models(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0004")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_profiles (name, app_class, cache_score, created_at) "
+                    "VALUES ('LU', 'SyncHPC', 16.0, CURRENT_TIMESTAMP)"
+                )
+            )
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_interferences (app_a, app_b, slowdown_a, slowdown_b, "
+                    "source, created_at) VALUES ('A', 'B', 5, 6, 'measured', CURRENT_TIMESTAMP)"
+                )
+            )
+        self.assertNotIn("fitted_models", sa.inspect(engine).get_table_names())
+        migration.upgrade(engine)
+        self.assertEqual("0005", migration.current_revision(engine))
+        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
+        self.assertEqual(1, len(self.database.list_interferences()))
+        self.database.store_model("f", "pair-forest", b"x" * 70000, {}, None)
+        self.assertEqual(70000, len(self.database.stored_model("f").data))
+        migration.downgrade(engine, "0004")
+        self.assertNotIn("fitted_models", sa.inspect(engine).get_table_names())
+        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
 
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)

@@ -143,7 +143,7 @@ class TestCommand(testtools.TestCase):
         )  # fmt: skip
         self.assertEqual(0, code, err)
         self.assertIn("fit over 240 measured pairs", out)
-        self.assertIn("5-fold cross-validation: R^2", out)
+        self.assertIn("5-fold cross-validation over 240 pairs: R^2", out)
         self.assertIn("made with python", out)
         code, out, err = self.model(
             "predict", "--model", "pair-forest", "--load", self.stored,
@@ -177,3 +177,32 @@ class TestCommand(testtools.TestCase):
         )  # fmt: skip
         self.assertEqual(1, code)
         self.assertIn("not a stored model", err)
+
+    def test_stored_in_the_plugin_database(self) -> None:
+        url = f"sqlite:///{os.path.join(self.dir, 'plugin.sqlite')}"
+
+        def cli(*argv: str) -> tuple[int, str, str]:
+            return run("--config-file", "/dev/null", "--connection", url, *argv)
+
+        self.assertEqual(0, cli("db", "sync")[0])
+        code, out, err = cli(
+            "model", "fit", "--model", "pair-forest", "--param", "trees=6",
+            "--profiles", self.profiles, "--store", "my-forest", self.pairs,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("interference_model = my-forest", out)
+        code, out, err = cli("model", "list", "--stored")
+        self.assertEqual(0, code, err)
+        self.assertIn("| my-forest ", out)
+        self.assertIn("scikit-learn", out)
+        code, out, err = cli(
+            "model", "predict", "--model", "pair-forest", "--stored", "my-forest",
+            "--profiles", self.profiles, "app1", "app2",
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        code, _, err = cli(
+            "model", "predict", "--model", "pair-forest", "--stored", "nope",
+            "--profiles", self.profiles, "app1", "app2",
+        )  # fmt: skip
+        self.assertEqual(1, code)
+        self.assertIn("--stored nope: no model stored under that name", err)
