@@ -1,7 +1,7 @@
 """The ``hpc-nova-scheduler`` command.
 
 One module per command group, as python-openstackclient does: ``db``,
-``profile``, ``interference``, ``model``, ``trace``, ``simulate``, ``demo`` and
+``profile``, ``interference``, ``characterise``, ``model``, ``trace``, ``simulate``, ``demo`` and
 ``reconcile``; each adds its parser, and :mod:`.common` holds what they
 share (configuration, the database, tables, and the one-line errors).
 
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import (
+    characterise,
     common,
     db,
     demo,
@@ -33,7 +34,7 @@ from hpc_nova_scheduler.cmd import (
 
 PROG = common.PROG
 #: The command groups, in the order ``--help`` lists them.
-GROUPS = (reconcile, db, profile, interference, model, trace, simulate, demo)
+GROUPS = (reconcile, db, profile, interference, characterise, model, trace, simulate, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,1 @@
+"""Characterisation: profiles and pairwise slowdowns measured on this machine."""
