@@ -321,14 +321,20 @@ class _Planner:
         ok = np.zeros(len(columns), dtype=bool)
         own_id = self.request.application_id
         own_name = self.request.profile.app_name
-        for row in np.flatnonzero(self.fixed_ok & (self.capacity > 0)).tolist():
+        rows = np.flatnonzero(self.fixed_ok & (self.capacity > 0)).tolist()
+        hosts = []
+        for row in rows:
             apps = per_row.get(row, {})
             known = sum(vms for vms, _ in apps.values())
             found: list[tuple[str | None, int]] = [(None, 1)] * int(columns.vms[row] - known)
             found += [(name, vms) for app, (vms, name) in apps.items() if app != own_id]
             own = apps.get(own_id, [0, None])[0] + int(self.capacity[row])
             found.append((own_name, own))
-            ok[row] = rule.refusal(found) is None
+            hosts.append(found)
+        # One question for every candidate host: a learned model answers a
+        # batch in about the time it takes to answer one.
+        for row, reason in zip(rows, rule.refusals(hosts), strict=True):
+            ok[row] = reason is None
         return ok
 
     def _conflicts(self, table: InterferenceTable, size: int) -> np.ndarray:

@@ -91,9 +91,17 @@ class InterferenceModel(abc.ABC):
     def predict(self, tenants: Sequence[Tenant]) -> Prediction:
         """The slowdown of each tenant when they all share one host."""
 
+    def predict_many(self, hosts: Sequence[Sequence[Tenant]]) -> list[Prediction]:
+        """:meth:`predict` for several hosts; learned models answer in one call."""
+        return [self.predict(tenants) for tenants in hosts]
+
+    def judge(self, prediction: Prediction, tenants: Sequence[Tenant], tolerance: float) -> bool:
+        """Whether a host with this prediction may be shared."""
+        return prediction.worst <= tolerance + 1e-9
+
     def admits(self, tenants: Sequence[Tenant], tolerance: float) -> bool:
         """Whether every tenant keeps its predicted slowdown within ``tolerance`` percent."""
-        return self.predict(tenants).worst <= tolerance + 1e-9
+        return self.judge(self.predict(tenants), tenants, tolerance)
 
     def describe(self) -> str:
         return self.summary

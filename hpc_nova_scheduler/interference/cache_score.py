@@ -33,9 +33,9 @@ class CacheScoreModel(InterferenceModel):
         total = sum(t.profile.cache_score * t.vms for t in tenants)
         return Prediction(tuple(0.0 for _ in tenants), total)
 
-    def admits(self, tenants: Sequence[Tenant], tolerance: float) -> bool:
+    def judge(self, prediction: Prediction, tenants: Sequence[Tenant], tolerance: float) -> bool:
         """The thresholds decide; ``tolerance`` plays no part in seed 003's rule."""
-        return self.thresholds.admits(self.predict(tenants).score, involves_sync(tenants))
+        return self.thresholds.admits(prediction.score, involves_sync(tenants))
 
     def describe(self) -> str:
         t = self.thresholds

@@ -43,23 +43,48 @@ class ModelRule:
 
     def refusal(self, residents: Sequence[Resident]) -> str | None:
         """Why these applications may not share a host; None if they may."""
-        if len(residents) < 2:
-            return None
-        tenants = []
+        return self.refusals([residents])[0]
+
+    def refusals(self, hosts: Sequence[Sequence[Resident]]) -> list[str | None]:
+        """:meth:`refusal` of several hosts, the model asked once for all of them."""
+        reasons: list[str | None] = [None] * len(hosts)
+        judged: list[tuple[int, list[Tenant]]] = []
+        for index, found in enumerate(hosts):
+            if len(found) < 2:
+                continue
+            tenants = self._tenants(found)
+            if isinstance(tenants, str):
+                reasons[index] = tenants
+            else:
+                judged.append((index, tenants))
+        try:
+            predictions = self.model.predict_many([tenants for _, tenants in judged])
+        except (MissingFeatures, ModelNotReady) as error:
+            if len(judged) == 1:
+                reasons[judged[0][0]] = str(error)
+                return reasons
+            # Which host lacks what: ask each alone, so each refusal says its own reason.
+            for index, tenants in judged:
+                reasons[index] = self.refusals([[(t.name, t.vms) for t in tenants]])[0]
+            return reasons
+        for (index, tenants), prediction in zip(judged, predictions, strict=True):
+            if not self.model.judge(prediction, tenants, self.tolerance):
+                reasons[index] = self._why(tenants, prediction)
+        return reasons
+
+    def _tenants(self, found: Sequence[Resident]) -> list[Tenant] | str:
         model = self.model.name
-        for name, vms in residents:
+        tenants = []
+        for name, vms in found:
             if name is None:
                 return f"a co-runner without an application name: model {model} cannot judge it"
             profile = self.profiles.get(name)
             if profile is None:
                 return f"no profile of {name}: model {model} cannot judge it"
             tenants.append(Tenant.of(profile, vms))
-        try:
-            prediction = self.model.predict(tenants)
-        except (MissingFeatures, ModelNotReady) as error:
-            return str(error)
-        if self.model.admits(tenants, self.tolerance):
-            return None
+        return tenants
+
+    def _why(self, tenants: Sequence[Tenant], prediction) -> str:
         worst = max(range(len(tenants)), key=lambda i: prediction.slowdowns[i])
         if prediction.worst <= self.tolerance:
             return f"model {self.model.name} does not admit {' + '.join(t.name for t in tenants)}"

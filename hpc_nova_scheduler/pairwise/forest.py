@@ -144,15 +144,22 @@ class PairForest(InterferenceModel):
         return np.maximum(self.forest.predict(self.rows(pairs)), 0.0)
 
     def predict(self, tenants: Sequence[Tenant]) -> Prediction:
-        self.check(tenants)
-        if len(tenants) < 2:
-            return Prediction(tuple(0.0 for _ in tenants), 0.0)
-        pairs = [(i, j) for i in range(len(tenants)) for j in range(len(tenants)) if i != j]
-        values = self.degradations([(tenants[i].profile, tenants[j].profile) for i, j in pairs])
-        slowdowns = [0.0] * len(tenants)
-        for (i, _), value in zip(pairs, values.tolist(), strict=True):
-            slowdowns[i] += value
-        return Prediction(tuple(slowdowns), max(slowdowns))
+        return self.predict_many([tenants])[0]
+
+    def predict_many(self, hosts: Sequence[Sequence[Tenant]]) -> list[Prediction]:
+        """Every host's pairs in one forest call: a call costs far more than a row."""
+        pairs: list[tuple[int, int, int]] = []
+        for h, tenants in enumerate(hosts):
+            self.check(tenants)
+            count = len(tenants)
+            pairs += [(h, i, j) for i in range(count) for j in range(count) if i != j]
+        values = self.degradations(
+            [(hosts[h][i].profile, hosts[h][j].profile) for h, i, j in pairs]
+        ).tolist()
+        slowdowns = [[0.0] * len(tenants) for tenants in hosts]
+        for (h, i, _), value in zip(pairs, values, strict=True):
+            slowdowns[h][i] += value
+        return [Prediction(tuple(s), max(s, default=0.0)) for s in slowdowns]
 
     # -- fitting --------------------------------------------------------------
 

@@ -169,3 +169,25 @@ class TestModelNotReady(testtools.TestCase):
         reason = judge.refusal([("FFT.I1.P4", 1), ("HPL.I1.P6", 1)])
         self.assertIn("is not fitted", reason)
         self.assertIsNone(judge.refusal([("FFT.I1.P4", 4)]))
+
+
+class TestBatch(testtools.TestCase):
+    def test_refusals_of_many_hosts_are_each_host_s_own(self) -> None:
+        hosts = [
+            [("PTRANS.I1.P6", 2), ("PTRANS.I1.P6", 1)],
+            [("DGEMM.I1.P6", 1), ("PKTM.I2.P6", 2)],
+            [("IS.B.4", 1), ("FFT.I1.P4", 1)],
+            [(None, 1), ("FFT.I1.P4", 1)],
+            [("FFT.I1.P4", 4)],
+            [("NOPE", 1), ("FFT.I1.P4", 1)],
+        ]
+        for model in ("ivmp", "ivmp-base", "cache-score", "cache-pressure"):
+            judge = rule(model, 10.0)
+            self.assertEqual([judge.refusal(h) for h in hosts], judge.refusals(hosts), model)
+        reasons = rule("ivmp-base").refusals(hosts)
+        self.assertIn("predicts 40.0%", reasons[0])
+        self.assertIsNone(reasons[1])
+        self.assertIn("sllc_score", reasons[2])
+        self.assertIn("without an application name", reasons[3])
+        self.assertIsNone(reasons[4])
+        self.assertIn("no profile of NOPE", reasons[5])

@@ -206,3 +206,15 @@ class TestCommand(testtools.TestCase):
         )  # fmt: skip
         self.assertEqual(1, code)
         self.assertIn("--stored nope: no model stored under that name", err)
+
+
+class TestBatch(testtools.TestCase):
+    def test_many_hosts_in_one_call_are_each_host_alone(self) -> None:
+        apps = applications(20)
+        by_name = {a.name: a for a in apps}
+        fitted = forest.PairForest(trees=6).fit(forest.samples_from_records(records(apps), by_name))
+        hosts = [
+            [Tenant.of(a) for a in apps[i : i + size]]
+            for i, size in ((0, 3), (5, 2), (9, 1), (12, 4))
+        ]
+        self.assertEqual([fitted.predict(h) for h in hosts], fitted.predict_many(hosts))
