@@ -25,18 +25,7 @@ import time
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.pairwise import forest
 
-COUNTERS = (
-    "cycles",
-    "instructions",
-    "branch_instructions",
-    "branch_misses",
-    "page_faults",
-    "context_switches",
-    "cpu_migrations",
-    "cache_references",
-    "cache_misses",
-    "CPU_usage",
-)
+COUNTERS = forest.GENERIC_COUNTERS
 TARGET_MS = 50.0
 
 

@@ -8,11 +8,10 @@ import statistics
 from collections.abc import Sequence
 from typing import TextIO
 
-import numpy as np
-
 from hpc_nova_scheduler import datafiles
 from hpc_nova_scheduler.cmd import common
 from hpc_nova_scheduler.core.records import ProfileRecord
+from hpc_nova_scheduler.interference import validation
 
 #: Folds of the cross-validation that ``model fit`` reports.
 DEFAULT_FOLDS = 5
@@ -168,17 +167,6 @@ def _samples(args: argparse.Namespace, model):
     return rows
 
 
-def _errors(model, rows) -> list[float]:
-    return [abs(model.predict(tenants).worst - level) for tenants, level in rows]
-
-
-def _r2(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    mean = statistics.fmean(measured)
-    spread = math.fsum((m - mean) ** 2 for m in measured)
-    residual = math.fsum((p - m) ** 2 for p, m in zip(predicted, measured, strict=True))
-    return 1.0 - residual / spread if spread > 0 else 1.0
-
-
 def _error_summary(errors: Sequence[float]) -> str:
     within = sum(e < 10 for e in errors) / len(errors)
     return (
@@ -259,28 +247,13 @@ def cmd_model_fit(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         raise common.CommandError(f"{args.dataset}: {error}") from None
     out.write(f"fit over {args.dataset}: {report.report()}\n")
-    # Cross-validation: each fold predicted by coefficients fitted without it.
     folds = min(args.folds, len(rows))
-    order = np.random.default_rng(args.seed).permutation(len(rows))
-    predicted = [0.0] * len(rows)
-    cross_ok = True
-    for fold in range(folds):
-        held = set(order[fold::folds].tolist())
-        train = [r for i, r in enumerate(rows) if i not in held]
-        try:
-            fold_model, _ = ivmp.fit(model, train)
-        except ValueError:
-            cross_ok = False
-            break
-        for i in held:
-            predicted[i] = fold_model.predict(rows[i][0]).worst
-    measured = [level for _, level in rows]
-    if cross_ok and folds > 1:
-        errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
-        out.write(
-            f"{folds}-fold cross-validation: R^2 {_r2(predicted, measured):.3f}, "
-            f"{_error_summary(errors)}\n"
-        )
+    try:
+        r2, errors = ivmp.cross_validate(model, rows, folds, args.seed) if folds > 1 else (0, [])
+    except ValueError:
+        errors = []
+    if errors:
+        out.write(f"{folds}-fold cross-validation: R^2 {r2:.3f}, {_error_summary(errors)}\n")
     else:
         out.write("too few hosts for cross-validation\n")
     coefficients = ",".join(f"{c:.6g}" for c in fitted.coefficients)
@@ -303,7 +276,7 @@ def _evaluate_forest(args: argparse.Namespace, model, out: TextIO) -> int:
     errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
     out.write(
         f"{model.name} over {len(samples)} measured pairs of {args.dataset}: "
-        f"R^2 {_r2(predicted, measured):.3f}, {_error_summary(errors)}\n"
+        f"R^2 {validation.r_squared(measured, predicted):.3f}, {_error_summary(errors)}\n"
     )
     return 0
 
@@ -329,7 +302,7 @@ def cmd_model_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
     out.write(
         f"{model.name} over {len(rows)} hosts of {args.dataset}: "
-        f"R^2 {_r2(predicted, measured):.3f}, {_error_summary(errors)}\n"
+        f"R^2 {validation.r_squared(measured, predicted):.3f}, {_error_summary(errors)}\n"
     )
     return 0
 

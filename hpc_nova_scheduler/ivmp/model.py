@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from hpc_nova_scheduler.interference import validation
 from hpc_nova_scheduler.interference.base import InterferenceModel, Prediction, Tenant
 
 RESOURCES = ("sllc", "dram", "net")
@@ -210,9 +211,23 @@ def fit(
     y = np.asarray(measured, dtype=float)
     coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
     residual = y - x @ coefficients
-    spread = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float((residual**2).sum()) / spread if spread > 0 else 1.0
+    r2 = validation.r_squared(y, x @ coefficients)
     rmse = 100.0 * float(np.sqrt((residual**2).mean()))
     fitted = type(model)(coefficients.tolist(), max_apps=model.max_apps)
     labels = tuple(t.label for t in model.terms)
     return fitted, Fit(tuple(coefficients.tolist()), r2, rmse, len(rows), labels)
+
+
+def cross_validate(
+    model: IvmpModel, samples: Sequence[tuple[Sequence[Tenant], float]], folds: int, seed: int = 0
+) -> tuple[float, list[float]]:
+    """(R^2, absolute error per host, points) of predictions by coefficients fitted
+    without each fold; ValueError when a fold leaves too few hosts to fit."""
+    predicted = [0.0] * len(samples)
+    for train, held in validation.folds(len(samples), folds, seed):
+        fold_model, _ = fit(model, [samples[i] for i in train])
+        for i in held:
+            predicted[i] = fold_model.predict(samples[i][0]).worst
+    measured = [level for _, level in samples]
+    errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
+    return validation.r_squared(measured, predicted), errors

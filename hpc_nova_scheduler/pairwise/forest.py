@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+from hpc_nova_scheduler.interference import validation
 from hpc_nova_scheduler.interference.base import (
     InterferenceModel,
     MissingFeatures,
@@ -40,6 +41,19 @@ from hpc_nova_scheduler.interference.base import (
     Tenant,
 )
 
+#: Seed 001's generic counters, measurable on any Linux machine with perf.
+GENERIC_COUNTERS = (
+    "cycles",
+    "instructions",
+    "branch_instructions",
+    "branch_misses",
+    "page_faults",
+    "context_switches",
+    "cpu_migrations",
+    "cache_references",
+    "cache_misses",
+    "CPU_usage",
+)
 #: The paper's forest, and its reduced model.
 TREES = 22
 REDUCED_TREES = 6
@@ -248,16 +262,11 @@ class PairForest(InterferenceModel):
 
 def cross_validate(model: PairForest, samples: Sequence[Sample], folds: int, seed: int = 0):
     """(R^2, mean absolute error in points) of predictions by forests fitted without each fold."""
-    order = np.random.default_rng(seed).permutation(len(samples))
     predicted = np.zeros(len(samples))
-    for fold in range(folds):
-        held = order[fold::folds]
-        train = [samples[i] for i in order if i not in set(held.tolist())]
-        fitted = model.fit(train)
+    for train, held in validation.folds(len(samples), folds, seed):
+        fitted = model.fit([samples[i] for i in train])
         predicted[held] = fitted.degradations(
             [(samples[i].primary, samples[i].interferer) for i in held]
         )
     measured = np.asarray([max(0.0, s.degradation) for s in samples])
-    spread = float(((measured - measured.mean()) ** 2).sum())
-    r2 = 1.0 - float(((measured - predicted) ** 2).sum()) / spread if spread > 0 else 1.0
-    return r2, float(np.abs(measured - predicted).mean())
+    return validation.r_squared(measured, predicted), float(np.abs(measured - predicted).mean())

@@ -261,6 +261,11 @@ class _Running:
     version: int = 0
 
 
+def _application_name(application_id: str) -> str:
+    """The name a job's application (its id) has among the jobs' profiles."""
+    return f"job{application_id}"
+
+
 class Simulator:
     """Replays jobs on one cluster shape under one scenario.
 
@@ -448,7 +453,7 @@ class Simulator:
 
     @staticmethod
     def _app_name(job: Job) -> str:
-        return f"job{job.job_id}"
+        return _application_name(str(job.job_id))
 
     def _job_profile(self, job: Job, score: float, rng: random.Random) -> ProfileRecord:
         if not self.profiles:
@@ -561,6 +566,6 @@ class Simulator:
         """Run-time factor of ``app_id`` on host ``row`` under a shared model."""
         counts = collections.Counter(vm.application_id for vm in self._cloud.vms_on(row))
         apps = list(counts)
-        tenants = [Tenant.of(self._profile_of[f"job{app}"], counts[app]) for app in apps]
+        tenants = [Tenant.of(self._profile_of[_application_name(app)], counts[app]) for app in apps]
         prediction = self.interference.predict(tenants)
         return 1.0 + prediction.slowdowns[apps.index(app_id)] / 100.0

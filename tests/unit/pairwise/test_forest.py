@@ -16,18 +16,7 @@ from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
 from hpc_nova_scheduler.pairwise import forest
 from tests.unit.cmd.test_cli import run
 
-COUNTERS = (
-    "cycles",
-    "instructions",
-    "branch_instructions",
-    "branch_misses",
-    "page_faults",
-    "context_switches",
-    "cpu_migrations",
-    "cache_references",
-    "cache_misses",
-    "CPU_usage",
-)
+COUNTERS = forest.GENERIC_COUNTERS
 
 
 def applications(count: int, seed: int = 1) -> list[ProfileRecord]:
