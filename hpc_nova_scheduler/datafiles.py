@@ -18,15 +18,26 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from hpc_nova_scheduler.core.profile import ProfileError, parse_app_name
-from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_float
+from hpc_nova_scheduler.core.records import (
+    InterferenceRecord,
+    ProfileRecord,
+    parse_float,
+    parse_host_type,
+)
 
 FORMATS = ("csv", "yaml")
 PROFILES = "profiles"
 INTERFERENCES = "interferences"
 #: Measured hosts: the applications sharing one and the interference there.
 HOSTS = "hosts"
-SECTIONS = (PROFILES, INTERFERENCES, HOSTS)
+#: Measured runs: an application's run time on a host type next to co-runners.
+RUNS = "runs"
+SECTIONS = (PROFILES, INTERFERENCES, HOSTS, RUNS)
 COUNTER_PREFIX = "counter:"
+#: CSV columns of seed 000's solo runs: ``solo_runtime@TYPE`` and
+#: ``solo_metric:NAME@TYPE`` (a metric name holds no ``@``; a type may).
+SOLO_RUNTIME_PREFIX = "solo_runtime@"
+SOLO_METRIC_PREFIX = "solo_metric:"
 _LINE_KEY = "__line__"
 
 Record = TypeVar("Record", ProfileRecord, InterferenceRecord)
@@ -89,6 +100,17 @@ class _LineLoader(yaml.SafeLoader):
         return mapping
 
 
+def _drop_lines(value: Any) -> None:
+    """Forget the line marks of nested mappings (solo runs nest two deep)."""
+    if isinstance(value, dict):
+        value.pop(_LINE_KEY, None)
+        for nested in value.values():
+            _drop_lines(nested)
+    elif isinstance(value, list):
+        for nested in value:
+            _drop_lines(nested)
+
+
 def _read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -142,9 +164,7 @@ def _yaml_rows(path: str, text: str, section: str) -> list[tuple[int | None, Map
                 ]
             )
         line = item.pop(_LINE_KEY, None)
-        for value in item.values():
-            if isinstance(value, dict):
-                value.pop(_LINE_KEY, None)
+        _drop_lines(item)
         rows.append((line, item))
     return rows
 
@@ -179,15 +199,27 @@ def _csv_rows(path: str, text: str) -> list[tuple[int | None, Mapping[str, Any]]
 
 def _fold_counters(row: dict[str, str]) -> dict[str, Any]:
     counters = {}
+    solo_runs: dict[str, dict[str, Any]] = {}
     folded: dict[str, Any] = {}
     for column, value in row.items():
         if column.startswith(COUNTER_PREFIX):
             if value.strip():
                 counters[column[len(COUNTER_PREFIX) :]] = value
+        elif column.startswith(SOLO_RUNTIME_PREFIX):
+            if value.strip():
+                host_type = column[len(SOLO_RUNTIME_PREFIX) :]
+                solo_runs.setdefault(host_type, {})["runtime"] = value
+        elif column.startswith(SOLO_METRIC_PREFIX) and "@" in column:
+            if value.strip():
+                metric, _, host_type = column[len(SOLO_METRIC_PREFIX) :].partition("@")
+                run = solo_runs.setdefault(host_type, {})
+                run.setdefault("metrics", {})[metric] = value
         else:
             folded[column] = value
     if counters:
         folded["counters"] = counters
+    if solo_runs:
+        folded["solo_runs"] = solo_runs
     return folded
 
 
@@ -282,13 +314,115 @@ def read_host_samples(path: str, fmt: str | None = None) -> list[HostSample]:
     return samples
 
 
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One measured run, as seed 000's ``runtime-trees`` is fitted on:
+    ``application`` took ``runtime`` seconds with ``vms`` of its VMs on a
+    host of ``host_type``, next to ``co_runners`` (name, VMs on the host);
+    no co-runners is a solo run."""
+
+    application: str
+    host_type: str
+    runtime: float
+    vms: int = 1
+    co_runners: tuple[tuple[str, int], ...] = ()
+    line: int | None = None
+
+    FIELDS = ("application", "host_type", "vms", "co_runners", "runtime")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], line: int | None = None) -> RunRecord:
+        unknown = sorted(set(data) - set(cls.FIELDS))
+        if unknown:
+            raise ProfileError(unknown[0], "unknown field; known: " + ", ".join(cls.FIELDS))
+        return cls(
+            application=parse_app_name(data.get("application"), key="application"),
+            host_type=parse_host_type(data.get("host_type")),
+            runtime=parse_float(data.get("runtime"), "runtime", minimum=0, exclusive_minimum=True),
+            vms=_vm_count(data.get("vms", 1), "vms"),
+            co_runners=_co_runners(data.get("co_runners")),
+            line=line,
+        )
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {
+            "application": self.application,
+            "host_type": self.host_type,
+            "vms": self.vms,
+            "co_runners": "+".join(f"{name}:{vms}" for name, vms in self.co_runners),
+            "runtime": self.runtime,
+        }
+
+
+def _vm_count(value: Any, key: str) -> int:
+    if isinstance(value, str) and not value.strip():
+        return 1
+    number = parse_float(value, key, minimum=1)
+    if number != int(number):
+        raise ProfileError(key, f"{value!r} is not a whole number of VMs")
+    return int(number)
+
+
+def _co_runners(value: Any) -> tuple[tuple[str, int], ...]:
+    """``{NAME: VMS}``, a list of names, or ``"A:2+B"`` (one VM where no count is given)."""
+    key = "co_runners"
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ()
+    if isinstance(value, str):
+        items = []
+        for part in value.split("+"):
+            name, sep, vms = part.strip().rpartition(":")
+            items.append((name, vms) if sep else (vms, 1))
+    elif isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = [(name, 1) for name in value]
+    else:
+        raise ProfileError(key, "expected NAME: VMS pairs, a list of names, or 'A:2+B'")
+    counts: dict[str, int] = {}
+    for name, vms in items:
+        app = parse_app_name(str(name), key=key)
+        counts[app] = counts.get(app, 0) + _vm_count(vms, f"{key}.{app}")
+    return tuple(sorted(counts.items()))
+
+
+def read_runs(path: str, fmt: str | None = None) -> list[RunRecord]:
+    """Read and validate every measured run in ``path`` (``-`` is stdin)."""
+    fmt = detect_format(path, fmt)
+    text = _read_text(path)
+    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, RUNS)
+    errors: list[RowError] = []
+    runs: list[RunRecord] = []
+    for line, row in rows:
+        if "__bad__" in row:
+            errors.append(RowError(path, line, row["__bad__"]))
+            continue
+        try:
+            runs.append(RunRecord.from_mapping(row, line))
+        except ProfileError as error:
+            errors.append(RowError(path, line, str(error)))
+    if errors:
+        raise DataFileError(errors)
+    if not runs:
+        raise DataFileError([RowError(path, None, "no measured runs")])
+    return runs
+
+
+def write_runs(stream: TextIO, runs: Iterable[RunRecord], fmt: str) -> None:
+    mappings = [r.to_mapping() for r in runs]
+    if fmt == "yaml":
+        yaml.safe_dump({RUNS: [_plain(m) for m in mappings]}, stream, sort_keys=False)
+        return
+    _write_csv(stream, list(RunRecord.FIELDS), mappings)
+
+
 def read_interferences(path: str, fmt: str | None = None) -> list[InterferenceRecord]:
     """Read and validate every interference record in ``path``."""
     return _read(path, fmt, INTERFERENCES, InterferenceRecord.from_mapping)
 
 
 def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in mapping.items() if v not in (None, {})}
+    return {k: v for k, v in mapping.items() if v not in (None, {}, "")}
 
 
 def _write_csv(stream: TextIO, columns: list[str], rows: Iterable[Mapping[str, Any]]) -> None:
@@ -308,12 +442,28 @@ def write_profiles(stream: TextIO, records: Iterable[ProfileRecord], fmt: str) -
         )
         return
     counters = sorted({c for r in records for c in r.counters})
-    columns = list(ProfileRecord.FIELDS) + [COUNTER_PREFIX + c for c in counters]
+    solo_columns: dict[str, None] = {}
+    for record in sorted(records, key=lambda r: r.name):
+        for host_type, run in record.solo_runs.items():
+            solo_columns[SOLO_RUNTIME_PREFIX + host_type] = None
+            for metric in run.metrics:
+                if "@" in metric:
+                    raise DataFileError(
+                        [RowError("-", None, f"metric {metric!r} holds '@': write YAML instead")]
+                    )
+                solo_columns[f"{SOLO_METRIC_PREFIX}{metric}@{host_type}"] = None
+    columns = (
+        list(ProfileRecord.FIELDS) + [COUNTER_PREFIX + c for c in counters] + sorted(solo_columns)
+    )
     rows = []
     for record in records:
         row = record.to_mapping()
         for counter, value in row.pop("counters").items():
             row[COUNTER_PREFIX + counter] = value
+        for host_type, run in row.pop("solo_runs").items():
+            row[SOLO_RUNTIME_PREFIX + host_type] = run["runtime"]
+            for metric, value in run["metrics"].items():
+                row[f"{SOLO_METRIC_PREFIX}{metric}@{host_type}"] = value
         rows.append(row)
     _write_csv(stream, columns, rows)
 

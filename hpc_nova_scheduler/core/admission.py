@@ -39,8 +39,12 @@ def refusal(
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
     rule: ModelRule | None = None,
+    host_type: str | None = None,
 ) -> str | None:
     """Why ``adding`` VMs of the request may not join ``vms``; None if they may.
+
+    ``host_type`` (the host's processor group) is for models that tell host
+    types apart.
 
     ``vms`` are the VMs on the host other than the ones being added; those
     whose ``application_id`` is ``application_id`` belong to the requesting
@@ -62,7 +66,7 @@ def refusal(
     if extreme:
         return None
     if rule is not None:
-        return rule.refusal(residents(vms, application_id, profile.app_name, adding))
+        return rule.refusal(residents(vms, application_id, profile.app_name, adding), host_type)
     total = ordered_sum(vm.cache_score for vm in vms) + adding * profile.cache_score
     if total > thresholds.alpha + EPSILON:
         return f"cache score {total:g} would exceed alpha {thresholds.alpha:g}"

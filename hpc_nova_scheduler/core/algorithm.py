@@ -333,7 +333,8 @@ class _Planner:
             hosts.append(found)
         # One question for every candidate host: a learned model answers a
         # batch in about the time it takes to answer one.
-        for row, reason in zip(rows, rule.refusals(hosts), strict=True):
+        types = [columns.cpu_groups[row] for row in rows]
+        for row, reason in zip(rows, rule.refusals(hosts, types), strict=True):
             ok[row] = reason is None
         return ok
 

@@ -89,6 +89,66 @@ def parse_timestamp(value: Any, key: str) -> datetime.datetime | None:
     return moment.replace(microsecond=0)
 
 
+#: The longest host type name: a processor group, as ``hpc:cpu_group`` names it.
+HOST_TYPE_MAX_LENGTH = 255
+
+
+@dataclasses.dataclass(frozen=True)
+class SoloRun:
+    """An application measured alone on one host type (seed 000): its run
+    time in seconds and the mean of each metric over its VMs (for example
+    ``cpu_user`` and ``cpu_idle`` in percent, ``net_send``, ``net_recv``,
+    ``disk_read`` and ``disk_write`` in MB/s)."""
+
+    runtime: float
+    metrics: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Any, key: str) -> SoloRun:
+        if not isinstance(data, Mapping):
+            raise ProfileError(key, "expected a mapping with runtime and metrics")
+        unknown = sorted(set(data) - {"runtime", "metrics"})
+        if unknown:
+            raise ProfileError(f"{key}.{unknown[0]}", "unknown field; known: runtime, metrics")
+        metrics_in = data.get("metrics") or {}
+        if not isinstance(metrics_in, Mapping):
+            raise ProfileError(f"{key}.metrics", "expected a mapping of metric name to mean value")
+        metrics = {}
+        for metric, value in metrics_in.items():
+            name = parse_app_name(str(metric), key=f"{key}.metrics")
+            metrics[name] = parse_float(value, f"{key}.metrics.{name}")
+        runtime = parse_float(
+            data.get("runtime"), f"{key}.runtime", minimum=0.0, exclusive_minimum=True
+        )
+        return cls(runtime, dict(sorted(metrics.items())))
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {"runtime": self.runtime, "metrics": dict(self.metrics)}
+
+
+def parse_host_type(value: Any, key: str = "host_type") -> str:
+    """A host type (processor group) name: non-empty once stripped, bounded."""
+    if not isinstance(value, str) or not value.strip():
+        raise ProfileError(key, f"expected a host type name, got {value!r}")
+    name = value.strip()
+    if len(name) > HOST_TYPE_MAX_LENGTH:
+        raise ProfileError(key, f"longer than {HOST_TYPE_MAX_LENGTH} characters")
+    return name
+
+
+def parse_solo_runs(value: Any, key: str = "solo_runs") -> dict[str, SoloRun]:
+    """Solo runs by host type, from ``{TYPE: {runtime: S, metrics: {...}}}``."""
+    if _optional(value):
+        return {}
+    if not isinstance(value, Mapping):
+        raise ProfileError(key, "expected a mapping of host type to its solo run")
+    runs = {}
+    for host_type, run in value.items():
+        name = parse_host_type(str(host_type), key=key)
+        runs[name] = SoloRun.from_mapping(run, f"{key}.{name}")
+    return dict(sorted(runs.items()))
+
+
 @dataclasses.dataclass(frozen=True)
 class ProfileRecord:
     """One application's profile, as stored in ``app_profiles``."""
@@ -102,6 +162,10 @@ class ProfileRecord:
     solo_runtime: float | None = None
     counters: Mapping[str, float] = dataclasses.field(default_factory=dict)
     description: str | None = None
+    #: Seed 000 fits one runtime model per family; absent, the application is its own.
+    family: str | None = None
+    #: Seed 000's solo runs, by host type (processor group).
+    solo_runs: Mapping[str, SoloRun] = dataclasses.field(default_factory=dict)
 
     FIELDS = (
         "name",
@@ -112,16 +176,24 @@ class ProfileRecord:
         "net_score",
         "solo_runtime",
         "description",
+        "family",
     )
+    #: Fields that hold mappings; files write them nested (YAML) or as
+    #: prefixed columns (CSV).
+    NESTED = ("counters", "solo_runs")
+
+    @property
+    def runtime_family(self) -> str:
+        return self.family or self.name
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> ProfileRecord:
         """Validate loosely typed input (a CSV row, a YAML mapping)."""
-        unknown = sorted(set(data) - set(cls.FIELDS) - {"counters"})
+        unknown = sorted(set(data) - set(cls.FIELDS) - set(cls.NESTED))
         if unknown:
             raise ProfileError(
                 unknown[0],
-                "unknown field; known: " + ", ".join((*cls.FIELDS, "counters")),
+                "unknown field; known: " + ", ".join((*cls.FIELDS, *cls.NESTED)),
             )
         if _optional(data.get("name")):
             raise ProfileError("name", "the application name is missing")
@@ -160,6 +232,12 @@ class ProfileRecord:
             ),
             counters=dict(sorted(counters.items())),
             description=None if _optional(description) else str(description).strip(),
+            family=(
+                None
+                if _optional(data.get("family"))
+                else parse_app_name(str(data["family"]), key="family")
+            ),
+            solo_runs=parse_solo_runs(data.get("solo_runs")),
         )
 
     def to_mapping(self) -> dict[str, Any]:
@@ -174,6 +252,8 @@ class ProfileRecord:
             "solo_runtime": self.solo_runtime,
             "counters": dict(self.counters),
             "description": self.description,
+            "family": self.family,
+            "solo_runs": {t: run.to_mapping() for t, run in self.solo_runs.items()},
         }
         return data
 

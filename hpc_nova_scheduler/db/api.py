@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_solo_runs
 from hpc_nova_scheduler.db import migration, models
 
 LOG = logging.getLogger(__name__)
@@ -273,6 +273,8 @@ def _profile_from_row(row: models.AppProfile) -> ProfileRecord:
         solo_runtime=row.solo_runtime,
         counters=dict(sorted((row.counters or {}).items())),
         description=row.description,
+        family=row.family,
+        solo_runs=parse_solo_runs(row.solo_runs),
     )
 
 
@@ -286,6 +288,8 @@ def _profile_columns(record: ProfileRecord) -> dict:
         "solo_runtime": record.solo_runtime,
         "counters": dict(record.counters) or None,
         "description": record.description,
+        "family": record.family,
+        "solo_runs": {t: run.to_mapping() for t, run in record.solo_runs.items()} or None,
     }
 
 
@@ -330,7 +334,7 @@ def _apply(row: object, columns: dict) -> bool:
     changed = False
     for name, value in columns.items():
         current = getattr(row, name)
-        if name == "counters":
+        if name in ("counters", "solo_runs"):
             current = current or None
         if current != value:
             setattr(row, name, value)

@@ -65,7 +65,8 @@ class AppProfile(TimestampMixin, Base):
     ``cache_score`` is seed 003's (100K LLC misses/s); ``sllc_score``,
     ``dram_score`` and ``net_score`` are seed 004's shared-resource access
     scores in [0, 1]; ``solo_runtime`` (s) and ``counters`` (mean of each
-    counter or metric, by name) feed seeds 001 and 000.
+    counter or metric, by name) feed seed 001; ``family`` and ``solo_runs``
+    (run time and metrics alone, by host type) feed seed 000.
     """
 
     __tablename__ = "app_profiles"
@@ -80,6 +81,9 @@ class AppProfile(TimestampMixin, Base):
     solo_runtime: Mapped[float | None] = mapped_column(Double)
     counters: Mapped[dict | None] = mapped_column(oslo_types.JsonEncodedDict)
     description: Mapped[str | None] = mapped_column(Text)
+    #: Seed 000: the runtime model's family, and solo runs by host type.
+    family: Mapped[str | None] = mapped_column(AppName)
+    solo_runs: Mapped[dict | None] = mapped_column(oslo_types.JsonEncodedDict)
 
 
 class AppRunning(TimestampMixin, Base):

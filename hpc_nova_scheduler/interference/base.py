@@ -25,20 +25,23 @@ from hpc_nova_scheduler.core.records import ProfileRecord
 
 @dataclasses.dataclass(frozen=True)
 class Tenant:
-    """One application on a host: its profile and how many of its VMs are there."""
+    """One application on a host: its profile, how many of its VMs are there,
+    and the host's type (its processor group), for models that tell host
+    types apart (seed 000's); None where it is not known."""
 
     profile: ProfileRecord
     vms: int = 1
+    host_type: str | None = None
 
     @property
     def name(self) -> str:
         return self.profile.name
 
     @classmethod
-    def of(cls, profile: ProfileRecord, vms: int = 1) -> Tenant:
+    def of(cls, profile: ProfileRecord, vms: int = 1, host_type: str | None = None) -> Tenant:
         if vms < 1:
             raise ValueError(f"{profile.name}: an application on a host has at least one VM")
-        return cls(profile, vms)
+        return cls(profile, vms, host_type or None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +82,8 @@ class InterferenceModel(abc.ABC):
     features: ClassVar[tuple[str, ...]] = ()
     #: One line for ``model list``.
     summary: ClassVar[str] = ""
+    #: Whether predictions depend on the host's type (:attr:`Tenant.host_type`).
+    host_typed: ClassVar[bool] = False
 
     def check(self, tenants: Sequence[Tenant]) -> None:
         """Raise :class:`MissingFeatures` for the first tenant that lacks a feature."""

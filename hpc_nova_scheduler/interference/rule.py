@@ -41,18 +41,23 @@ class ModelRule:
     #: Profiles by application name: the request's and its possible co-runners'.
     profiles: Mapping[str, ProfileRecord]
 
-    def refusal(self, residents: Sequence[Resident]) -> str | None:
-        """Why these applications may not share a host; None if they may."""
-        return self.refusals([residents])[0]
+    def refusal(self, residents: Sequence[Resident], host_type: str | None = None) -> str | None:
+        """Why these applications may not share a host of ``host_type``; None if they may."""
+        return self.refusals([residents], [host_type])[0]
 
-    def refusals(self, hosts: Sequence[Sequence[Resident]]) -> list[str | None]:
+    def refusals(
+        self,
+        hosts: Sequence[Sequence[Resident]],
+        host_types: Sequence[str | None] | None = None,
+    ) -> list[str | None]:
         """:meth:`refusal` of several hosts, the model asked once for all of them."""
         reasons: list[str | None] = [None] * len(hosts)
         judged: list[tuple[int, list[Tenant]]] = []
+        types = list(host_types) if host_types is not None else [None] * len(hosts)
         for index, found in enumerate(hosts):
             if len(found) < 2:
                 continue
-            tenants = self._tenants(found)
+            tenants = self._tenants(found, types[index])
             if isinstance(tenants, str):
                 reasons[index] = tenants
             else:
@@ -65,14 +70,14 @@ class ModelRule:
                 return reasons
             # Which host lacks what: ask each alone, so each refusal says its own reason.
             for index, tenants in judged:
-                reasons[index] = self.refusals([[(t.name, t.vms) for t in tenants]])[0]
+                reasons[index] = self.refusal([(t.name, t.vms) for t in tenants], types[index])
             return reasons
         for (index, tenants), prediction in zip(judged, predictions, strict=True):
             if not self.model.judge(prediction, tenants, self.tolerance):
                 reasons[index] = self._why(tenants, prediction)
         return reasons
 
-    def _tenants(self, found: Sequence[Resident]) -> list[Tenant] | str:
+    def _tenants(self, found: Sequence[Resident], host_type: str | None) -> list[Tenant] | str:
         model = self.model.name
         tenants = []
         for name, vms in found:
@@ -81,7 +86,7 @@ class ModelRule:
             profile = self.profiles.get(name)
             if profile is None:
                 return f"no profile of {name}: model {model} cannot judge it"
-            tenants.append(Tenant.of(profile, vms))
+            tenants.append(Tenant.of(profile, vms, host_type))
         return tenants
 
     def _why(self, tenants: Sequence[Tenant], prediction) -> str:

@@ -25,14 +25,12 @@ library versions that made it.
 from __future__ import annotations
 
 import dataclasses
-import platform
-import zipfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
-from hpc_nova_scheduler.interference import validation
+from hpc_nova_scheduler.interference import stored, validation
 from hpc_nova_scheduler.interference.base import (
     InterferenceModel,
     MissingFeatures,
@@ -58,16 +56,10 @@ GENERIC_COUNTERS = (
 TREES = 22
 REDUCED_TREES = 6
 KIND = "pair-forest"
-#: Types a stored forest may contain beyond skops's defaults.
-TRUSTED_PREFIXES = ("sklearn.", "numpy.")
 
 
 class NotFitted(ModelNotReady):
     pass
-
-
-class StoredModelError(Exception):
-    """A stored model that is not one, or holds types we do not trust."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,18 +84,6 @@ def samples_from_records(
         found.append(Sample(a, b, record.slowdown_a))
         found.append(Sample(b, a, record.slowdown_b))
     return found
-
-
-def _versions() -> dict[str, str]:
-    import sklearn
-    import skops
-
-    return {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scikit-learn": sklearn.__version__,
-        "skops": skops.__version__,
-    }
 
 
 class PairForest(InterferenceModel):
@@ -197,7 +177,7 @@ class PairForest(InterferenceModel):
             bootstrap=True,
             random_state=self.seed,
         )
-        fitted = PairForest(self.trees, self.seed, None, sorted(shared), _versions())
+        fitted = PairForest(self.trees, self.seed, None, sorted(shared), stored.library_versions())
         x = fitted.rows([(s.primary, s.interferer) for s in samples])
         y = np.asarray([max(0.0, s.degradation) for s in samples], dtype=float)
         if not np.isfinite(x).all() or not np.isfinite(y).all():
@@ -210,45 +190,25 @@ class PairForest(InterferenceModel):
 
     def dumps(self) -> bytes:
         """The fitted model as skops bytes, with its counters and library versions."""
-        import skops.io
-
         if self.forest is None:
             raise NotFitted(f"model {self.name} is not fitted")
-        return skops.io.dumps(
+        return stored.dumps(
+            KIND,
             {
-                "kind": KIND,
                 "trees": self.trees,
                 "seed": self.seed,
                 "counters": list(self.counters),
                 "versions": self.versions,
                 "forest": self.forest,
-            }
+            },
         )
 
     @classmethod
     def loads(cls, data: bytes) -> PairForest:
         """The model :meth:`dumps` wrote; refuses types outside scikit-learn and numpy."""
-        import skops.io
-
-        try:
-            untrusted = skops.io.get_untrusted_types(data=data)
-        except (zipfile.BadZipFile, ValueError, KeyError, OSError) as error:
-            raise StoredModelError(f"not a stored model: {error}") from None
-        refused = [t for t in untrusted if not t.startswith(TRUSTED_PREFIXES)]
-        if refused:
-            raise StoredModelError(f"the stored model holds types we do not trust: {refused}")
-        try:
-            stored = skops.io.loads(data, trusted=untrusted)
-        except Exception as error:  # skops raises many kinds on a damaged file
-            raise StoredModelError(f"cannot read the stored model: {error}") from None
-        if not isinstance(stored, dict) or stored.get("kind") != KIND:
-            raise StoredModelError(f"not a stored {KIND} model")
+        found = stored.loads(KIND, data)
         return cls(
-            stored["trees"],
-            stored["seed"],
-            stored["forest"],
-            stored["counters"],
-            stored["versions"],
+            found["trees"], found["seed"], found["forest"], found["counters"], found["versions"]
         )
 
     def describe(self) -> str:

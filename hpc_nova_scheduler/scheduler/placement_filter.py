@@ -261,6 +261,7 @@ class _PlanContext:
                 self.thresholds,
                 self.table,
                 self.rule,
+                host_type=self.groups.get(key),
             )
             if reason is not None:
                 return f"{key}: {reason}"

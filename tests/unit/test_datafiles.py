@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import os
@@ -11,7 +12,7 @@ import testtools
 
 from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, SoloRun
 
 PROFILES_CSV = (
     "name,app_class,cache_score,sllc_score,dram_score,net_score,solo_runtime,description,"
@@ -158,6 +159,93 @@ class TestRoundTrips(FileTestCase):
             datafiles.write_interferences(stream, records, fmt)
             path = self.write(f"out.{fmt}", stream.getvalue())
             self.assertEqual(records, datafiles.read_interferences(path), fmt)
+
+    def test_solo_runs_by_host_type_round_trip_in_both_formats(self) -> None:
+        text = (
+            "profiles:\n"
+            "- name: LU\n"
+            "  family: mpi\n"
+            "  solo_runs:\n"
+            "    Intel/Xeon E5 @ 2.6GHz: {runtime: 10, metrics: {cpu_user: 95, net_send: 3}}\n"
+            "    T2: {runtime: 8}\n"
+            "- {name: EP}\n"
+        )
+        records = datafiles.read_profiles(self.write("p.yaml", text))
+        self.assertEqual("mpi", records[0].family)
+        self.assertEqual(
+            {
+                "Intel/Xeon E5 @ 2.6GHz": SoloRun(10.0, {"cpu_user": 95.0, "net_send": 3.0}),
+                "T2": SoloRun(8.0),
+            },
+            dict(records[0].solo_runs),
+        )
+        self.assertEqual("EP", records[1].runtime_family)
+        for fmt in datafiles.FORMATS:
+            stream = io.StringIO()
+            datafiles.write_profiles(stream, records, fmt)
+            path = self.write(f"out.{fmt}", stream.getvalue())
+            self.assertEqual(records, datafiles.read_profiles(path), fmt)
+        stream = io.StringIO()
+        datafiles.write_profiles(stream, records, "csv")
+        self.assertIn("solo_metric:cpu_user@Intel/Xeon E5 @ 2.6GHz", stream.getvalue())
+
+    def test_bad_solo_runs_are_named(self) -> None:
+        text = (
+            "profiles:\n"
+            "- {name: A, solo_runs: {T1: {runtime: 0}}}\n"
+            "- {name: B, solo_runs: {T1: {runtime: 3, metrics: {cpu: x}}}}\n"
+            "- {name: C, solo_runs: {T1: {runtime: 3, speed: 2}}}\n"
+            "- {name: D, solo_runs: [1, 2]}\n"
+        )
+        error = self.assertRaises(
+            datafiles.DataFileError, datafiles.read_profiles, self.write("p.yaml", text)
+        )
+        reasons = [e.reason for e in error.errors]
+        self.assertIn("solo_runs.T1.runtime", reasons[0])
+        self.assertIn("solo_runs.T1.metrics.cpu", reasons[1])
+        self.assertIn("solo_runs.T1.speed: unknown field", reasons[2])
+        self.assertIn("solo_runs: expected a mapping", reasons[3])
+
+    def test_runs_round_trip_in_both_formats(self) -> None:
+        text = (
+            "runs:\n"
+            "- {application: LU, host_type: T1, vms: 2, co_runners: {EP: 2, CG: 1},\n"
+            "   runtime: 12.5}\n"
+            "- {application: LU, host_type: T1, co_runners: 'EP:2+CG', runtime: 13}\n"
+            "- {application: LU, host_type: T2, co_runners: [EP, EP], runtime: 9}\n"
+            "- {application: LU, host_type: T1, runtime: 10}\n"
+        )
+        runs = datafiles.read_runs(self.write("r.yaml", text))
+        self.assertEqual((("CG", 1), ("EP", 2)), runs[0].co_runners)
+        self.assertEqual(runs[0].co_runners, runs[1].co_runners)
+        self.assertEqual((("EP", 2),), runs[2].co_runners)
+        self.assertEqual(((), 1), (runs[3].co_runners, runs[3].vms))
+        for fmt in datafiles.FORMATS:
+            stream = io.StringIO()
+            datafiles.write_runs(stream, runs, fmt)
+            again = datafiles.read_runs(self.write(f"out.{fmt}", stream.getvalue()))
+            self.assertEqual(
+                [dataclasses.replace(r, line=None) for r in runs],
+                [dataclasses.replace(r, line=None) for r in again],
+                fmt,
+            )
+
+    def test_bad_runs_are_reported_with_their_lines(self) -> None:
+        text = (
+            "application,host_type,vms,co_runners,runtime\n"
+            "LU,T1,1.5,,3\n"
+            "LU,,1,,3\n"
+            "LU,T1,1,EP:0,3\n"
+            "LU,T1,1,,-1\n"
+        )
+        error = self.assertRaises(
+            datafiles.DataFileError, datafiles.read_runs, self.write("r.csv", text)
+        )
+        self.assertEqual([2, 3, 4, 5], [e.line for e in error.errors])
+        self.assertIn("whole number", error.errors[0].reason)
+        self.assertIn("host_type", error.errors[1].reason)
+        self.assertIn("co_runners.EP", error.errors[2].reason)
+        self.assertIn("runtime", error.errors[3].reason)
 
     def test_duplicate_interference_pair_in_either_order(self) -> None:
         text = "app_a,app_b,slowdown_a,slowdown_b\nLU,EP,1,2\nEP,LU,2,1\n"

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import sqlalchemy as sa
 from oslo_db.sqlalchemy import test_migrations
 
+from hpc_nova_scheduler.core.records import SoloRun
 from hpc_nova_scheduler.db import migration, models
 from tests import db_backends
 
 TABLES = {"app_profiles", "app_running", "app_interferences", "fitted_models"}
+
+
+def _profile_names(engine: sa.Engine) -> list[str]:
+    """Profile names read with plain SQL: the models describe the head schema only."""
+    with engine.connect() as connection:
+        return sorted(connection.scalars(sa.text("SELECT name FROM app_profiles")))
 
 
 class MigrationTests:
@@ -42,7 +51,7 @@ class MigrationTests:
             )
         migration.upgrade(engine, "0004")
         self.assertEqual("0004", migration.current_revision(engine))
-        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
+        self.assertEqual(["LU"], _profile_names(engine))
         with engine.begin() as connection:
             connection.execute(
                 sa.text(
@@ -50,7 +59,7 @@ class MigrationTests:
                     "VALUES ('lu', 'AsyncHPC', 2.0, CURRENT_TIMESTAMP)"
                 )
             )
-        self.assertEqual(["LU", "lu"], sorted(p.name for p in self.database.list_profiles()))
+        self.assertEqual(["LU", "lu"], _profile_names(engine))
 
     def test_upgrade_from_0004_keeps_the_data_and_adds_fitted_models(self) -> None:
         engine = self.database.engine
@@ -69,15 +78,44 @@ class MigrationTests:
                 )
             )
         self.assertNotIn("fitted_models", sa.inspect(engine).get_table_names())
-        migration.upgrade(engine)
+        migration.upgrade(engine, "0005")
         self.assertEqual("0005", migration.current_revision(engine))
-        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
+        self.assertEqual(["LU"], _profile_names(engine))
         self.assertEqual(1, len(self.database.list_interferences()))
         self.database.store_model("f", "pair-forest", b"x" * 70000, {}, None)
         self.assertEqual(70000, len(self.database.stored_model("f").data))
         migration.downgrade(engine, "0004")
         self.assertNotIn("fitted_models", sa.inspect(engine).get_table_names())
-        self.assertEqual(["LU"], [p.name for p in self.database.list_profiles()])
+        self.assertEqual(["LU"], _profile_names(engine))
+
+    def test_upgrade_from_0005_keeps_profiles_and_adds_solo_runs(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0005")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_profiles (name, app_class, cache_score, solo_runtime, "
+                    "counters, created_at) VALUES ('LU', 'SyncHPC', 16.0, 120.5, "
+                    "'{\"cycles\": 3.0}', CURRENT_TIMESTAMP)"
+                )
+            )
+        migration.upgrade(engine)
+        self.assertEqual("0006", migration.current_revision(engine))
+        (profile,) = self.database.list_profiles()
+        self.assertEqual(
+            ("LU", 16.0, 120.5, {"cycles": 3.0}),
+            (profile.name, profile.cache_score, profile.solo_runtime, dict(profile.counters)),
+        )
+        self.assertEqual((None, {}), (profile.family, dict(profile.solo_runs)))
+        runs = {"xeon": SoloRun(100.0, {"cpu_user": 90.0}), "epyc": SoloRun(80.0)}
+        self.database.import_profiles([dataclasses.replace(profile, family="mpi", solo_runs=runs)])
+        (stored,) = self.database.list_profiles()
+        self.assertEqual(("mpi", runs), (stored.family, dict(stored.solo_runs)))
+        migration.downgrade(engine, "0005")
+        self.assertEqual(["LU"], _profile_names(engine))
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("app_profiles")}
+        self.assertNotIn("solo_runs", columns)
+        self.assertIn("counters", columns)
 
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)

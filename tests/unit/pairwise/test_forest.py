@@ -11,7 +11,7 @@ import testtools
 import yaml
 
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
-from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference import registry, stored
 from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
 from hpc_nova_scheduler.pairwise import forest
 from tests.unit.cmd.test_cli import run
@@ -88,12 +88,12 @@ class TestForest(testtools.TestCase):
         self.assertEqual({"python", "numpy", "scikit-learn", "skops"}, set(again.versions))
 
     def test_loading_trusts_nothing_but_scikit_learn_and_numpy(self) -> None:
-        self.assertRaises(forest.StoredModelError, forest.PairForest.loads, b"not a model")
+        self.assertRaises(stored.StoredModelError, forest.PairForest.loads, b"not a model")
         foreign = skops.io.dumps({"kind": "pair-forest", "forest": fixtures.TempDir()})
-        error = self.assertRaises(forest.StoredModelError, forest.PairForest.loads, foreign)
+        error = self.assertRaises(stored.StoredModelError, forest.PairForest.loads, foreign)
         self.assertIn("do not trust", str(error))
         other = skops.io.dumps({"kind": "something else"})
-        self.assertRaises(forest.StoredModelError, forest.PairForest.loads, other)
+        self.assertRaises(stored.StoredModelError, forest.PairForest.loads, other)
 
 
 class TestCommand(testtools.TestCase):
