@@ -157,3 +157,82 @@ class TestPairForestNotFitted(ModelCase, base.HpcTestCase):
         profiles, _ = _forest_profiles()
         self.database.import_profiles(profiles)
         self.assert_apart(self.app("LIGHT"), self.app("LIGHT"))
+
+
+def _fit_runtime_trees(database) -> None:
+    """Profiles and a runtime-trees model from the seeded dataset shaped like
+    seed 000's campaign, stored as nova-scheduler reads it."""
+    from hpc_nova_scheduler.runtime import shaped, trees
+
+    data = shaped.dataset(seed=3)
+    database.import_profiles(data.profiles)
+    by_name = {p.name: p for p in data.profiles}
+    samples = [
+        trees.RunSample(
+            by_name[r.application],
+            r.host_type,
+            r.vms,
+            tuple((by_name[name], vms) for name, vms in r.co_runners),
+            r.runtime,
+        )
+        for r in data.training
+    ]
+    fitted = trees.RuntimeTrees(trees=25).fit(samples)
+    database.store_model(trees.KIND, trees.KIND, fitted.dumps(), fitted.versions, None)
+
+
+class RuntimeTreesCase(ModelCase):
+    """CG next to NAMD, two VMs each: on T1's slow network the model predicts
+    about 40 % and 70 %; on T2's fast one under 10 %. Tolerance 20 %."""
+
+    MODEL = "runtime-trees"
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.flags(interference_tolerance=20.0, group="hpc_scheduler")
+        _fit_runtime_trees(self.database)
+
+
+class TestRuntimeTreesOnSlowNetwork(RuntimeTreesCase, base.HpcTestCase):
+    CPU_GROUPS = {"T1": ["n1", "n2"]}
+
+    def test_harmful_pair_never_shares_a_host(self) -> None:
+        self.assert_apart(self.app("CG"), self.app("NAMD"))
+
+    def test_benign_pair_shares_a_host(self) -> None:
+        self.assert_together(self.app("Zeusmp2"), self.app("WordCountSpark"))
+
+
+class TestRuntimeTreesOnFastNetwork(RuntimeTreesCase, base.HpcTestCase):
+    CPU_GROUPS = {"T2": ["n1", "n2"]}
+
+    def test_the_same_pair_shares_a_host_of_another_type(self) -> None:
+        self.assert_together(self.app("CG"), self.app("NAMD"))
+
+
+class TestRuntimeTreesOnUntrainedType(RuntimeTreesCase, base.HpcTestCase):
+    CPU_GROUPS = {"T3": ["n1", "n2"]}
+
+    def test_no_host_is_shared_where_the_model_has_no_runs(self) -> None:
+        self.assert_apart(self.app("Zeusmp2"), self.app("WordCountSpark"))
+
+
+class TestIvmpOnNovaFakeDriver(ModelCase, base.HpcTestCase):
+    """Nova's own MediumFakeDriver (10 vCPU, disk_available_least 0)."""
+
+    STOCK_DRIVER = "fake.MediumFakeDriver"
+    HOSTS = {"n1": Shape(), "n2": Shape()}
+    MODEL = "ivmp-base"
+
+    FLAVOR = {"vcpus": 2, "ram": 1024}
+
+    def test_harmful_pair_never_shares_a_host(self) -> None:
+        # Room for five such VMs per host, yet two instances never meet.
+        self.assert_apart(
+            self.app("PTRANS.I1.P6", **self.FLAVOR), self.app("PTRANS.I1.P6", **self.FLAVOR)
+        )
+
+    def test_benign_pair_shares_a_host(self) -> None:
+        self.assert_together(
+            self.app("DGEMM.I1.P6", **self.FLAVOR), self.app("PKTM.I2.P6", **self.FLAVOR)
+        )
