@@ -25,6 +25,8 @@ def _interference_model(args: argparse.Namespace):
                 f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
             ) from None
     if args.interference != "none" and args.interference in registry.names():
+        if registry.is_stored_kind(args.interference):
+            return _fitted(args.interference, args.interference_file, "--interference")
         try:
             return registry.load(args.interference, **options)
         except (TypeError, ValueError) as error:
@@ -43,15 +45,64 @@ def _admission_model(args: argparse.Namespace):
     if args.admission_model == "cache-score":
         return None
     try:
+        if registry.is_stored_kind(args.admission_model):
+            return _fitted(args.admission_model, args.admission_file, "--admission-model")
         return registry.load(args.admission_model)
     except registry.UnknownModel as error:
         raise common.CommandError(f"--admission-model: {error}") from None
 
 
-def _job_profiles(args: argparse.Namespace, models) -> tuple[list, str]:
+def _fitted(kind: str, path: str | None, option: str):
+    """A learned model read from the file ``model fit --save`` wrote."""
+    from hpc_nova_scheduler.interference import registry
+    from hpc_nova_scheduler.interference.stored import StoredModelError
+
+    file_option = "--interference-file" if option == "--interference" else "--admission-file"
+    if not path:
+        raise common.CommandError(
+            f"{option} {kind} is a fitted model: give {file_option} FILE "
+            f"(written by 'model fit --model {kind} ... --save FILE')"
+        )
+    try:
+        with open(path, "rb") as stream:
+            return registry.from_stored(kind, stream.read())
+    except OSError as error:
+        raise common.CommandError(f"{file_option} {path}: {error.strerror}") from None
+    except StoredModelError as error:
+        raise common.CommandError(f"{file_option} {path}: {error}") from None
+
+
+def _has(profile, feature: str) -> bool:
+    value = getattr(profile, feature)
+    return value is not None and value != {}
+
+
+def _judged_everywhere(profile, models, host_types) -> bool:
+    """Whether every model can judge the profile (on every host type of the
+    cloud, for models that tell them apart)."""
+    from hpc_nova_scheduler.interference.base import (
+        InterferenceModel,
+        MissingFeatures,
+        ModelNotReady,
+        Tenant,
+    )
+
+    for _, model in models:
+        if not isinstance(model, InterferenceModel):
+            continue
+        for host_type in host_types if model.host_typed else [None]:
+            try:
+                model.check([Tenant.of(profile, 1, host_type)])
+            except (MissingFeatures, ModelNotReady):
+                return False
+    return True
+
+
+def _job_profiles(args: argparse.Namespace, models, host_types=()) -> tuple[list, str]:
     """The profiles drawn for jobs: those in --profiles with every feature the
-    models read (besides the cache score, which every job draws), and a note
-    that says how many that is."""
+    models read (besides the cache score, which every job draws) and, for
+    models that tell host types apart, what they need on every host type of
+    the cloud; and a note that says how many that is."""
     from hpc_nova_scheduler import datafiles
     from hpc_nova_scheduler.interference.base import InterferenceModel
 
@@ -68,10 +119,15 @@ def _job_profiles(args: argparse.Namespace, models) -> tuple[list, str]:
         raise common.CommandError(
             f"{' and '.join(readers)} read {', '.join(needs)}: give --profiles"
         )
-    usable = [p for p in profiles if all(getattr(p, f) is not None for f in needs)]
+    usable = [
+        p
+        for p in profiles
+        if all(_has(p, f) for f in needs) and _judged_everywhere(p, models, host_types)
+    ]
     if profiles and not usable:
+        where = f" on host types {', '.join(sorted(set(host_types)))}" if host_types else ""
         raise common.CommandError(
-            f"--profiles {args.profiles}: no profile has {', '.join(needs)}, "
+            f"--profiles {args.profiles}: no profile has {', '.join(needs)}{where}, "
             f"which {' and '.join(readers)} read"
         )
     note = ""
@@ -140,9 +196,6 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         raise common.CommandError(f"--policies: {error}") from None
     model = _interference_model(args)
-    profiles, profiles_note = _job_profiles(
-        args, [("--admission-model", admission), ("--interference", model)]
-    )
     judged = ""
     if admission is not None:
         judged = f"; admission by {args.admission_model} within {args.tolerance:g}%"
@@ -163,6 +216,11 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             )
     except ValueError as error:
         raise common.CommandError(str(error)) from None
+    profiles, profiles_note = _job_profiles(
+        args,
+        [("--admission-model", admission), ("--interference", model)],
+        sorted(set(shape.host_types())),
+    )
     report_in, jobs = trace.with_trace(args, list)
     without_memory = sum(1 for job in jobs if job.memory_mb is None)
     out.write(
@@ -266,8 +324,9 @@ def add_parser(sub) -> None:
         "--host-kinds",
         metavar="KINDS",
         help="a heterogeneous cloud instead of --cores/--cores-per-host/--ram-per-host-mb: "
-        "comma-separated COUNT:CORES:RAM_MB[:SPEED], e.g. 128:4:2048,32:8:16384:0.7; "
-        "each kind is a processor group, SPEED scales run times (1: as logged)",
+        "comma-separated [NAME=]COUNT:CORES:RAM_MB[:SPEED], e.g. 128:4:2048,32:8:16384:0.7; "
+        "each kind is a processor group (named NAME, the host type runtime-trees reads; "
+        "else kind-N), SPEED scales run times (1: as logged)",
     )
     simulate.add_argument(
         "--memory-scale",
@@ -345,6 +404,17 @@ def add_parser(sub) -> None:
         metavar="MODEL",
         help="how mdobp-cache and hpc-aware admit a host: cache-score (alpha and beta, the "
         "default) or an interference model within --tolerance",
+    )
+    simulate.add_argument(
+        "--interference-file",
+        metavar="FILE",
+        help="the fitted model (pair-forest, runtime-trees) that --interference names, "
+        "as 'model fit --save' wrote it",
+    )
+    simulate.add_argument(
+        "--admission-file",
+        metavar="FILE",
+        help="the fitted model that --admission-model names, as 'model fit --save' wrote it",
     )
     simulate.add_argument(
         "--tolerance",

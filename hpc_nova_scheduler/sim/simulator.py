@@ -34,23 +34,28 @@ from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.interference.base import InterferenceModel as SharedModel
-from hpc_nova_scheduler.interference.base import Tenant
+from hpc_nova_scheduler.interference.base import MissingFeatures, ModelNotReady, Tenant
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
 from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
 from hpc_nova_scheduler.sim.swf import Job
 
 UNLIMITED = Thresholds(math.inf, math.inf)
+#: Host contents whose predicted slowdowns a replay keeps (then starts afresh).
+PREDICTION_CACHE = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
 class HostKind:
-    """``count`` identical hosts; ``speed`` scales how fast jobs run on them (1.0: as logged)."""
+    """``count`` identical hosts; ``speed`` scales how fast jobs run on them
+    (1.0: as logged); ``name`` names their processor group, the host type
+    that models such as seed 000's tell apart (default ``kind-N``)."""
 
     count: int
     cores: int
     ram_mb: float
     speed: float = 1.0
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if self.count < 1 or self.cores < 1 or self.ram_mb <= 0 or self.speed <= 0:
@@ -58,20 +63,24 @@ class HostKind:
 
     @classmethod
     def parse(cls, text: str) -> HostKind:
-        """``COUNT:CORES:RAM_MB[:SPEED]``, e.g. ``64:8:16384:0.8``."""
-        parts = text.strip().split(":")
+        """``[NAME=]COUNT:CORES:RAM_MB[:SPEED]``, e.g. ``64:8:16384:0.8`` or ``T2=6:8:16384``."""
+        name, sep, shape = text.strip().rpartition("=")
+        parts = shape.split(":")
         try:
-            if len(parts) not in (3, 4):
+            if len(parts) not in (3, 4) or (sep and not name.strip()):
                 raise ValueError
-            return cls(int(parts[0]), int(parts[1]), float(parts[2]), *map(float, parts[3:]))
+            numbers = (int(parts[0]), int(parts[1]), float(parts[2]), *map(float, parts[3:]))
+            kind = cls(*numbers)
         except (TypeError, ValueError):
             raise ValueError(
-                f"host kind {text.strip()!r}: expected COUNT:CORES:RAM_MB[:SPEED], "
-                "e.g. 64:8:16384:0.8, every number positive"
+                f"host kind {text.strip()!r}: expected [NAME=]COUNT:CORES:RAM_MB[:SPEED], "
+                "e.g. 64:8:16384:0.8 or T2=6:8:16384, every number positive"
             ) from None
+        return dataclasses.replace(kind, name=name.strip() or None)
 
     def describe(self) -> str:
-        return f"{self.count} x {self.cores} cores {self.ram_mb:g} MB speed {self.speed:g}"
+        named = f"{self.name}: " if self.name else ""
+        return f"{named}{self.count} x {self.cores} cores {self.ram_mb:g} MB speed {self.speed:g}"
 
     def holds(self, memory_mb: float) -> int:
         """How many one-core VMs of ``memory_mb`` one idle host takes."""
@@ -139,6 +148,10 @@ class ClusterShape:
             for _ in range(kind.count)
         ]
 
+    def host_types(self) -> list[str]:
+        """Each host's processor group, in the order :meth:`build` adds them."""
+        return [host.cpu_group for host in self.build().hosts()]
+
     def speeds(self) -> list[float]:
         """Each host's speed, in the order :meth:`build` adds them."""
         return [kind.speed for kind in self.host_kinds() for _ in range(kind.count)]
@@ -155,7 +168,7 @@ class ClusterShape:
             for _ in range(kind.count):
                 rack = i // self.hosts_per_rack
                 if self.kinds:
-                    group = f"kind-{index}"
+                    group = kind.name or f"kind-{index}"
                 else:
                     group = f"group-{rack * self.cpu_groups // racks}"
                 state.add_host(
@@ -338,6 +351,11 @@ class Simulator:
         self._cloud = engine(self.shape, self.scenario)
         #: Each job's profile by application name (one per job: its own cache score).
         self._profile_of: dict[str, ProfileRecord] = {}
+        #: Which of ``profiles`` each job's application was drawn as.
+        self._drawn_of: dict[str, int] = {}
+        #: The truth's slowdowns by host content, and by host since the last change.
+        self._predicted: dict[tuple, tuple[float, ...]] = {}
+        self._row_slowdowns: dict[int, dict[str, float]] = {}
         self._rule = None
         if self.scenario.admission is not None:
             self._rule = ModelRule(
@@ -345,6 +363,8 @@ class Simulator:
             )
         self._releases = 0
         self._speeds = self.shape.speeds()
+        #: Each host's processor group: the host type a model may tell apart.
+        self._host_types = self.shape.host_types()
         self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
         self._refused: dict[int, int] = {}
         self._events: list[tuple[float, int, int, object]] = []
@@ -458,8 +478,14 @@ class Simulator:
     def _job_profile(self, job: Job, score: float, rng: random.Random) -> ProfileRecord:
         if not self.profiles:
             return ProfileRecord(self._app_name(job), cache_score=score)
-        drawn = rng.choice(self.profiles)
-        return dataclasses.replace(drawn, name=self._app_name(job), cache_score=score)
+        index = rng.randrange(len(self.profiles))
+        drawn = self.profiles[index]
+        self._drawn_of[self._app_name(job)] = index
+        # The job runs the drawn application under its own name: it keeps
+        # that application's family, which a runtime model is fitted per.
+        return dataclasses.replace(
+            drawn, name=self._app_name(job), cache_score=score, family=drawn.runtime_family
+        )
 
     def _request(self, job: Job, score: float) -> PlacementRequest:
         app_class = self.scenario.app_class or (
@@ -534,7 +560,13 @@ class Simulator:
 
     def _repace(self, app_ids: Iterable[str], now: float) -> None:
         """Settle the work done at the old pace and reschedule at the new one."""
-        for app_id in sorted(app_ids):
+        app_ids = sorted(app_ids)
+        if isinstance(self.interference, SharedModel):
+            # The hosts changed: judge every host these jobs touch, in one batch.
+            self._row_slowdowns = {}
+            rows = {row for app_id in app_ids for row in self._cloud.rows_of(app_id)}
+            self._predict_rows(sorted(rows))
+        for app_id in app_ids:
             running = self._running[app_id]
             running.remaining = max(0.0, running.remaining - (now - running.since) * running.pace)
             running.since = now
@@ -564,8 +596,51 @@ class Simulator:
 
     def _application_slowdown(self, row: int, app_id: str) -> float:
         """Run-time factor of ``app_id`` on host ``row`` under a shared model."""
-        counts = collections.Counter(vm.application_id for vm in self._cloud.vms_on(row))
-        apps = list(counts)
-        tenants = [Tenant.of(self._profile_of[_application_name(app)], counts[app]) for app in apps]
-        prediction = self.interference.predict(tenants)
-        return 1.0 + prediction.slowdowns[apps.index(app_id)] / 100.0
+        found = self._row_slowdowns.get(row)
+        if found is None:
+            self._predict_rows([row])
+            found = self._row_slowdowns[row]
+        return found[app_id]
+
+    def _predict_rows(self, rows: Iterable[int]) -> None:
+        """The truth's slowdowns on each host of ``rows``, learned models asked once.
+
+        A host is known by what the model reads: its type and, per
+        application, the profile drawn for it, its cache score and its VMs
+        there. Hosts alike share one prediction, kept across events.
+        """
+        if len(self._predicted) > PREDICTION_CACHE:
+            self._predicted.clear()
+        asked: dict[tuple, list[Tenant]] = {}
+        wanted: list[tuple[int, tuple, list[str]]] = []
+        for row in rows:
+            counts = collections.Counter(vm.application_id for vm in self._cloud.vms_on(row))
+            host_type = self._host_types[row]
+            described = sorted(
+                (self._drawn_of.get(name, -1), profile.cache_score, counts[app], app)
+                for app in counts
+                for name in (_application_name(app),)
+                for profile in (self._profile_of[name],)
+            )
+            key = (host_type, tuple(d[:3] for d in described))
+            apps = [d[3] for d in described]
+            wanted.append((row, key, apps))
+            if key not in self._predicted and key not in asked:
+                asked[key] = [
+                    Tenant.of(self._profile_of[_application_name(app)], counts[app], host_type)
+                    for app in apps
+                ]
+        if asked:
+            try:
+                predictions = self.interference.predict_many(list(asked.values()))
+            except (MissingFeatures, ModelNotReady) as error:
+                raise ValueError(
+                    f"the ground truth {self.interference.name} cannot judge a host: {error}"
+                ) from None
+            for key, prediction in zip(asked, predictions, strict=True):
+                self._predicted[key] = prediction.slowdowns
+        for row, key, apps in wanted:
+            slowdowns = self._predicted[key]
+            self._row_slowdowns[row] = {
+                app: 1.0 + value / 100.0 for app, value in zip(apps, slowdowns, strict=True)
+            }

@@ -177,7 +177,7 @@ class TestSimulateCommand(testtools.TestCase):
         )
         code, _, err = run("--config-file", "/dev/null", "simulate", path, "--host-kinds", "4:2048")
         self.assertEqual(1, code)
-        self.assertIn("host kind '4:2048': expected COUNT:CORES:RAM_MB[:SPEED]", err)
+        self.assertIn("host kind '4:2048': expected [NAME=]COUNT:CORES:RAM_MB[:SPEED]", err)
 
     def test_unknown_policy_is_a_clear_error(self) -> None:
         directory = self.useFixture(fixtures.TempDir()).path
@@ -287,5 +287,54 @@ class TestInterferenceModels(testtools.TestCase):
         ):
             code, out, err = self.simulate(*argv)
             self.assertNotEqual(0, code, out)
+            self.assertIn(message, err)
+            self.assertNotIn("Traceback", err)
+
+    def test_fitted_models_from_files_on_named_host_types(self) -> None:
+        import os
+
+        import fixtures
+
+        from hpc_nova_scheduler import datafiles
+        from hpc_nova_scheduler.runtime import trees
+        from tests.unit.runtime.test_trees import dataset, samples
+
+        folder = self.useFixture(fixtures.TempDir()).path
+        saved = os.path.join(folder, "trees.skops")
+        fitted = trees.RuntimeTrees(trees=10).fit(samples(dataset().training))
+        with open(saved, "wb") as stream:
+            stream.write(fitted.dumps())
+        profiles = os.path.join(folder, "profiles.yaml")
+        with open(profiles, "w") as stream:
+            datafiles.write_profiles(stream, dataset().profiles, "yaml")
+        model = ("--admission-model", "runtime-trees", "--interference", "runtime-trees")
+        code, out, err = self.simulate(
+            *model, "--policies", "mdobp-cache", "--tolerance", "20", "--profiles", profiles,
+            "--host-kinds", "T1=8:8:16384,T2=8:8:16384:0.9",
+            "--admission-file", saved, "--interference-file", saved,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("T1: 8 x 8 cores", out)
+        self.assertIn("| mdobp-cache runtime-trees<=20%", out)
+        # The synthetic workloads have no fitted family: they are not drawn.
+        self.assertIn("job profiles drawn from 8 of 18", out)
+        for argv, message in (
+            ((), "--admission-model runtime-trees is a fitted model: give --admission-file"),
+            (("--admission-file", saved), "give --interference-file FILE"),
+            (
+                ("--admission-file", profiles, "--interference-file", saved),
+                f"--admission-file {profiles}: not a stored model",
+            ),
+            (
+                ("--admission-file", saved, "--interference-file", saved, "--cores", "64"),
+                "no profile has solo_runs on host types group-0",
+            ),
+        ):
+            code, out, err = self.simulate(
+                *model, "--profiles", profiles, "--host-kinds", "T1=8:8:16384", *argv
+            )
+            if "--cores" in argv:
+                code, out, err = self.simulate(*model, "--profiles", profiles, *argv)
+            self.assertEqual(1, code, out)
             self.assertIn(message, err)
             self.assertNotIn("Traceback", err)

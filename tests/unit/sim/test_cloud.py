@@ -173,3 +173,35 @@ class TestSharedModels(testtools.TestCase):
             self.jobs()
         )
         self.assertGreater(max((o.end - o.start) / o.nominal_run for o in result.outcomes), 1.03)
+
+    def test_runtime_trees_judge_and_slow_jobs_by_host_type(self) -> None:
+        import fixtures
+
+        from hpc_nova_scheduler.runtime import trees
+        from tests.unit.runtime.test_trees import dataset, samples
+
+        truth = trees.RuntimeTrees(trees=15).fit(samples(dataset().training))
+        profiles = [p for p in dataset().profiles if p.runtime_family in truth.families]
+        shape = simulator.ClusterShape.of_kinds(
+            [simulator.HostKind(2, 4, 8192, name="T1"), simulator.HostKind(2, 4, 8192, name="T2")]
+        )
+        self.assertEqual(["T1", "T1", "T2", "T2"], shape.host_types())
+        judged = scenarios.build(
+            "hpc-aware", alpha=200, beta=60, runtime_factor=1.0, admission=truth, tolerance=20.0
+        )
+        result = simulator.Simulator(shape, judged, interference=truth, profiles=profiles).run(
+            self.jobs()
+        )
+        self.assertEqual(39, len(result.outcomes))
+        for o in result.outcomes:
+            self.assertLessEqual((o.end - o.start) / o.nominal_run, 1.2 + 1e-9)
+        blind = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        unjudged = simulator.Simulator(shape, blind, interference=truth, profiles=profiles)
+        outcomes = unjudged.run(self.jobs()).outcomes
+        self.assertGreater(max((o.end - o.start) / o.nominal_run for o in outcomes), 1.2)
+        # Hosts alike share one prediction; asking the model for each gives the same replay.
+        self.useFixture(
+            fixtures.MonkeyPatch("hpc_nova_scheduler.sim.simulator.PREDICTION_CACHE", -1)
+        )
+        again = simulator.Simulator(shape, blind, interference=truth, profiles=profiles)
+        self.assertEqual(outcomes, again.run(self.jobs()).outcomes)
