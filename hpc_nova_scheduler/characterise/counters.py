@@ -141,3 +141,25 @@ def mean_counters(samples: Sequence[Mapping[str, float]]) -> dict[str, float]:
     for sample in samples[1:]:
         shared &= set(sample)
     return {name: sum(s[name] for s in samples) / len(samples) for name in sorted(shared)}
+
+
+#: A block in ``ru_inblock`` / ``ru_oublock`` is 512 bytes on Linux.
+BLOCK_BYTES = 512
+
+
+def solo_metrics(found: Mapping[str, float], runtime: float) -> dict[str, float]:
+    """Seed 000's solo-run metrics from what the kernel's resource usage gave.
+
+    CPU user and idle time in percent of the run, disk reads and writes in
+    MB/s. Network traffic has no per-process count here (it belongs to the
+    network namespace), so it is left out rather than guessed.
+    """
+    if runtime <= 0:
+        return {}
+    busy = min(100.0, found.get("CPU_usage", 0.0))
+    return {
+        "cpu_user": round(100.0 * found.get("user_seconds", 0.0) / runtime, 6),
+        "cpu_idle": round(100.0 - busy, 6),
+        "disk_read": round(found.get("blocks_in", 0.0) * BLOCK_BYTES / 1e6 / runtime, 6),
+        "disk_write": round(found.get("blocks_out", 0.0) * BLOCK_BYTES / 1e6 / runtime, 6),
+    }

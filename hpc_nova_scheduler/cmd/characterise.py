@@ -32,6 +32,16 @@ def _application(text: str):
         ) from None
 
 
+def _host_type(text: str) -> str:
+    from hpc_nova_scheduler.core.profile import ProfileError
+    from hpc_nova_scheduler.core.records import parse_host_type
+
+    try:
+        return parse_host_type(text, key="--host-type")
+    except ProfileError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _cores(text: str) -> tuple[int, int]:
     try:
         cores = tuple(int(c) for c in text.split(","))
@@ -48,8 +58,9 @@ def _cores(text: str) -> tuple[int, int]:
 
 def cmd_characterise(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import atomicfile, datafiles
+    from hpc_nova_scheduler.characterise import counters as kernel
     from hpc_nova_scheduler.characterise import runner
-    from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
+    from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, SoloRun
 
     names = [app.name for app in args.app]
     if len(set(names)) != len(names):
@@ -107,6 +118,11 @@ def cmd_characterise(args: argparse.Namespace, out: TextIO) -> int:
             solo_runtime=a.runtime,
             counters={k: round(v, 6) for k, v in a.counters.items()},
             description=f"characterised: {shlex.join(a.application.command)}",
+            solo_runs=(
+                {args.host_type: SoloRun(a.runtime, kernel.solo_metrics(a.counters, a.runtime))}
+                if args.host_type
+                else {}
+            ),
         )
         for a in alone
     ]
@@ -115,15 +131,46 @@ def cmd_characterise(args: argparse.Namespace, out: TextIO) -> int:
         datafiles.write_profiles(stream, profiles, "yaml")
     if records:
         written.append(os.path.join(args.out, "interferences.yaml"))
-        with atomicfile.open_replacing(written[1]) as stream:
+        with atomicfile.open_replacing(written[-1]) as stream:
             datafiles.write_interferences(stream, records, "yaml")
+    if args.host_type:
+        written.append(os.path.join(args.out, "runs.yaml"))
+        with atomicfile.open_replacing(written[-1]) as stream:
+            datafiles.write_runs(stream, _runs(args.host_type, alone, pairs), "yaml")
     out.write(f"wrote {', '.join(written)}\n")
     if records:
         out.write(
             "load them with 'profile import' and 'interference import'; fit seed 001's forest "
             f"with 'model fit --model pair-forest --profiles {written[0]} {written[1]}'\n"
         )
+    if args.host_type:
+        out.write(
+            f"fit seed 000's runtime trees with 'model fit --model runtime-trees --profiles "
+            f"{written[0]} {written[-1]}' (network traffic has no per-process count here: "
+            "its metrics are CPU and disk)\n"
+        )
     return 0
+
+
+def _runs(host_type: str, alone, pairs):
+    """Every measured run as seed 000's model is fitted on: alone, and next to its partner."""
+    from hpc_nova_scheduler.datafiles import RunRecord
+
+    found = [
+        RunRecord(a.application.name, host_type, round(runtime, 6))
+        for a in alone
+        for runtime in a.runtimes
+    ]
+    for pair in pairs:
+        found += [
+            RunRecord(pair.a.name, host_type, round(runtime, 6), 1, ((pair.b.name, 1),))
+            for runtime in pair.runtimes_a
+        ]
+        found += [
+            RunRecord(pair.b.name, host_type, round(runtime, 6), 1, ((pair.a.name, 1),))
+            for runtime in pair.runtimes_b
+        ]
+    return found
 
 
 def add_parser(sub) -> None:
@@ -154,7 +201,18 @@ def add_parser(sub) -> None:
     parser.add_argument("--warmup", type=options.non_negative_int, default=1)
     parser.add_argument("--no-pairs", action="store_true", help="measure alone only")
     parser.add_argument("--no-perf", action="store_true", help="do not use perf even if present")
-    parser.add_argument("--out", metavar="DIR", help="write profiles.yaml and interferences.yaml")
+    parser.add_argument(
+        "--host-type",
+        type=_host_type,
+        metavar="TYPE",
+        help="this machine's processor group (as hpc:cpu_group names it): profiles get "
+        "solo runs on it and --out gets runs.yaml, for 'model fit --model runtime-trees'",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write profiles.yaml, interferences.yaml and, with --host-type, runs.yaml",
+    )
     parser.set_defaults(func=cmd_characterise)
 
 

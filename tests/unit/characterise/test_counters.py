@@ -81,3 +81,24 @@ class TestResctrl(testtools.TestCase):
 class TestMeans(testtools.TestCase):
     def test_mean_of_counters_every_run_has(self) -> None:
         self.assertEqual({"a": 2.0}, counters.mean_counters([{"a": 1.0, "b": 3.0}, {"a": 3.0}]))
+
+    def test_seed_000_metrics_from_resource_usage(self) -> None:
+        # A recorded run: 2 s of wall time, 1.5 s user, 0.1 s system,
+        # 4,000 blocks read and 2,000 written.
+        usage = {
+            "ru_utime": 1.5,
+            "ru_stime": 0.1,
+            "ru_maxrss": 1000,
+            "ru_minflt": 1,
+            "ru_majflt": 0,
+            "ru_nvcsw": 1,
+            "ru_nivcsw": 1,
+            "ru_inblock": 4000,
+            "ru_oublock": 2000,
+        }
+        found = counters.rusage_counters(usage, 2.0)
+        self.assertEqual(
+            {"cpu_user": 75.0, "cpu_idle": 20.0, "disk_read": 1.024, "disk_write": 0.512},
+            counters.solo_metrics(found, 2.0),
+        )
+        self.assertEqual({}, counters.solo_metrics(found, 0.0))

@@ -78,6 +78,34 @@ class TestCommand(testtools.TestCase):
         pairs = datafiles.read_interferences(os.path.join(directory, "interferences.yaml"))
         self.assertEqual([("compute", "stream")], [(r.app_a, r.app_b) for r in pairs])
         self.assertIn("model fit --model pair-forest", out)
+        self.assertFalse(os.path.exists(os.path.join(directory, "runs.yaml")))
+
+    def test_runs_on_a_host_type_fit_runtime_trees(self) -> None:
+        directory = self.useFixture(fixtures.TempDir()).path
+        argv = ["--config-file", "/dev/null", "characterise", "--repetitions", "2"]
+        argv += ["--warmup", "0", "--out", directory, "--host-type", "this-machine"]
+        for app in applications()[1:]:
+            argv += ["--app", f"{app.name}={shlex.join(app.command)}"]
+        code, out, err = run(*argv)
+        self.assertEqual(0, code, err)
+        profiles_file = os.path.join(directory, "profiles.yaml")
+        runs_file = os.path.join(directory, "runs.yaml")
+        for profile in datafiles.read_profiles(profiles_file):
+            solo = profile.solo_runs["this-machine"]
+            self.assertEqual(profile.solo_runtime, solo.runtime)
+            self.assertEqual({"cpu_user", "cpu_idle", "disk_read", "disk_write"}, set(solo.metrics))
+            self.assertGreater(solo.metrics["cpu_user"], 10.0)
+        runs = datafiles.read_runs(runs_file)
+        # Two alone and two next to the partner, for each of the two.
+        self.assertEqual(8, len(runs))
+        self.assertEqual(4, sum(1 for r in runs if r.co_runners))
+        code, out, err = run(
+            "--config-file", "/dev/null", "model", "fit", "--model", "runtime-trees",
+            "--param", "trees=5", "--profiles", profiles_file, runs_file,
+            "--save", os.path.join(directory, "trees.skops"),
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("2 families, host types this-machine", out)
 
     def test_bad_options(self) -> None:
         for argv, message in (
