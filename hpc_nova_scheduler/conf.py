@@ -82,8 +82,9 @@ How the scheduler judges whether applications may share a host.
 are seed 004's regression models over the SLLC, DRAM and network access
 scores of the profiles: a host is admitted only if every application there,
 new and existing, keeps its predicted slowdown within
-``interference_tolerance``. ``pair-forest`` (seed 001), or any other name,
-reads the fitted model stored under that name in the plugin database
+``interference_tolerance``. ``pair-forest`` (seed 001), ``runtime-trees``
+(seed 000, which tells hosts apart by their processor group), or any other
+name, reads the fitted model stored under that name in the plugin database
 (``hpc-nova-scheduler model fit --store NAME``); until one is stored it
 admits no shared host. Under a predictive model every co-runner needs a
 profile with the model's features; a host running one without is not
