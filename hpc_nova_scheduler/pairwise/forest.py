@@ -38,6 +38,7 @@ from hpc_nova_scheduler.interference.base import (
     Prediction,
     Tenant,
 )
+from hpc_nova_scheduler.interference.ensembles import mean_of_trees
 
 #: Seed 001's generic counters, measurable on any Linux machine with perf.
 GENERIC_COUNTERS = (
@@ -135,7 +136,7 @@ class PairForest(InterferenceModel):
         """Deg_ij (percent, >= 0) of each (primary, interferer) pair, in one call."""
         if not pairs:
             return np.zeros(0)
-        return np.maximum(self.forest.predict(self.rows(pairs)), 0.0)
+        return np.maximum(mean_of_trees(self.forest, self.rows(pairs)), 0.0)
 
     def predict(self, tenants: Sequence[Tenant]) -> Prediction:
         return self.predict_many([tenants])[0]

@@ -55,6 +55,7 @@ from hpc_nova_scheduler.interference.base import (
     Prediction,
     Tenant,
 )
+from hpc_nova_scheduler.interference.ensembles import mean_of_trees
 
 KIND = "runtime-trees"
 TREES = 100
@@ -206,7 +207,7 @@ class RuntimeTrees(InterferenceModel):
         solo = [list(r) for r in shape]
         step = 2 if alone else 1
         for family, places in by_family.items():
-            values = bag_predict(self.families[family], np.asarray(rows[family], dtype=float))
+            values = mean_of_trees(self.families[family], np.asarray(rows[family], dtype=float))
             values = values.tolist()
             for n, (h, i) in enumerate(places):
                 found[h][i] = values[n * step]
@@ -334,23 +335,6 @@ class RuntimeTrees(InterferenceModel):
             f"{self.summary} ({len(self.families)} families, {self.trees} trees each, "
             f"host types {', '.join(self.host_types)}, {len(self.metrics)} metrics)"
         )
-
-
-def bag_predict(ensemble, x: np.ndarray) -> np.ndarray:
-    """``ensemble.predict(x)``, the same numbers, without its per-tree overhead.
-
-    ``BaggingRegressor.predict`` checks its input and dispatches through
-    joblib once per tree: a hundred trees cost about 0.3 ms each however few
-    the rows, which an admission check for every host of a cloud pays many
-    times over. Each tree's own compiled ``predict`` over float32 rows (what
-    scikit-learn casts to) gives the same values; the mean is taken in the
-    same order.
-    """
-    rows = np.ascontiguousarray(x, dtype=np.float32)
-    total = np.zeros(len(rows))
-    for tree, features in zip(ensemble.estimators_, ensemble.estimators_features_, strict=True):
-        total += tree.tree_.predict(np.ascontiguousarray(rows[:, features]))[:, 0]
-    return total / len(ensemble.estimators_)
 
 
 @dataclasses.dataclass(frozen=True)
