@@ -51,9 +51,25 @@ class ModelRule:
         host_types: Sequence[str | None] | None = None,
     ) -> list[str | None]:
         """:meth:`refusal` of several hosts, the model asked once for all of them."""
+        types = list(host_types) if host_types is not None else [None] * len(hosts)
+        # Hosts alike (the same applications, VMs and type) get one answer:
+        # an application spread over a cloud leaves many such hosts.
+        first: dict[tuple, int] = {}
+        alike: list[int] = []
+        for index, found in enumerate(hosts):
+            alike.append(first.setdefault((types[index], tuple(found)), index))
+        distinct = sorted(first.values())
+        answers = self._distinct_refusals(
+            [hosts[i] for i in distinct], [types[i] for i in distinct]
+        )
+        by_index = dict(zip(distinct, answers, strict=True))
+        return [by_index[alike[index]] for index in range(len(hosts))]
+
+    def _distinct_refusals(
+        self, hosts: Sequence[Sequence[Resident]], types: Sequence[str | None]
+    ) -> list[str | None]:
         reasons: list[str | None] = [None] * len(hosts)
         judged: list[tuple[int, list[Tenant]]] = []
-        types = list(host_types) if host_types is not None else [None] * len(hosts)
         for index, found in enumerate(hosts):
             if len(found) < 2:
                 continue

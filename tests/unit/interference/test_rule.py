@@ -191,3 +191,23 @@ class TestBatch(testtools.TestCase):
         self.assertIn("without an application name", reasons[3])
         self.assertIsNone(reasons[4])
         self.assertIn("no profile of NOPE", reasons[5])
+
+    def test_hosts_alike_are_asked_about_once(self) -> None:
+        asked: list[int] = []
+        model = registry.load("ivmp-base")
+        real = model.predict_many
+
+        def counting(hosts):
+            asked.append(len(hosts))
+            return real(hosts)
+
+        model.predict_many = counting
+        judge = ModelRule(model, 10.0, PROFILES)
+        harmful = [("PTRANS.I1.P6", 2), ("PTRANS.I1.P6", 1)]
+        benign = [("DGEMM.I1.P6", 1), ("PKTM.I2.P6", 2)]
+        hosts = [harmful, benign] * 50 + [list(benign)]
+        types = ["x"] * 100 + ["y"]
+        reasons = judge.refusals(hosts, types)
+        self.assertEqual([3], asked)  # two contents on type x, one on type y
+        self.assertEqual([judge.refusal(h, t) for h, t in zip(hosts, types, strict=True)], reasons)
+        self.assertEqual(50, sum(r is not None for r in reasons))
