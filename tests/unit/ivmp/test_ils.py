@@ -1,0 +1,94 @@
+"""Seed 004's ILS: feasible placements, and the optimum on cases small enough to enumerate."""
+
+from __future__ import annotations
+
+import re
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpc_nova_scheduler import datafiles, resources
+from hpc_nova_scheduler.ivmp import ils
+from hpc_nova_scheduler.ivmp.model import IvmpExtended
+from hpc_nova_scheduler.planners.base import Batch, BatchApp
+
+PROFILES = [
+    p
+    for p in datafiles.read_profiles(
+        str(resources.example_profiles_dir() / "seed-applications.yaml")
+    )
+    if p.sllc_score is not None
+]
+
+
+def app(profile) -> BatchApp:
+    # Seed 004's testbed: 12 cores and 48 GB a host, a VM of one core and 4 GB.
+    vms = int(re.search(r"P(\d+)$", profile.name).group(1))
+    return BatchApp(profile, vms / 12, vms / 12)
+
+
+def partitions(items: list[int]):
+    """Every way to split ``items`` into unordered non-empty groups."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for smaller in partitions(rest):
+        for i in range(len(smaller)):
+            yield [*smaller[:i], [first, *smaller[i]], *smaller[i + 1 :]]
+        yield [[first], *smaller]
+
+
+class TestIls(testtools.TestCase):
+    def test_cost_terms(self) -> None:
+        b = Batch(tuple(app(p) for p in PROFILES[:4]), 4)
+        cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters())
+        alone = ils.State(cost, [[0], [1], [2], [3]])
+        self.assertAlmostEqual(0.3 * 4 / 4, alone.value)  # no interference, every host used
+        shared = ils.State(cost, [[0, 1], [2, 3], [], []])
+        level = cost.level([0, 1]) + cost.level([2, 3])
+        self.assertAlmostEqual(0.7 * level / (cost.omega * 4) + 0.3 * 2 / 4, shared.value)
+        self.assertGreater(cost.omega, 0)
+
+    def test_overload_is_penalised(self) -> None:
+        b = Batch(tuple(app(p) for p in PROFILES[:3]), 3)
+        cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters())
+        crammed = ils.State(cost, [[0, 1, 2], [], []])
+        demand = sum(a.cpu for a in b.apps)
+        self.assertFalse(crammed.feasible())
+        self.assertGreater(crammed.value, 0.5 * 2 * (demand - 1) / 3)
+
+    def test_finds_the_optimum_of_small_cases(self) -> None:
+        model = IvmpExtended()
+        for case in range(4):
+            chosen = [PROFILES[(case * 7 + k * 5) % len(PROFILES)] for k in range(6)]
+            b = Batch(tuple(app(p) for p in chosen), 6)
+            parameters = ils.IlsParameters(multistart=8, seed=case)
+            cost = ils.Cost(b, model, parameters)
+            states = [
+                ils.State(cost, groups + [[] for _ in range(6 - len(groups))])
+                for groups in partitions(list(range(6)))
+            ]
+            best = min(s.value for s in states if s.feasible())
+            placement, value = ils.ils(b, model, parameters)
+            self.assertAlmostEqual(best, value, places=9, msg=f"case {case}")
+            self.assertTrue(placement.feasible(b))
+
+    @settings(max_examples=15, deadline=None)
+    @given(
+        st.lists(st.sampled_from(range(len(PROFILES))), min_size=1, max_size=12), st.integers(0, 9)
+    )
+    def test_placements_are_feasible_and_complete(self, picks, seed) -> None:
+        b = Batch(tuple(app(PROFILES[i]) for i in picks), len(picks))
+        placement, value = ils.ils(
+            b, IvmpExtended(), ils.IlsParameters(multistart=2, iter_max_ils=3, seed=seed)
+        )
+        self.assertEqual(len(picks), len(placement.host_of))
+        self.assertTrue(placement.feasible(b))
+        self.assertEqual(set(range(placement.hosts_used)), set(placement.host_of))
+        self.assertGreater(value, 0)
+
+    def test_parameters_are_checked(self) -> None:
+        for bad in ({"alpha": 1.5}, {"beta": 0}, {"multistart": 0}, {"penalty": -1}):
+            self.assertRaises(ValueError, ils.IlsParameters, **bad)
