@@ -37,7 +37,10 @@ import math
 import random
 from collections.abc import Sequence
 
-from hpc_nova_scheduler.interference.base import InterferenceModel
+import numpy as np
+
+from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
+from hpc_nova_scheduler.ivmp.model import RESOURCES, HostTerms, IvmpModel
 from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, Planner, host_level
 
 ALPHA = 0.7
@@ -79,181 +82,298 @@ def omega(batch: Batch, model: InterferenceModel) -> float:
 
 
 class Cost:
-    """f(s) and its change under a move, host levels remembered by content."""
+    """f(s) over seed 004's model, host by host, from running sums.
 
-    def __init__(self, batch: Batch, model: InterferenceModel, parameters: IlsParameters):
+    A host's level F depends on its applications only through their count,
+    the sum of their scores (T) and the sum over their pairs of the score
+    differences (from which G follows): moving applications changes these
+    sums by terms read from a table of pairwise differences, so a whole
+    neighbourhood is priced with a few array operations.
+    """
+
+    def __init__(self, batch: Batch, model: IvmpModel, parameters: IlsParameters):
+        if not isinstance(model, IvmpModel):
+            raise ValueError("seed 004's ILS prices hosts with an ivmp model")
         self.batch = batch
         self.model = model
         self.alpha = parameters.alpha
         self.penalty = parameters.penalty
         self.omega = omega(batch, model)
-        self._levels: dict[tuple[int, ...], float] = {}
+        apps = batch.apps
+        for app in apps:
+            model.check([Tenant.of(app.profile)])
+        #: Scores (A x 3: sllc, dram, net) and their pairwise differences (3 x A x A).
+        self.scores = np.array(
+            [
+                [app.profile.sllc_score, app.profile.dram_score, app.profile.net_score]
+                for app in apps
+            ],
+            dtype=float,
+        ).reshape(len(apps), len(RESOURCES))
+        self.differences = np.abs(self.scores.T[:, :, None] - self.scores.T[:, None, :])
+        self.cpu = np.array([app.cpu for app in apps], dtype=float)
+        self.mem = np.array([app.mem for app in apps], dtype=float)
+        self.hosts = batch.hosts
+
+    def levels(self, count: np.ndarray, total: np.ndarray, spread: np.ndarray) -> np.ndarray:
+        """F (percent) of hosts with ``count`` applications, score sums ``total``
+        (... x 3) and pairwise difference sums ``spread`` (... x 3)."""
+        count = np.asarray(count, dtype=float)
+        pairs = count * (count - 1.0) / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            similarity = np.where(pairs[..., None] > 0, 1.0 - spread / pairs[..., None], 1.0)
+        terms = HostTerms(
+            {s: total[..., k] for k, s in enumerate(RESOURCES)},
+            {s: similarity[..., k] for k, s in enumerate(RESOURCES)},
+            (count - 1.0) / (self.model.max_apps - 1),
+            count,
+        )
+        level = 100.0 * sum(
+            c * term.value(terms)
+            for c, term in zip(self.model.coefficients, self.model.terms, strict=True)
+        )
+        return np.where(count >= 2, np.maximum(level, 0.0), 0.0)
+
+    def parts(
+        self, count: np.ndarray, total: np.ndarray, spread: np.ndarray, cpu, mem
+    ) -> np.ndarray:
+        """Each host's share of f: its interference, its being used, its overload."""
+        over = np.maximum(cpu - 1.0 - SLACK, 0.0) + np.maximum(mem - 1.0 - SLACK, 0.0)
+        share = (
+            self.alpha * self.levels(count, total, spread) / (self.omega * self.hosts)
+            + (1.0 - self.alpha) / self.hosts
+            + self.penalty * over / self.hosts
+        )
+        return np.where(count > 0, share, 0.0)
 
     def level(self, apps: Sequence[int]) -> float:
-        key = tuple(sorted(apps))
-        found = self._levels.get(key)
-        if found is None:
-            found = host_level(self.model, [self.batch.apps[a] for a in key]) if len(key) > 1 else 0
-            self._levels[key] = found
-        return found
-
-    def host(self, apps: Sequence[int], cpu: float, mem: float) -> float:
-        """One host's share of f: its interference, its being used, its overload."""
-        if not apps:
-            return 0.0
-        hosts = self.batch.hosts
-        over = max(0.0, cpu - 1.0 - SLACK) + max(0.0, mem - 1.0 - SLACK)
-        return (
-            self.alpha * self.level(apps) / (self.omega * hosts)
-            + (1.0 - self.alpha) / hosts
-            + self.penalty * over / hosts
-        )
-
-
-#: A host's applications, CPU and memory load.
-_Host = tuple[list[int], float, float]
+        """F of one host holding ``apps``."""
+        apps = list(apps)
+        spread = self.differences[:, apps][:, :, apps].sum(axis=(1, 2)) / 2.0
+        total = self.scores[apps].sum(axis=0)
+        return float(self.levels(np.array(len(apps)), total, spread))
 
 
 class State:
-    """A placement being improved: applications per host slot and the loads."""
+    """A placement being improved: per host the running sums f is read from."""
 
     def __init__(self, cost: Cost, hosts: list[list[int]]) -> None:
         self.cost = cost
-        apps = cost.batch.apps
-        self.hosts = hosts
-        self.cpu = [math.fsum(apps[a].cpu for a in h) for h in hosts]
-        self.mem = [math.fsum(apps[a].mem for a in h) for h in hosts]
-        self.where = {a: m for m, h in enumerate(hosts) for a in h}
-        self.parts = [cost.host(h, self.cpu[m], self.mem[m]) for m, h in enumerate(hosts)]
-        self.value = math.fsum(self.parts)
+        self.host_of = np.zeros(len(cost.batch.apps), dtype=np.int64)
+        for m, held in enumerate(hosts):
+            self.host_of[held] = m
+        self._recount()
+
+    def _recount(self) -> None:
+        cost = self.cost
+        slots = cost.hosts
+        #: Membership: ``member[m, a]`` is 1 when application a is on host m.
+        self.member = np.zeros((slots, len(self.host_of)))
+        self.member[self.host_of, np.arange(len(self.host_of))] = 1.0
+        self.count = self.member.sum(axis=1)
+        self.total = self.member @ cost.scores
+        self.cpu = self.member @ cost.cpu
+        self.mem = self.member @ cost.mem
+        #: ``near[k, m, a]``: the sum over host m's applications of |score_a - score_i|.
+        self.near = np.einsum("ma,kab->kmb", self.member, cost.differences)
+        self.spread = (self.near * self.member[None]).sum(axis=2).T / 2.0
+        self.part = cost.parts(self.count, self.total, self.spread, self.cpu, self.mem)
+        self.value = float(math.fsum(self.part.tolist()))
+
+    @property
+    def hosts(self) -> list[list[int]]:
+        found: list[list[int]] = [[] for _ in range(self.cost.hosts)]
+        for a, m in enumerate(self.host_of.tolist()):
+            found[m].append(a)
+        return found
+
+    @property
+    def where(self) -> dict[int, int]:
+        return dict(enumerate(self.host_of.tolist()))
 
     def copy(self) -> State:
-        return State(self.cost, [list(h) for h in self.hosts])
+        clone = State.__new__(State)
+        clone.cost = self.cost
+        clone.host_of = self.host_of.copy()
+        for name in ("member", "count", "total", "cpu", "mem", "near", "spread", "part"):
+            setattr(clone, name, getattr(self, name).copy())
+        clone.value = self.value
+        return clone
 
     def used(self) -> list[int]:
-        return [m for m, h in enumerate(self.hosts) if h]
+        return np.flatnonzero(self.count > 0).tolist()
 
     def placement(self) -> Placement:
         # Hosts numbered in the order they are used, as seed 004's symmetry breaking does.
         order = {m: i for i, m in enumerate(self.used())}
-        return Placement(tuple(order[self.where[a]] for a in range(len(self.where))))
-
-    # -- moves: each returns the change of f, and applies it only if asked --
-
-    def _parts_after(self, changes: dict[int, tuple[list[int], float, float]]) -> float:
-        return math.fsum(
-            self.cost.host(apps, cpu, mem) - self.parts[m]
-            for m, (apps, cpu, mem) in changes.items()
-        )
-
-    def _changes(
-        self, moves: Sequence[tuple[int, int]]
-    ) -> dict[int, tuple[list[int], float, float]]:
-        """New contents and loads of the hosts that ``(app, to)`` moves touch."""
-        apps = self.cost.batch.apps
-        changes: dict[int, _Host] = {}
-        for app, to in moves:
-            source = self.where[app]
-            for m in (source, to):
-                if m not in changes:
-                    changes[m] = (list(self.hosts[m]), self.cpu[m], self.mem[m])
-            held, cpu, mem = changes[source]
-            held.remove(app)
-            changes[source] = (held, cpu - apps[app].cpu, mem - apps[app].mem)
-            held, cpu, mem = changes[to]
-            held.append(app)
-            changes[to] = (held, cpu + apps[app].cpu, mem + apps[app].mem)
-        return changes
-
-    def delta(self, moves: Sequence[tuple[int, int]]) -> float:
-        return self._parts_after(self._changes(moves))
-
-    def apply(self, moves: Sequence[tuple[int, int]]) -> None:
-        for m, (held, cpu, mem) in self._changes(moves).items():
-            self.hosts[m] = held
-            self.cpu[m], self.mem[m] = cpu, mem
-            self.parts[m] = self.cost.host(held, cpu, mem)
-            for app in held:
-                self.where[app] = m
-        self.value = math.fsum(self.parts)
-
-    def fits(self, to: int, moving: Sequence[int]) -> bool:
-        apps = self.cost.batch.apps
-        cpu = self.cpu[to] + math.fsum(apps[a].cpu for a in moving)
-        mem = self.mem[to] + math.fsum(apps[a].mem for a in moving)
-        return cpu <= 1.0 + SLACK and mem <= 1.0 + SLACK
+        return Placement(tuple(order[m] for m in self.host_of.tolist()))
 
     def feasible(self) -> bool:
-        return all(
-            c <= 1.0 + SLACK and m <= 1.0 + SLACK
-            for c, m, h in zip(self.cpu, self.mem, self.hosts, strict=True)
-            if h
-        )
+        return bool((self.cpu <= 1.0 + SLACK).all() and (self.mem <= 1.0 + SLACK).all())
+
+    def apply(self, moves: Sequence[tuple[int, int]]) -> None:
+        """Move each ``(application, host)`` in turn and update the sums."""
+        cost = self.cost
+        touched = set()
+        for app, to in moves:
+            source = int(self.host_of[app])
+            if source == to:
+                continue
+            row = cost.differences[:, app, :]
+            for host, sign in ((source, -1.0), (to, 1.0)):
+                if sign < 0:
+                    self.member[host, app] = 0.0
+                    self.near[:, host, :] -= row
+                    self.spread[host] -= self.near[:, host, app]
+                else:
+                    self.spread[host] += self.near[:, host, app]
+                    self.near[:, host, :] += row
+                    self.member[host, app] = 1.0
+                self.count[host] += sign
+                self.total[host] += sign * cost.scores[app]
+                self.cpu[host] += sign * cost.cpu[app]
+                self.mem[host] += sign * cost.mem[app]
+                touched.add(host)
+            self.host_of[app] = to
+        for host in touched:
+            self.part[host] = cost.parts(
+                self.count[host],
+                self.total[host],
+                self.spread[host],
+                self.cpu[host],
+                self.mem[host],
+            )
+        self.value = float(math.fsum(self.part.tolist()))
 
 
-def _improve(state: State, candidates) -> bool:
-    """First improvement over ``candidates`` (lists of moves); True if one was taken."""
-    strict = state.feasible()
-    for moves, targets in candidates:
-        # From a feasible placement, a move that overloads a host never
-        # pays: the penalty outweighs any interference it saves.
-        if strict and not state.fits(targets[0], targets[1]):
-            continue
-        if state.delta(moves) < -EPSILON:
-            state.apply(moves)
-            return True
-    return False
+def _first(delta: np.ndarray, allowed: np.ndarray) -> int | None:
+    """The first candidate, in scan order, that lowers f."""
+    found = np.flatnonzero(allowed & (delta < -EPSILON))
+    return int(found[0]) if len(found) else None
+
+
+def _after_removal(state: State, apps: np.ndarray, hosts: np.ndarray, extra=None):
+    """(count, total, spread, cpu, mem) of ``hosts`` once ``apps`` leave them."""
+    cost = state.cost
+    spread = state.spread[hosts] - state.near[:, hosts, apps].T
+    return (
+        state.count[hosts] - 1.0,
+        state.total[hosts] - cost.scores[apps],
+        spread if extra is None else spread + extra,
+        state.cpu[hosts] - cost.cpu[apps],
+        state.mem[hosts] - cost.mem[apps],
+    )
 
 
 def move1(state: State) -> bool:
-    used = state.used()
-    return _improve(
-        state,
-        (
-            ([(a, to)], (to, (a,)))
-            for a in range(len(state.where))
-            for to in used
-            if to != state.where[a]
-        ),
+    """Move1: one application to another used host, first improvement."""
+    cost = state.cost
+    used = np.flatnonzero(state.count > 0)
+    apps = np.arange(len(state.host_of))
+    a, t = (x.ravel() for x in np.meshgrid(apps, used, indexing="ij"))
+    source = state.host_of[a]
+    keep = source != t
+    a, t, source = a[keep], t[keep], source[keep]
+    gone = cost.parts(*_after_removal(state, a, source))
+    came = cost.parts(
+        state.count[t] + 1.0,
+        state.total[t] + cost.scores[a],
+        state.spread[t] + state.near[:, t, a].T,
+        state.cpu[t] + cost.cpu[a],
+        state.mem[t] + cost.mem[a],
     )
+    delta = gone + came - state.part[source] - state.part[t]
+    allowed = _fits(state, t, cost.cpu[a], cost.mem[a])
+    pick = _first(delta, allowed)
+    if pick is None:
+        return False
+    state.apply([(int(a[pick]), int(t[pick]))])
+    return True
+
+
+def _fits(state: State, hosts: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    # From a feasible placement a move that overloads a host never pays: the
+    # penalty outweighs what it saves. From an infeasible one any move may.
+    if not state.feasible():
+        return np.ones(len(hosts), dtype=bool)
+    return (state.cpu[hosts] + cpu <= 1.0 + SLACK) & (state.mem[hosts] + mem <= 1.0 + SLACK)
 
 
 def swap1(state: State) -> bool:
-    count = len(state.where)
-    apps = state.cost.batch.apps
-    strict = state.feasible()
-    for a in range(count):
-        for b in range(a + 1, count):
-            ma, mb = state.where[a], state.where[b]
-            if ma == mb:
-                continue
-            if strict:
-                cpu_a = state.cpu[ma] - apps[a].cpu + apps[b].cpu
-                mem_a = state.mem[ma] - apps[a].mem + apps[b].mem
-                cpu_b = state.cpu[mb] - apps[b].cpu + apps[a].cpu
-                mem_b = state.mem[mb] - apps[b].mem + apps[a].mem
-                if max(cpu_a, mem_a, cpu_b, mem_b) > 1.0 + SLACK:
-                    continue
-            moves = [(a, mb), (b, ma)]
-            if state.delta(moves) < -EPSILON:
-                state.apply(moves)
-                return True
-    return False
+    """Swap1: two applications on different hosts trade places, first improvement."""
+    cost = state.cost
+    a, b = np.triu_indices(len(state.host_of), k=1)
+    p, q = state.host_of[a], state.host_of[b]
+    keep = p != q
+    a, b, p, q = a[keep], b[keep], p[keep], q[keep]
+    diff_ab = cost.differences[:, a, b].T
+
+    def side(host, out, into):
+        return cost.parts(
+            state.count[host],
+            state.total[host] - cost.scores[out] + cost.scores[into],
+            state.spread[host] - state.near[:, host, out].T + state.near[:, host, into].T - diff_ab,
+            state.cpu[host] - cost.cpu[out] + cost.cpu[into],
+            state.mem[host] - cost.mem[out] + cost.mem[into],
+        )
+
+    delta = side(p, a, b) + side(q, b, a) - state.part[p] - state.part[q]
+    if state.feasible():
+        allowed = (
+            (state.cpu[p] - cost.cpu[a] + cost.cpu[b] <= 1.0 + SLACK)
+            & (state.mem[p] - cost.mem[a] + cost.mem[b] <= 1.0 + SLACK)
+            & (state.cpu[q] - cost.cpu[b] + cost.cpu[a] <= 1.0 + SLACK)
+            & (state.mem[q] - cost.mem[b] + cost.mem[a] <= 1.0 + SLACK)
+        )
+    else:
+        allowed = np.ones(len(a), dtype=bool)
+    pick = _first(delta, allowed)
+    if pick is None:
+        return False
+    i, j = int(a[pick]), int(b[pick])
+    state.apply([(i, int(q[pick])), (j, int(p[pick]))])
+    return True
 
 
 def move2(state: State) -> bool:
-    used = state.used()
-    count = len(state.where)
-    return _improve(
-        state,
-        (
-            ([(a, to), (b, to)], (to, (a, b)))
-            for a in range(count)
-            for b in range(a + 1, count)
-            for to in used
-            if to != state.where[a] and to != state.where[b]
-        ),
+    """Move2: two applications to one other used host, first improvement."""
+    cost = state.cost
+    used = np.flatnonzero(state.count > 0)
+    first, second = np.triu_indices(len(state.host_of), k=1)
+    pair = np.repeat(np.arange(len(first)), len(used))
+    t = np.tile(used, len(first))
+    a, b = first[pair], second[pair]
+    p, q = state.host_of[a], state.host_of[b]
+    keep = (t != p) & (t != q)
+    a, b, p, q, t = a[keep], b[keep], p[keep], q[keep], t[keep]
+    diff_ab = cost.differences[:, a, b].T
+    same = p == q
+    # Leaving: from one host both (their own pair counted once), or one from each.
+    both = cost.parts(
+        state.count[p] - 2.0,
+        state.total[p] - cost.scores[a] - cost.scores[b],
+        state.spread[p] - state.near[:, p, a].T - state.near[:, p, b].T + diff_ab,
+        state.cpu[p] - cost.cpu[a] - cost.cpu[b],
+        state.mem[p] - cost.mem[a] - cost.mem[b],
     )
+    one_a = cost.parts(*_after_removal(state, a, p))
+    one_b = cost.parts(*_after_removal(state, b, q))
+    leaving = np.where(same, both - state.part[p], one_a + one_b - state.part[p] - state.part[q])
+    came = cost.parts(
+        state.count[t] + 2.0,
+        state.total[t] + cost.scores[a] + cost.scores[b],
+        state.spread[t] + state.near[:, t, a].T + state.near[:, t, b].T + diff_ab,
+        state.cpu[t] + cost.cpu[a] + cost.cpu[b],
+        state.mem[t] + cost.mem[a] + cost.mem[b],
+    )
+    delta = leaving + came - state.part[t]
+    allowed = _fits(state, t, cost.cpu[a] + cost.cpu[b], cost.mem[a] + cost.mem[b])
+    pick = _first(delta, allowed)
+    if pick is None:
+        return False
+    to = int(t[pick])
+    state.apply([(int(a[pick]), to), (int(b[pick]), to)])
+    return True
 
 
 def vnd(state: State) -> State:
@@ -271,27 +391,28 @@ def vnd(state: State) -> State:
 def perturb(state: State, j: int, open_host: bool, rng: random.Random) -> State:
     """j random moves (Move1, Move2 or Swap1), after opening a host if asked."""
     found = state.copy()
-    count = len(found.where)
-    if open_host:
-        empty = [m for m, h in enumerate(found.hosts) if not h]
-        if empty and count:
-            found.apply([(rng.randrange(count), empty[0])])
+    count = len(found.host_of)
+    if open_host and count:
+        empty = np.flatnonzero(found.count == 0)
+        if len(empty):
+            found.apply([(rng.randrange(count), int(empty[0]))])
     for _ in range(j):
         used = found.used()
         if len(used) < 2 or count < 2:
             break
+        where = found.host_of.tolist()
         kind = rng.randrange(3)
         a = rng.randrange(count)
         if kind == 0:
-            to = rng.choice([m for m in used if m != found.where[a]])
-            found.apply([(a, to)])
+            found.apply([(a, rng.choice([m for m in used if m != where[a]]))])
         elif kind == 1:
-            b = rng.choice([x for x in range(count) if found.where[x] != found.where[a]] or [a])
-            if b != a:
-                found.apply([(a, found.where[b]), (b, found.where[a])])
+            others = [x for x in range(count) if where[x] != where[a]]
+            if others:
+                b = rng.choice(others)
+                found.apply([(a, where[b]), (b, where[a])])
         else:
             b = rng.choice([x for x in range(count) if x != a])
-            targets = [m for m in used if m not in (found.where[a], found.where[b])]
+            targets = [m for m in used if m not in (where[a], where[b])]
             if targets:
                 to = rng.choice(targets)
                 found.apply([(a, to), (b, to)])

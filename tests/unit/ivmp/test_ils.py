@@ -92,3 +92,36 @@ class TestIls(testtools.TestCase):
     def test_parameters_are_checked(self) -> None:
         for bad in ({"alpha": 1.5}, {"beta": 0}, {"multistart": 0}, {"penalty": -1}):
             self.assertRaises(ValueError, ils.IlsParameters, **bad)
+
+    def test_running_sums_equal_the_model_after_any_moves(self) -> None:
+        import random
+
+        from hpc_nova_scheduler.planners.base import host_level
+
+        model = IvmpExtended()
+        b = Batch(tuple(app(p) for p in PROFILES[:10]), 10)
+        cost = ils.Cost(b, model, ils.IlsParameters())
+        state = ils.State(cost, [[0, 1, 2], [3, 4], [5, 6, 7, 8, 9]] + [[] for _ in range(7)])
+        rng = random.Random(3)
+        for _ in range(40):
+            moves = [(rng.randrange(10), rng.randrange(10)) for _ in range(rng.randint(1, 2))]
+            state.apply(moves)
+            fresh = ils.State(cost, state.hosts)
+            self.assertAlmostEqual(fresh.value, state.value, places=12)
+            for held in state.hosts:
+                if held:
+                    expected = host_level(model, [b.apps[a] for a in held])
+                    self.assertAlmostEqual(expected, cost.level(held), places=9)
+
+    def test_neighbourhoods_take_only_improving_moves(self) -> None:
+        b = Batch(tuple(app(p) for p in PROFILES[:12]), 12)
+        cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters())
+        for move in (ils.move1, ils.swap1, ils.move2):
+            state = ils.State(cost, [[a] for a in range(12)])
+            before = state.value
+            while move(state):
+                again = ils.State(cost, state.hosts).value
+                self.assertLess(again, before)
+                self.assertAlmostEqual(again, state.value, places=12)
+                before = again
+            self.assertTrue(state.feasible())
