@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import testtools
@@ -71,9 +72,11 @@ class TestIls(testtools.TestCase):
                 for groups in partitions(list(range(6)))
             ]
             best = min(s.value for s in states if s.feasible())
-            placement, value = ils.ils(b, model, parameters)
-            self.assertAlmostEqual(best, value, places=9, msg=f"case {case}")
-            self.assertTrue(placement.feasible(b))
+            for first in (False, True):
+                chosen_way = ils.IlsParameters(multistart=8, seed=case, first_improvement=first)
+                placement, value = ils.ils(b, model, chosen_way)
+                self.assertAlmostEqual(best, value, places=9, msg=f"case {case}")
+                self.assertTrue(placement.feasible(b))
 
     @settings(max_examples=15, deadline=None)
     @given(
@@ -115,8 +118,8 @@ class TestIls(testtools.TestCase):
 
     def test_neighbourhoods_take_only_improving_moves(self) -> None:
         b = Batch(tuple(app(p) for p in PROFILES[:12]), 12)
-        cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters())
-        for move in (ils.move1, ils.swap1, ils.move2):
+        for first, move in itertools.product((False, True), (ils.move1, ils.swap1, ils.move2)):
+            cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters(first_improvement=first))
             state = ils.State(cost, [[a] for a in range(12)])
             before = state.value
             while move(state):
