@@ -124,6 +124,8 @@ class Cost:
         self.cpu = np.array([app.cpu for app in apps], dtype=float)
         self.mem = np.array([app.mem for app in apps], dtype=float)
         self.hosts = batch.hosts
+        #: Every unordered pair of applications, for Swap1 and Move2.
+        self.pair_a, self.pair_b = np.triu_indices(len(apps), k=1)
 
     def levels(self, count: np.ndarray, total: np.ndarray, spread: np.ndarray) -> np.ndarray:
         """F (percent) of hosts with ``count`` applications, score sums ``total``
@@ -245,13 +247,14 @@ class State:
                 self.mem[host] += sign * cost.mem[app]
                 touched.add(host)
             self.host_of[app] = to
-        for host in touched:
-            self.part[host] = cost.parts(
-                self.count[host],
-                self.total[host],
-                self.spread[host],
-                self.cpu[host],
-                self.mem[host],
+        hosts = np.array(sorted(touched), dtype=np.int64)
+        if len(hosts):
+            self.part[hosts] = cost.parts(
+                self.count[hosts],
+                self.total[hosts],
+                self.spread[hosts],
+                self.cpu[hosts],
+                self.mem[hosts],
             )
         self.value = float(math.fsum(self.part.tolist()))
 
@@ -286,22 +289,24 @@ def move1(state: State) -> bool:
     """Move1: one application to another used host, first improvement."""
     cost = state.cost
     used = np.flatnonzero(state.count > 0)
-    apps = np.arange(len(state.host_of))
-    a, t = (x.ravel() for x in np.meshgrid(apps, used, indexing="ij"))
+    a = np.repeat(np.arange(len(state.host_of)), len(used))
+    t = np.tile(used, len(state.host_of))
     source = state.host_of[a]
     keep = (source != t) & _fits(state, t, cost.cpu[a], cost.mem[a])
     a, t, source = a[keep], t[keep], source[keep]
     if not len(a):
         return False
-    gone = cost.parts(*_after_removal(state, a, source))
-    came = cost.parts(
+    gone = _after_removal(state, a, source)
+    came = (
         state.count[t] + 1.0,
         state.total[t] + cost.scores[a],
         state.spread[t] + state.near[:, t, a].T,
         state.cpu[t] + cost.cpu[a],
         state.mem[t] + cost.mem[a],
     )
-    delta = gone + came - state.part[source] - state.part[t]
+    # One pricing call for both ends of every candidate.
+    both = cost.parts(*(np.concatenate(pair) for pair in zip(gone, came, strict=True)))
+    delta = both[: len(a)] + both[len(a) :] - state.part[source] - state.part[t]
     pick = _first(delta, np.ones(len(delta), dtype=bool), state.cost.first_improvement)
     if pick is None:
         return False
@@ -320,7 +325,7 @@ def _fits(state: State, hosts: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> 
 def swap1(state: State) -> bool:
     """Swap1: two applications on different hosts trade places, first improvement."""
     cost = state.cost
-    a, b = np.triu_indices(len(state.host_of), k=1)
+    a, b = cost.pair_a, cost.pair_b
     p, q = state.host_of[a], state.host_of[b]
     keep = p != q
     if state.feasible():
@@ -335,16 +340,17 @@ def swap1(state: State) -> bool:
         return False
     diff_ab = cost.differences[:, a, b].T
 
-    def side(host, out, into):
-        return cost.parts(
-            state.count[host],
-            state.total[host] - cost.scores[out] + cost.scores[into],
-            state.spread[host] - state.near[:, host, out].T + state.near[:, host, into].T - diff_ab,
-            state.cpu[host] - cost.cpu[out] + cost.cpu[into],
-            state.mem[host] - cost.mem[out] + cost.mem[into],
-        )
-
-    delta = side(p, a, b) + side(q, b, a) - state.part[p] - state.part[q]
+    # Both hosts of every swap, priced in one call: host p trades a for b, q b for a.
+    host, out, into = np.concatenate([p, q]), np.concatenate([a, b]), np.concatenate([b, a])
+    diff = np.concatenate([diff_ab, diff_ab])
+    both = cost.parts(
+        state.count[host],
+        state.total[host] - cost.scores[out] + cost.scores[into],
+        state.spread[host] - state.near[:, host, out].T + state.near[:, host, into].T - diff,
+        state.cpu[host] - cost.cpu[out] + cost.cpu[into],
+        state.mem[host] - cost.mem[out] + cost.mem[into],
+    )
+    delta = both[: len(a)] + both[len(a) :] - state.part[p] - state.part[q]
     pick = _first(delta, np.ones(len(delta), dtype=bool), state.cost.first_improvement)
     if pick is None:
         return False
@@ -357,7 +363,7 @@ def move2(state: State) -> bool:
     """Move2: two applications to one other used host, first improvement."""
     cost = state.cost
     used = np.flatnonzero(state.count > 0)
-    first, second = np.triu_indices(len(state.host_of), k=1)
+    first, second = cost.pair_a, cost.pair_b
     pair = np.repeat(np.arange(len(first)), len(used))
     t = np.tile(used, len(first))
     a, b = first[pair], second[pair]
