@@ -128,3 +128,35 @@ class TestIls(testtools.TestCase):
                 self.assertAlmostEqual(again, state.value, places=12)
                 before = again
             self.assertTrue(state.feasible())
+
+
+class TestExact(testtools.TestCase):
+    def test_the_optimum_of_small_cases_and_ils_never_below_it(self) -> None:
+        from hpc_nova_scheduler.ivmp import exact
+
+        model = IvmpExtended()
+        for case in range(3):
+            chosen = [PROFILES[(case * 5 + k * 3) % len(PROFILES)] for k in range(6)]
+            b = Batch(tuple(app(p) for p in chosen), 6)
+            cost = ils.Cost(b, model, ils.IlsParameters())
+            states = [
+                ils.State(cost, groups + [[] for _ in range(6 - len(groups))])
+                for groups in partitions(list(range(6)))
+            ]
+            best = min(s.value for s in states if s.feasible())
+            found = exact.solve(b, model, time_limit=30)
+            self.assertTrue(found.optimal)
+            self.assertEqual(0.0, found.gap)
+            self.assertAlmostEqual(best, found.value, places=9)
+            self.assertTrue(found.placement.feasible(b))
+            groups = [list(g) for g in found.placement.groups().values()]
+            again = ils.State(cost, groups + [[] for _ in range(6 - len(groups))])
+            self.assertAlmostEqual(found.value, again.value, places=9)
+            _, value = ils.ils(b, model, ils.IlsParameters(multistart=2))
+            self.assertGreaterEqual(value, found.value - 1e-9)
+
+    def test_too_many_host_contents_are_refused(self) -> None:
+        from hpc_nova_scheduler.ivmp import exact
+
+        b = Batch(tuple(app(PROFILES[0]) for _ in range(30)), 30)
+        self.assertRaises(exact.TooLarge, exact.solve, b, IvmpExtended(), max_columns=100)
