@@ -94,7 +94,11 @@ class TestCommand(testtools.TestCase):
             solo = profile.solo_runs["this-machine"]
             self.assertEqual(profile.solo_runtime, solo.runtime)
             self.assertEqual({"cpu_user", "cpu_idle", "disk_read", "disk_write"}, set(solo.metrics))
-            self.assertGreater(solo.metrics["cpu_user"], 10.0)
+            # Shares of the run, whatever else loads the machine.
+            self.assertGreater(solo.metrics["cpu_user"], 0.0)
+            self.assertLessEqual(solo.metrics["cpu_user"], 100.0)
+            self.assertGreaterEqual(solo.metrics["cpu_idle"], 0.0)
+            self.assertLess(solo.metrics["cpu_idle"], 100.0)
         runs = datafiles.read_runs(runs_file)
         # Two alone and two next to the partner, for each of the two.
         self.assertEqual(8, len(runs))
