@@ -21,7 +21,7 @@ import numpy as np
 
 from hpc_nova_scheduler.ivmp.ils import Cost, IlsParameters
 from hpc_nova_scheduler.ivmp.model import IvmpModel
-from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement
+from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
 
 MAX_COLUMNS = 200_000
 TIME_LIMIT = 60.0
@@ -128,3 +128,33 @@ def solve(
         len(columns),
         seconds,
     )
+
+
+class ExactPlanner(Planner):
+    """The MILP optimum (or HiGHS's best within the time limit) of small batches."""
+
+    name = "milp"
+    summary = "seed 004's objective solved exactly by HiGHS (set partitioning), small batches"
+
+    def __init__(
+        self,
+        model: IvmpModel | None = None,
+        parameters: IlsParameters | None = None,
+        time_limit: float = TIME_LIMIT,
+        max_columns: int = MAX_COLUMNS,
+    ) -> None:
+        if model is None:
+            from hpc_nova_scheduler.ivmp.model import IvmpExtended
+
+            model = IvmpExtended()
+        self.model = model
+        self.parameters = parameters or IlsParameters()
+        self.time_limit = float(time_limit)
+        self.max_columns = int(max_columns)
+        self.last: Exact | None = None
+
+    def place(self, batch: Batch) -> Placement:
+        self.last = solve(batch, self.model, self.parameters, self.time_limit, self.max_columns)
+        if self.last.placement is None:
+            raise TooLarge(f"HiGHS found no placement within {self.time_limit:g} s")
+        return self.last.placement

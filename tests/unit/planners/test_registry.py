@@ -1,0 +1,27 @@
+"""Planners are found by name and each places a batch within capacity."""
+
+from __future__ import annotations
+
+import testtools
+
+from hpc_nova_scheduler.ivmp import ils
+from hpc_nova_scheduler.planners import registry
+from hpc_nova_scheduler.planners.base import Batch
+from tests.unit.ivmp.test_ils import PROFILES, app
+
+
+class TestRegistry(testtools.TestCase):
+    def test_every_planner_places_a_batch(self) -> None:
+        self.assertEqual(["bf", "bfd", "ff", "ffd", "ils", "milp", "wf", "wfd"], registry.names())
+        batch = Batch(tuple(app(p) for p in PROFILES[:9]), 9)
+        for name in registry.names():
+            params = {"parameters": ils.IlsParameters(multistart=2)} if name == "ils" else {}
+            planner = registry.load(name, **params)
+            self.assertEqual(name, planner.name)
+            placement = planner.place(batch)
+            self.assertTrue(placement.feasible(batch), name)
+            self.assertEqual(9, len(placement.host_of))
+
+    def test_unknown_names_are_said(self) -> None:
+        error = self.assertRaises(registry.UnknownPlanner, registry.load, "nope")
+        self.assertIn("known: bf, bfd", str(error))
