@@ -122,3 +122,23 @@ def greedy(runtimes: Sequence[float], degradation) -> Pairing:
 def fifo(runtimes: Sequence[float]) -> float:
     """The makespan of running every job alone, in turn."""
     return float(np.sum(np.asarray(runtimes, dtype=float)))
+
+
+def realised(pairing: Pairing, runtimes: Sequence[float], degradation) -> float:
+    """The makespan a pairing chosen on predictions takes under the true degradations.
+
+    The choice to run a pair one after the other was made on the
+    predictions and stands; a pair run together takes its true w, however
+    much longer than serial that turns out to be.
+    """
+    times, table = _check(runtimes, degradation)
+    w = together(times, table)
+    total = 0.0
+    for i, j in pairing.pairs:
+        if j == ALONE:
+            total += times[i]
+        elif (i, j) in pairing.serial:
+            total += times[i] + times[j]
+        else:
+            total += w[i, j]
+    return float(total)

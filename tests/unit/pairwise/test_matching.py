@@ -75,3 +75,12 @@ class TestPairing(testtools.TestCase):
         self.assertRaises(ValueError, matching.blossom, [1, 2], np.zeros((3, 3)))
         self.assertRaises(ValueError, matching.greedy, [1, 0], np.zeros((2, 2)))
         self.assertRaises(ValueError, matching.greedy, [1, 2], [[0, float("nan")], [0, 0]])
+
+    def test_realised_makespan_counts_the_true_degradations(self) -> None:
+        runtimes = [10.0, 10.0, 20.0, 5.0]
+        predicted = np.full((4, 4), 10.0)
+        found = matching.greedy(runtimes, predicted)
+        self.assertAlmostEqual(found.makespan, matching.realised(found, runtimes, predicted))
+        # Far worse in truth: the pairs run together all the same, and pay for it.
+        truth = np.full((4, 4), 150.0)
+        self.assertGreater(matching.realised(found, runtimes, truth), matching.fifo(runtimes))
