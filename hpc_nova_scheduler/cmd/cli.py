@@ -1,7 +1,8 @@
 """The ``hpc-nova-scheduler`` command.
 
 One module per command group, as python-openstackclient does: ``db``,
-``profile``, ``interference``, ``characterise``, ``model``, ``trace``, ``simulate``, ``demo`` and
+``profile``, ``interference``, ``characterise``, ``model``, ``plan``, ``trace``, ``simulate``,
+``demo`` and
 ``reconcile``; each adds its parser, and :mod:`.common` holds what they
 share (configuration, the database, tables, and the one-line errors).
 
@@ -26,6 +27,7 @@ from hpc_nova_scheduler.cmd import (
     demo,
     interference,
     model,
+    plan,
     profile,
     reconcile,
     simulate,
@@ -34,7 +36,18 @@ from hpc_nova_scheduler.cmd import (
 
 PROG = common.PROG
 #: The command groups, in the order ``--help`` lists them.
-GROUPS = (reconcile, db, profile, interference, characterise, model, trace, simulate, demo)
+GROUPS = (
+    reconcile,
+    db,
+    profile,
+    interference,
+    characterise,
+    model,
+    plan,
+    trace,
+    simulate,
+    demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,99 @@
+"""``plan``: a batch placed by several planners, side by side."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+
+import fixtures
+import testtools
+
+from tests.unit.cmd.test_cli import EXAMPLE, run
+
+BATCH = """\
+cloud: {hosts: 12, vcpus: 12, ram_mb: 49152}
+batch:
+  - {application: PTRANS.I1.P6, count: 3, vcpus: 6, ram_mb: 24576}
+  - {application: DGEMM.I1.P4, count: 3, vcpus: 4, ram_mb: 16384}
+  - {application: PKTM.I2.P6, count: 2, vcpus: 6, ram_mb: 24576}
+  - {application: FFT.I1.P4, count: 3, vcpus: 4, ram_mb: 16384}
+"""
+
+
+class TestPlan(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.batch = self.write("batch.yaml", BATCH)
+
+    def write(self, name: str, text: str) -> str:
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as stream:
+            stream.write(text)
+        return path
+
+    def plan(self, *argv: str):
+        return run(
+            "--config-file", "/dev/null", "plan", "--profiles", EXAMPLE, "--multistart", "4",
+            *argv,
+        )  # fmt: skip
+
+    def test_side_by_side_and_the_figure(self) -> None:
+        figure = os.path.join(self.dir, "plan.png")
+        code, out, err = self.plan("--planner", "ils,milp,ffd", "--png", figure, self.batch)
+        self.assertEqual(0, code, err)
+        self.assertIn("| planner | hosts used", out)
+        for name in ("ils", "milp", "ffd"):
+            self.assertIn(f"| {name} ", out)
+        self.assertIn("PTRANS.I1.P6 + PKTM.I2.P6", out)
+        self.assertGreater(os.path.getsize(figure), 1000)
+
+    def test_json_and_csv(self) -> None:
+        code, out, err = self.plan("--planner", "ils,milp,bfd", "--format", "json", self.batch)
+        self.assertEqual(0, code, err)
+        plans = {p["planner"]: p for p in json.loads(out)["plans"]}
+        self.assertEqual(11, sum(len(h["applications"]) for h in plans["ils"]["hosts"]))
+        self.assertTrue(all(p["feasible"] for p in plans.values()))
+        # The exact optimum is never worse than ILS on the same cost; both beat BFD here.
+        self.assertLessEqual(plans["milp"]["interference"], plans["bfd"]["interference"])
+        self.assertLessEqual(plans["ils"]["hosts_used"], plans["bfd"]["hosts_used"])
+        code, out, err = self.plan("--planner", "ff", "--format", "csv", self.batch)
+        self.assertEqual(0, code, err)
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual({"ff"}, {r["planner"] for r in rows})
+        self.assertTrue(all(float(r["cpu"]) <= 1.0 for r in rows))
+
+    def test_clear_errors(self) -> None:
+        bad = self.write(
+            "bad.yaml",
+            "cloud: {hosts: 2, vcpus: 12, ram_mb: 100}\n"
+            "batch:\n"
+            "  - {application: PTRANS.I1.P6, count: 0, vcpus: 6, ram_mb: 10}\n"
+            "  - {application: NOPE, vcpus: 6, ram_mb: 10, colour: red}\n",
+        )
+        code, _, err = self.plan(bad)
+        self.assertEqual(1, code)
+        self.assertIn("bad.yaml:3: count", err)
+        self.assertIn("bad.yaml:4: colour: unknown field", err)
+        unknown = self.write(
+            "unknown.yaml",
+            "cloud: {hosts: 2, vcpus: 12, ram_mb: 100}\n"
+            "batch:\n  - {application: NOPE, vcpus: 6, ram_mb: 10}\n",
+        )
+        code, _, err = self.plan(unknown)
+        self.assertIn("unknown.yaml:3: no profile of NOPE", err)
+        code, _, err = self.plan("--planner", "nope", self.batch)
+        self.assertIn("--planner: unknown planner 'nope'", err)
+        small = self.write(
+            "small.yaml",
+            "cloud: {hosts: 1, vcpus: 12, ram_mb: 49152}\n"
+            "batch:\n  - {application: PTRANS.I1.P6, count: 3, vcpus: 6, ram_mb: 100}\n",
+        )
+        code, _, err = self.plan("--planner", "ffd", small)
+        self.assertIn("planner ffd: 1 hosts cannot hold the batch", err)
+        code, _, err = self.plan("--alpha", "2", self.batch)
+        self.assertIn("--alpha", err)
+        for message in (err,):
+            self.assertNotIn("Traceback", message)
