@@ -307,11 +307,34 @@ def move1(state: State) -> bool:
     # One pricing call for both ends of every candidate.
     both = cost.parts(*(np.concatenate(pair) for pair in zip(gone, came, strict=True)))
     delta = both[: len(a)] + both[len(a) :] - state.part[source] - state.part[t]
-    pick = _first(delta, np.ones(len(delta), dtype=bool), state.cost.first_improvement)
-    if pick is None:
+    if state.cost.first_improvement:
+        pick = _first(delta, np.ones(len(delta), dtype=bool), True)
+        picks = [] if pick is None else [pick]
+    else:
+        picks = _disjoint(delta, source, t)
+    if not picks:
         return False
-    state.apply([(int(a[pick]), int(t[pick]))])
+    state.apply([(int(a[k]), int(t[k])) for k in picks])
     return True
+
+
+def _disjoint(delta: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[int]:
+    """Improving candidates, best first, no two touching the same host.
+
+    A move's change of f depends only on the two hosts it touches, so moves
+    on disjoint hosts improve f together exactly as much as one by one: one
+    pricing of the neighbourhood serves them all.
+    """
+    improving = np.flatnonzero(delta < -EPSILON)
+    taken: set[int] = set()
+    picks = []
+    for k in improving[np.argsort(delta[improving], kind="stable")].tolist():
+        hosts = (int(first[k]), int(second[k]))
+        if hosts[0] in taken or hosts[1] in taken:
+            continue
+        taken.update(hosts)
+        picks.append(k)
+    return picks
 
 
 def _fits(state: State, hosts: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
@@ -351,11 +374,17 @@ def swap1(state: State) -> bool:
         state.mem[host] - cost.mem[out] + cost.mem[into],
     )
     delta = both[: len(a)] + both[len(a) :] - state.part[p] - state.part[q]
-    pick = _first(delta, np.ones(len(delta), dtype=bool), state.cost.first_improvement)
-    if pick is None:
+    if state.cost.first_improvement:
+        pick = _first(delta, np.ones(len(delta), dtype=bool), True)
+        picks = [] if pick is None else [pick]
+    else:
+        picks = _disjoint(delta, p, q)
+    if not picks:
         return False
-    i, j = int(a[pick]), int(b[pick])
-    state.apply([(i, int(q[pick])), (j, int(p[pick]))])
+    moves = []
+    for k in picks:
+        moves += [(int(a[k]), int(q[k])), (int(b[k]), int(p[k]))]
+    state.apply(moves)
     return True
 
 
@@ -364,6 +393,16 @@ def move2(state: State) -> bool:
     cost = state.cost
     used = np.flatnonzero(state.count > 0)
     first, second = cost.pair_a, cost.pair_b
+    if state.feasible():
+        # A pair needs a host with room for both: most pairs fit none.
+        room_cpu = 1.0 - state.cpu[used].min() + SLACK
+        room_mem = 1.0 - state.mem[used].min() + SLACK
+        fits = (cost.cpu[first] + cost.cpu[second] <= room_cpu) & (
+            cost.mem[first] + cost.mem[second] <= room_mem
+        )
+        first, second = first[fits], second[fits]
+        if not len(first):
+            return False
     pair = np.repeat(np.arange(len(first)), len(used))
     t = np.tile(used, len(first))
     a, b = first[pair], second[pair]
