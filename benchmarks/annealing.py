@@ -36,16 +36,7 @@ def main() -> int:
 
     data = shaped.dataset(args.seed)
     profiles = {p.name: p for p in data.profiles}
-    samples = [
-        trees.RunSample(
-            profiles[r.application],
-            r.host_type,
-            r.vms,
-            tuple((profiles[n], v) for n, v in r.co_runners),
-            r.runtime,
-        )
-        for r in data.training
-    ]
+    samples = trees.samples_from_runs(data.training, profiles)
     model = trees.RuntimeTrees(trees=args.trees, seed=args.seed).fit(samples)
     estimate = annealing.model_estimator(model, profiles)
     types = [NodeType("T1", 2, 4), NodeType("T2", 2, 4)]

@@ -36,19 +36,6 @@ from hpc_nova_scheduler.runtime import shaped, trees
 PAPER = {"MPI": 21.84, "big data": 23.39}
 
 
-def samples(runs, profiles) -> list[trees.RunSample]:
-    return [
-        trees.RunSample(
-            profiles[r.application],
-            r.host_type,
-            r.vms,
-            tuple((profiles[name], vms) for name, vms in r.co_runners),
-            r.runtime,
-        )
-        for r in runs
-    ]
-
-
 def best(repeat: int, work) -> float:
     times = []
     for _ in range(repeat):
@@ -78,8 +65,8 @@ def main() -> int:
             with open(os.path.join(args.write, name), "w") as stream:
                 write(stream, items, "yaml")
         print(f"wrote profiles.yaml, training.yaml and validation.yaml in {args.write}")
-    training = samples(data.training, profiles)
-    held = samples(data.validation, profiles)
+    training = trees.samples_from_runs(data.training, profiles)
+    held = trees.samples_from_runs(data.validation, profiles)
     model = trees.RuntimeTrees(trees=args.trees, seed=args.seed)
     started = time.perf_counter()
     fitted = model.fit(training)

@@ -245,18 +245,7 @@ def store_fitted(database: db_api.Database, model: str) -> None:
     elif model == "runtime-trees":
         data = shaped.dataset(seed=0)
         by_name = {p.name: p for p in data.profiles}
-        fitted = trees.RuntimeTrees().fit(
-            [
-                trees.RunSample(
-                    by_name[r.application],
-                    r.host_type,
-                    r.vms,
-                    tuple((by_name[n], v) for n, v in r.co_runners),
-                    r.runtime,
-                )
-                for r in data.training
-            ]
-        )
+        fitted = trees.RuntimeTrees().fit(trees.samples_from_runs(data.training, by_name))
     else:
         return
     database.store_model(model, model, fitted.dumps(), fitted.versions, None)

@@ -254,26 +254,12 @@ PAPER_RUNTIME_ERRORS = "seed 000 reports 21.84% for MPI applications, 23.39% for
 def _run_samples(args: argparse.Namespace, model):
     from hpc_nova_scheduler.runtime import trees
 
-    runs = datafiles.read_runs(args.dataset)
-    profiles = _profiles(args)
-    samples = []
-    for run in runs:
-        names = [run.application, *(name for name, _ in run.co_runners)]
-        missing = [n for n in names if n not in profiles]
-        if missing:
-            raise common.CommandError(
-                f"{args.dataset}:{run.line}: no profile named {missing[0]!r} in {_source(args)}"
-            )
-        samples.append(
-            trees.RunSample(
-                profiles[run.application],
-                run.host_type,
-                run.vms,
-                tuple((profiles[name], vms) for name, vms in run.co_runners),
-                run.runtime,
-            )
-        )
-    return samples
+    try:
+        return trees.samples_from_runs(datafiles.read_runs(args.dataset), _profiles(args))
+    except trees.NoProfile as missing:
+        raise common.CommandError(
+            f"{args.dataset}:{missing.line}: {missing} in {_source(args)}"
+        ) from None
 
 
 def _error_table(errors, runs, out: TextIO) -> None:

@@ -89,6 +89,34 @@ class RunSample:
         ]
 
 
+class NoProfile(LookupError):
+    """A measured run names an application without a profile."""
+
+    def __init__(self, application: str, line: int | None) -> None:
+        super().__init__(f"no profile named {application!r}")
+        self.application = application
+        self.line = line
+
+
+def samples_from_runs(runs: Sequence, profiles: Mapping[str, ProfileRecord]) -> list[RunSample]:
+    """Fitting samples from measured runs (``datafiles.RunRecord``), profiles by name."""
+    samples = []
+    for run in runs:
+        for name in (run.application, *(name for name, _ in run.co_runners)):
+            if name not in profiles:
+                raise NoProfile(name, run.line)
+        samples.append(
+            RunSample(
+                profiles[run.application],
+                run.host_type,
+                run.vms,
+                tuple((profiles[name], vms) for name, vms in run.co_runners),
+                run.runtime,
+            )
+        )
+    return samples
+
+
 class RuntimeTrees(InterferenceModel):
     name = KIND
     summary = "seed 000: bagged regression trees per application family, by host type"

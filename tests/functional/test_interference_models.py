@@ -167,17 +167,7 @@ def _fit_runtime_trees(database) -> None:
     data = shaped.dataset(seed=3)
     database.import_profiles(data.profiles)
     by_name = {p.name: p for p in data.profiles}
-    samples = [
-        trees.RunSample(
-            by_name[r.application],
-            r.host_type,
-            r.vms,
-            tuple((by_name[name], vms) for name, vms in r.co_runners),
-            r.runtime,
-        )
-        for r in data.training
-    ]
-    fitted = trees.RuntimeTrees(trees=25).fit(samples)
+    fitted = trees.RuntimeTrees(trees=25).fit(trees.samples_from_runs(data.training, by_name))
     database.store_model(trees.KIND, trees.KIND, fitted.dumps(), fitted.versions, None)
 
 

@@ -32,17 +32,7 @@ def profiles() -> dict[str, ProfileRecord]:
 
 
 def samples(runs) -> list[trees.RunSample]:
-    known = profiles()
-    return [
-        trees.RunSample(
-            known[r.application],
-            r.host_type,
-            r.vms,
-            tuple((known[name], vms) for name, vms in r.co_runners),
-            r.runtime,
-        )
-        for r in runs
-    ]
+    return trees.samples_from_runs(runs, profiles())
 
 
 @functools.cache
