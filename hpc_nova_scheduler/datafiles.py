@@ -91,7 +91,7 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     )
 
 
-class _LineLoader(yaml.SafeLoader):
+class LineLoader(yaml.SafeLoader):
     """Safe loader that remembers the line of every mapping."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -111,7 +111,7 @@ def _drop_lines(value: Any) -> None:
             _drop_lines(nested)
 
 
-def _read_text(path: str) -> str:
+def read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     try:
@@ -123,7 +123,7 @@ def _read_text(path: str) -> str:
 
 def _yaml_rows(path: str, text: str, section: str) -> list[tuple[int | None, Mapping[str, Any]]]:
     try:
-        document = yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass: safe
+        document = yaml.load(text, Loader=LineLoader)  # a SafeLoader subclass: safe
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -230,7 +230,7 @@ def _read(
     build: Callable[[Mapping[str, Any]], Record],
 ) -> list[Record]:
     fmt = detect_format(path, fmt)
-    text = _read_text(path)
+    text = read_text(path)
     rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, section)
     errors: list[RowError] = []
     records: list[Record] = []
@@ -294,24 +294,38 @@ class HostSample:
 
 def read_host_samples(path: str, fmt: str | None = None) -> list[HostSample]:
     """Read and validate every measured host in ``path`` (``-`` is stdin)."""
+    return _read_measured(path, fmt, HOSTS, HostSample.from_mapping, "no measured hosts")
+
+
+Measured = TypeVar("Measured")
+
+
+def _read_measured(
+    path: str,
+    fmt: str | None,
+    section: str,
+    build: Callable[[Mapping[str, Any], int | None], Measured],
+    none_found: str,
+) -> list[Measured]:
+    """Every row of ``section`` built with its line; all bad rows reported, none kept."""
     fmt = detect_format(path, fmt)
-    text = _read_text(path)
-    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, HOSTS)
+    text = read_text(path)
+    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, section)
     errors: list[RowError] = []
-    samples: list[HostSample] = []
+    found: list[Measured] = []
     for line, row in rows:
         if "__bad__" in row:
             errors.append(RowError(path, line, row["__bad__"]))
             continue
         try:
-            samples.append(HostSample.from_mapping(row, line))
+            found.append(build(row, line))
         except ProfileError as error:
             errors.append(RowError(path, line, str(error)))
     if errors:
         raise DataFileError(errors)
-    if not samples:
-        raise DataFileError([RowError(path, None, "no measured hosts")])
-    return samples
+    if not found:
+        raise DataFileError([RowError(path, None, none_found)])
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -388,24 +402,7 @@ def _co_runners(value: Any) -> tuple[tuple[str, int], ...]:
 
 def read_runs(path: str, fmt: str | None = None) -> list[RunRecord]:
     """Read and validate every measured run in ``path`` (``-`` is stdin)."""
-    fmt = detect_format(path, fmt)
-    text = _read_text(path)
-    rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, RUNS)
-    errors: list[RowError] = []
-    runs: list[RunRecord] = []
-    for line, row in rows:
-        if "__bad__" in row:
-            errors.append(RowError(path, line, row["__bad__"]))
-            continue
-        try:
-            runs.append(RunRecord.from_mapping(row, line))
-        except ProfileError as error:
-            errors.append(RowError(path, line, str(error)))
-    if errors:
-        raise DataFileError(errors)
-    if not runs:
-        raise DataFileError([RowError(path, None, "no measured runs")])
-    return runs
+    return _read_measured(path, fmt, RUNS, RunRecord.from_mapping, "no measured runs")
 
 
 def write_runs(stream: TextIO, runs: Iterable[RunRecord], fmt: str) -> None:

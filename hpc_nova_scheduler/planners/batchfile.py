@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from hpc_nova_scheduler import datafiles
 from hpc_nova_scheduler.core.profile import ProfileError, parse_app_name
 from hpc_nova_scheduler.core.records import ProfileRecord, parse_float
 from hpc_nova_scheduler.datafiles import DataFileError, RowError
@@ -68,13 +69,6 @@ class BatchFile:
         return Batch(tuple(apps), self.hosts)
 
 
-class _Lines(yaml.SafeLoader):
-    def construct_mapping(self, node, deep=False):
-        mapping = super().construct_mapping(node, deep=deep)
-        mapping["__line__"] = node.start_mark.line + 1
-        return mapping
-
-
 def _whole(value: Any, key: str) -> int:
     number = parse_float(value, key, minimum=1)
     if number != int(number):
@@ -84,11 +78,9 @@ def _whole(value: Any, key: str) -> int:
 
 def read(path: str) -> BatchFile:
     """Read and check a batch file."""
+    text = datafiles.read_text(path)
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = yaml.load(stream, Loader=_Lines)  # a SafeLoader subclass: safe
-    except OSError as error:
-        raise DataFileError([RowError(path, None, f"cannot read: {error.strerror}")]) from None
+        document = yaml.load(text, Loader=datafiles.LineLoader)  # a SafeLoader subclass: safe
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise DataFileError(
