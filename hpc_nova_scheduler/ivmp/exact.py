@@ -87,11 +87,7 @@ def solve(
     started = time.perf_counter()
     cost = Cost(batch, model, parameters or IlsParameters())
     columns = contents(batch, getattr(model, "max_apps", 12), max_columns)
-    counts = np.array([len(c) for c in columns], dtype=float)
-    totals = np.array([cost.scores[list(c)].sum(axis=0) for c in columns])
-    spreads = np.array(
-        [cost.differences[:, list(c)][:, :, list(c)].sum(axis=(1, 2)) / 2.0 for c in columns]
-    )
+    counts, totals, spreads = (np.array(x) for x in zip(*map(cost.sums, columns), strict=True))
     zeros = np.zeros(len(columns))
     prices = cost.parts(counts, totals, spreads, zeros, zeros)
     rows = np.concatenate([np.array(c) for c in columns])

@@ -158,12 +158,16 @@ class Cost:
         )
         return np.where(count > 0, share, 0.0)
 
-    def level(self, apps: Sequence[int]) -> float:
-        """F of one host holding ``apps``."""
+    def sums(self, apps: Sequence[int]) -> tuple[float, np.ndarray, np.ndarray]:
+        """(count, score sums, pairwise difference sums) of a host holding ``apps``."""
         apps = list(apps)
         spread = self.differences[:, apps][:, :, apps].sum(axis=(1, 2)) / 2.0
-        total = self.scores[apps].sum(axis=0)
-        return float(self.levels(np.array(len(apps)), total, spread))
+        return float(len(apps)), self.scores[apps].sum(axis=0), spread
+
+    def level(self, apps: Sequence[int]) -> float:
+        """F of one host holding ``apps``."""
+        count, total, spread = self.sums(apps)
+        return float(self.levels(np.array(count), total, spread))
 
 
 class State:
@@ -198,10 +202,6 @@ class State:
         for a, m in enumerate(self.host_of.tolist()):
             found[m].append(a)
         return found
-
-    @property
-    def where(self) -> dict[int, int]:
-        return dict(enumerate(self.host_of.tolist()))
 
     def copy(self) -> State:
         clone = State.__new__(State)
@@ -259,17 +259,16 @@ class State:
         self.value = float(math.fsum(self.part.tolist()))
 
 
-def _first(delta: np.ndarray, allowed: np.ndarray, first: bool = False) -> int | None:
+def _first(delta: np.ndarray, first: bool = False) -> int | None:
     """The candidate taken: the best that lowers f, or with ``first`` the
     first in scan order (seed 004's first improvement)."""
     if first:
-        found = np.flatnonzero(allowed & (delta < -EPSILON))
+        found = np.flatnonzero(delta < -EPSILON)
         return int(found[0]) if len(found) else None
-    masked = np.where(allowed, delta, np.inf)
-    if not len(masked):
+    if not len(delta):
         return None
-    best = int(np.argmin(masked))
-    return best if masked[best] < -EPSILON else None
+    best = int(np.argmin(delta))
+    return best if delta[best] < -EPSILON else None
 
 
 def _after_removal(state: State, apps: np.ndarray, hosts: np.ndarray, extra=None):
@@ -307,15 +306,19 @@ def move1(state: State) -> bool:
     # One pricing call for both ends of every candidate.
     both = cost.parts(*(np.concatenate(pair) for pair in zip(gone, came, strict=True)))
     delta = both[: len(a)] + both[len(a) :] - state.part[source] - state.part[t]
-    if state.cost.first_improvement:
-        pick = _first(delta, np.ones(len(delta), dtype=bool), True)
-        picks = [] if pick is None else [pick]
-    else:
-        picks = _disjoint(delta, source, t)
+    picks = _taken(state, delta, source, t)
     if not picks:
         return False
     state.apply([(int(a[k]), int(t[k])) for k in picks])
     return True
+
+
+def _taken(state: State, delta: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[int]:
+    """The candidates a pricing of Move1 or Swap1 takes."""
+    if state.cost.first_improvement:
+        pick = _first(delta, True)
+        return [] if pick is None else [pick]
+    return _disjoint(delta, first, second)
 
 
 def _disjoint(delta: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[int]:
@@ -374,11 +377,7 @@ def swap1(state: State) -> bool:
         state.mem[host] - cost.mem[out] + cost.mem[into],
     )
     delta = both[: len(a)] + both[len(a) :] - state.part[p] - state.part[q]
-    if state.cost.first_improvement:
-        pick = _first(delta, np.ones(len(delta), dtype=bool), True)
-        picks = [] if pick is None else [pick]
-    else:
-        picks = _disjoint(delta, p, q)
+    picks = _taken(state, delta, p, q)
     if not picks:
         return False
     moves = []
@@ -434,7 +433,7 @@ def move2(state: State) -> bool:
         state.mem[t] + cost.mem[a] + cost.mem[b],
     )
     delta = leaving + came - state.part[t]
-    pick = _first(delta, np.ones(len(delta), dtype=bool), state.cost.first_improvement)
+    pick = _first(delta, state.cost.first_improvement)
     if pick is None:
         return False
     to = int(t[pick])
