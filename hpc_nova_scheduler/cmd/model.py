@@ -53,20 +53,18 @@ def _model(args: argparse.Namespace):
         if not registry.is_stored_kind(args.model):
             option = "--load" if load else "--stored"
             raise common.CommandError(f"{option}: model {args.model} is not fitted and stored")
-        if load:
-            where = f"--load {load}"
-            with open(load, "rb") as stream:
-                data = stream.read()
-        else:
-            where = f"--stored {stored}"
+        where = f"--load {load}" if load else f"--stored {stored}"
+        try:
+            if load:
+                return registry.from_file(args.model, load)
             found = common.database(args).stored_model(stored)
             if found is None:
                 raise common.CommandError(f"{where}: no model stored under that name")
             if found.kind != args.model:
                 raise common.CommandError(f"{where}: a {found.kind} model, not {args.model}")
-            data = found.data
-        try:
-            model = registry.from_stored(args.model, data)
+            model = registry.from_stored(args.model, found.data)
+        except OSError as error:
+            raise common.CommandError(f"{where}: {error.strerror}") from None
         except StoredModelError as error:
             raise common.CommandError(f"{where}: {error}") from None
     return model

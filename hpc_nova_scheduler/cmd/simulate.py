@@ -64,8 +64,7 @@ def _fitted(kind: str, path: str | None, option: str):
             f"(written by 'model fit --model {kind} ... --save FILE')"
         )
     try:
-        with open(path, "rb") as stream:
-            return registry.from_stored(kind, stream.read())
+        return registry.from_file(kind, path)
     except OSError as error:
         raise common.CommandError(f"{file_option} {path}: {error.strerror}") from None
     except StoredModelError as error:

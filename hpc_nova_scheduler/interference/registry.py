@@ -55,3 +55,13 @@ def from_stored(kind: str, data: bytes) -> InterferenceModel:
     if not hasattr(cls, "loads"):
         raise UnknownModel(f"models of kind {kind!r} are not stored")
     return cls.loads(data)
+
+
+def from_file(kind: str, path: str) -> InterferenceModel:
+    """A model of ``kind`` from the file ``model fit --save`` wrote.
+
+    Raises OSError if the file cannot be read and StoredModelError if it
+    holds no such model.
+    """
+    with open(path, "rb") as stream:
+        return from_stored(kind, stream.read())
