@@ -55,13 +55,22 @@ class Configuration:
     blocks: tuple[tuple[str, int], ...]
     consolidated: bool
 
-    def describe(self, cores: dict[str, int]) -> str:
-        parts = []
+    def loads(self, cores: dict[str, int]) -> list[tuple[str, list[int]]]:
+        """Per block, its node type and the VMs on each of its nodes."""
+        found = []
         for name, vms in self.blocks:
             per_node = min(cores[name], vms) if self.consolidated else 1
-            nodes = [per_node] * (vms // per_node) + ([vms % per_node] if vms % per_node else [])
-            parts.append(f"{name}({','.join(map(str, nodes))})")
-        return ",".join(parts)
+            found.append(
+                (
+                    name,
+                    [per_node] * (vms // per_node) + ([vms % per_node] if vms % per_node else []),
+                )
+            )
+        return found
+
+    def describe(self, cores: dict[str, int]) -> str:
+        """Seed 000's notation, e.g. ``T1(4,4)`` or ``T1(1,1),T2(1,1)``."""
+        return ",".join(f"{name}({','.join(map(str, nodes))})" for name, nodes in self.loads(cores))
 
 
 def rounded_log2(types: int) -> int:
@@ -136,9 +145,7 @@ def _layout(
     """Nodes for ``config`` among those with room, picked at random; None if none fit."""
     layout: Layout = {}
     room = dict(free)
-    for name, vms in config.blocks:
-        per_node = min(types[name].cores, vms) if config.consolidated else 1
-        needs = [per_node] * (vms // per_node) + ([vms % per_node] if vms % per_node else [])
+    for name, needs in config.loads({t.name: t.cores for t in types.values()}):
         nodes = [n for n in range(types[name].nodes) if (name, n) not in layout]
         rng.shuffle(nodes)
         for need in needs:
@@ -243,13 +250,7 @@ class Annealing:
 
         def layouts_of(config: Configuration, free):
             # Every assignment of the blocks' node loads to distinct nodes with room.
-            slots = []
-            for name, vms in config.blocks:
-                per_node = min(by_name[name].cores, vms) if config.consolidated else 1
-                needs = [per_node] * (vms // per_node) + (
-                    [vms % per_node] if vms % per_node else []
-                )
-                slots.append((name, needs))
+            slots = config.loads({t.name: t.cores for t in self.types})
 
             def place(index: int, layout: Layout):
                 if index == len(slots):
