@@ -34,6 +34,7 @@ at a time, and the best placement kept is the cheapest feasible one seen
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -51,6 +52,9 @@ ITER_MAX_ILS = 10
 MULTISTART = 50
 #: An improvement smaller than this is rounding, not a better placement.
 EPSILON = 1e-12
+#: Move2 skips a move whose lower bound on the change of f is at least this:
+#: far above what rounding could make of an improvement.
+FLOOR_MARGIN = 1e-9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +101,10 @@ class Cost:
     the sum of their scores (T) and the sum over their pairs of the score
     differences (from which G follows): moving applications changes these
     sums by terms read from a table of pairwise differences, so a whole
-    neighbourhood is priced with a few array operations.
+    neighbourhood is priced with a few array operations. A move changes f
+    by the new shares of the hosts it touches less their old ones, and each
+    new share depends on one host: ``State`` keeps those Move1 and Swap1
+    read and a step reprices only the ones of the hosts it changed.
     """
 
     def __init__(self, batch: Batch, model: IvmpModel, parameters: IlsParameters):
@@ -121,11 +128,26 @@ class Cost:
             dtype=float,
         ).reshape(len(apps), len(RESOURCES))
         self.differences = np.abs(self.scores.T[:, :, None] - self.scores.T[:, None, :])
+        #: The same, application by application (A x A x 3): ``pairwise[a]``
+        #: is what application a adds to a host's ``near``.
+        self.pairwise = np.ascontiguousarray(self.differences.transpose(1, 2, 0))
         self.cpu = np.array([app.cpu for app in apps], dtype=float)
         self.mem = np.array([app.mem for app in apps], dtype=float)
+        #: What an application adds to a host's count, score sums, CPU and memory.
+        self.adds = np.column_stack([np.ones(len(apps)), self.scores, self.cpu, self.mem])
         self.hosts = batch.hosts
         #: Every unordered pair of applications, for Swap1 and Move2.
         self.pair_a, self.pair_b = np.triu_indices(len(apps), k=1)
+        #: ``before[a, b]``: a < b.
+        self.before = np.triu(np.ones((len(apps), len(apps)), dtype=bool), k=1)
+        self._signs: dict[int, np.ndarray] = {}
+
+    def signs(self, moves: int) -> np.ndarray:
+        """-1 for each of ``moves`` sources, then +1 for each destination."""
+        found = self._signs.get(moves)
+        if found is None:
+            found = self._signs[moves] = np.repeat([-1.0, 1.0], moves)
+        return found
 
     def levels(self, count: np.ndarray, total: np.ndarray, spread: np.ndarray) -> np.ndarray:
         """F (percent) of hosts with ``count`` applications, score sums ``total``
@@ -158,6 +180,11 @@ class Cost:
         )
         return np.where(count > 0, share, 0.0)
 
+    def shares(self, sums: np.ndarray, spread: np.ndarray) -> np.ndarray:
+        """``parts`` of hosts whose count, score sums, CPU and memory are the
+        columns of ``sums`` (laid out as ``State.sums``)."""
+        return self.parts(sums[..., 0], sums[..., 1:-2], spread, sums[..., -2], sums[..., -1])
+
     def sums(self, apps: Sequence[int]) -> tuple[float, np.ndarray, np.ndarray]:
         """(count, score sums, pairwise difference sums) of a host holding ``apps``."""
         apps = list(apps)
@@ -184,17 +211,60 @@ class State:
         cost = self.cost
         slots = cost.hosts
         #: Membership: ``member[m, a]`` is 1 when application a is on host m.
-        self.member = np.zeros((slots, len(self.host_of)))
-        self.member[self.host_of, np.arange(len(self.host_of))] = 1.0
-        self.count = self.member.sum(axis=1)
-        self.total = self.member @ cost.scores
-        self.cpu = self.member @ cost.cpu
-        self.mem = self.member @ cost.mem
-        #: ``near[k, m, a]``: the sum over host m's applications of |score_a - score_i|.
-        self.near = np.einsum("ma,kab->kmb", self.member, cost.differences)
-        self.spread = (self.near * self.member[None]).sum(axis=2).T / 2.0
+        member = np.zeros((slots, len(self.host_of)))
+        member[self.host_of, np.arange(len(self.host_of))] = 1.0
+        #: Per host its count, score sums (3), CPU and memory, in one array
+        #: so that a move updates them together; the names are views.
+        self.sums = np.column_stack(
+            [
+                member.sum(axis=1),
+                member @ cost.scores,
+                member @ cost.cpu,
+                member @ cost.mem,
+            ]
+        )
+        self._views()
+        near = np.einsum("ma,kab->kmb", member, cost.differences)
+        self.spread = (near * member[None]).sum(axis=2).T / 2.0
+        #: ``near[m, a, k]``: the sum over host m's applications i of |score_a,k - score_i,k|.
+        self.near = np.ascontiguousarray(near.transpose(1, 2, 0))
         self.part = cost.parts(self.count, self.total, self.spread, self.cpu, self.mem)
-        self.value = float(math.fsum(self.part.tolist()))
+        self._value = float(math.fsum(self.part.tolist()))
+        #: Hosts whose ``part`` is out of date: apply leaves pricing them to
+        #: the next pricing of the moves, in the same call.
+        self.dirty = np.zeros(slots, dtype=bool)
+        self._forget_prices()
+
+    def _views(self) -> None:
+        self.count = self.sums[:, 0]
+        self.total = self.sums[:, 1 : 1 + len(RESOURCES)]
+        self.cpu = self.sums[:, -2]
+        self.mem = self.sums[:, -1]
+
+    def _forget_prices(self) -> None:
+        # A move's change of f is the new shares of the hosts it touches less
+        # their old ones; each new share depends on one host and the
+        # applications that leave or join it, so it stays valid until that
+        # host changes and a VND step prices only what its last step made
+        # stale.
+        apps, slots = len(self.host_of), self.cost.hosts
+        #: ``gone[a]``: the share of a's host once a leaves it.
+        self.gone = np.full(apps, np.nan)
+        #: ``came[a, m]``: the share of host m once a joins it.
+        self.came = np.full((apps, slots), np.nan)
+        #: ``trade[a, b]``: the share of a's host once b takes a's place there.
+        self.trade = np.full((apps, apps), np.nan)
+        #: Applications whose ``gone`` and row of ``trade`` are stale, hosts
+        #: whose column of ``came`` is.
+        self.stale_apps = np.ones(apps, dtype=bool)
+        self.stale_hosts = np.ones(slots, dtype=bool)
+
+    @property
+    def value(self) -> float:
+        """f of the placement."""
+        if self.dirty.any():
+            _reprice(self, moves=False)
+        return self._value
 
     @property
     def hosts(self) -> list[list[int]]:
@@ -207,10 +277,26 @@ class State:
         clone = State.__new__(State)
         clone.cost = self.cost
         clone.host_of = self.host_of.copy()
-        for name in ("member", "count", "total", "cpu", "mem", "near", "spread", "part"):
+        for name in (
+            "sums",
+            "near",
+            "spread",
+            "part",
+            "dirty",
+            "gone",
+            "came",
+            "trade",
+            "stale_apps",
+            "stale_hosts",
+        ):
             setattr(clone, name, getattr(self, name).copy())
-        clone.value = self.value
+        clone._views()
+        clone._value = self._value
         return clone
+
+    def apart(self) -> np.ndarray:
+        """``apart[a, b]``: applications a and b are on different hosts."""
+        return self.host_of[:, None] != self.host_of[None, :]
 
     def used(self) -> list[int]:
         return np.flatnonzero(self.count > 0).tolist()
@@ -225,38 +311,107 @@ class State:
 
     def apply(self, moves: Sequence[tuple[int, int]]) -> None:
         """Move each ``(application, host)`` in turn and update the sums."""
-        cost = self.cost
-        touched = set()
+        # Consecutive moves on distinct hosts are made together; a move
+        # touching a host already touched starts a new batch. Each host's
+        # sums see the same operations in the same order as one by one.
+        batches: list[list[tuple[int, int, int]]] = [[]]
+        busy: set[int] = set()
+        where: dict[int, int] = {}
         for app, to in moves:
-            source = int(self.host_of[app])
+            app, to = int(app), int(to)
+            source = where.get(app, int(self.host_of[app]))
             if source == to:
                 continue
-            row = cost.differences[:, app, :]
-            for host, sign in ((source, -1.0), (to, 1.0)):
-                if sign < 0:
-                    self.member[host, app] = 0.0
-                    self.near[:, host, :] -= row
-                    self.spread[host] -= self.near[:, host, app]
-                else:
-                    self.spread[host] += self.near[:, host, app]
-                    self.near[:, host, :] += row
-                    self.member[host, app] = 1.0
-                self.count[host] += sign
-                self.total[host] += sign * cost.scores[app]
-                self.cpu[host] += sign * cost.cpu[app]
-                self.mem[host] += sign * cost.mem[app]
-                touched.add(host)
-            self.host_of[app] = to
-        hosts = np.array(sorted(touched), dtype=np.int64)
-        if len(hosts):
-            self.part[hosts] = cost.parts(
-                self.count[hosts],
-                self.total[hosts],
-                self.spread[hosts],
-                self.cpu[hosts],
-                self.mem[hosts],
+            if source in busy or to in busy:
+                batches.append([])
+                busy = set()
+            batches[-1].append((app, source, to))
+            busy.update((source, to))
+            where[app] = to
+        self.apply_batches(
+            [tuple(np.array(x, dtype=np.int64) for x in zip(*b, strict=True)) for b in batches if b]
+        )
+
+    def apply_batches(self, batches: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Make batches of moves in turn: each ``(applications, sources,
+        destinations)``, every host at most once in a batch."""
+        cost = self.cost
+        for apps, sources, tos in batches:
+            # Both ends of every move at once: minus at its source, plus at
+            # its destination. An application's own row of differences is
+            # 0, so ``near[m, a]`` is the same before and after a moves.
+            hosts = np.concatenate([sources, tos])
+            both = np.concatenate([apps, apps])
+            sign = cost.signs(len(apps))
+            self.spread[hosts] += sign[:, None] * self.near[hosts, both]
+            self.near[hosts] += sign[:, None, None] * cost.pairwise[both]
+            self.sums[hosts] += sign[:, None] * cost.adds[both]
+            self.host_of[apps] = tos
+            self.dirty[hosts] = True
+        # The shares of the changed hosts, whichever application leaves,
+        # joins or is traded there, need new prices (those of hosts changed
+        # before and not priced yet already do).
+        self.stale_apps |= self.dirty[self.host_of]
+        self.stale_hosts |= self.dirty
+
+
+def _reprice(state: State, moves: bool = True) -> None:
+    """Price in one call the hosts that changed and, with ``moves``, the
+    shares Move1 and Swap1 read that they made stale: whole rows (an
+    application's host changed) and columns (a host changed), as blocks."""
+    cost = state.cost
+    dirty = np.flatnonzero(state.dirty)
+    if moves:
+        rows = np.flatnonzero(state.stale_apps)
+        columns = np.flatnonzero(state.stale_hosts & (state.count > 0))
+        moves = bool(len(rows) or len(columns))
+    if not len(dirty) and not moves:
+        return
+    # Each block: the sums (count, score sums, CPU, memory) and the
+    # pairwise difference sums of the hosts it prices.
+    blocks = [(state.sums[dirty], state.spread[dirty])]
+    if moves:
+        apps = len(state.host_of)
+        host = state.host_of[rows]
+        # Move1: an application leaves its host ...
+        blocks.append(
+            (state.sums[host] - cost.adds[rows], state.spread[host] - state.near[host, rows])
+        )
+        # ... or joins a used host: (application, host) blocks.
+        blocks.append(
+            (
+                (state.sums[columns][None] + cost.adds[:, None]).reshape(-1, cost.adds.shape[1]),
+                (state.spread[columns][None] + state.near[columns].transpose(1, 0, 2)).reshape(
+                    -1, len(RESOURCES)
+                ),
             )
-        self.value = float(math.fsum(self.part.tolist()))
+        )
+        # Swap1: an application's host trades it for any other: (x, y) blocks.
+        blocks.append(
+            (
+                ((state.sums[host] - cost.adds[rows])[:, None] + cost.adds[None]).reshape(
+                    -1, cost.adds.shape[1]
+                ),
+                (
+                    (state.spread[host] - state.near[host, rows])[:, None]
+                    + state.near[host]
+                    - cost.pairwise[rows]
+                ).reshape(-1, len(RESOURCES)),
+            )
+        )
+    priced = cost.shares(*(np.concatenate(column) for column in zip(*blocks, strict=True)))
+    bounds = np.cumsum([0] + [len(block[0]) for block in blocks]).tolist()
+    parts = [priced[start:stop] for start, stop in itertools.pairwise(bounds)]
+    if len(dirty):
+        state.part[dirty] = parts[0]
+        state.dirty[dirty] = False
+        state._value = float(math.fsum(state.part.tolist()))
+    if moves:
+        state.gone[rows] = parts[1]
+        state.came[:, columns] = parts[2].reshape(apps, len(columns))
+        state.trade[rows] = parts[3].reshape(len(rows), apps)
+        state.stale_apps[rows] = False
+        state.stale_hosts[columns] = False
 
 
 def _first(delta: np.ndarray, first: bool = False) -> int | None:
@@ -271,45 +426,30 @@ def _first(delta: np.ndarray, first: bool = False) -> int | None:
     return best if delta[best] < -EPSILON else None
 
 
-def _after_removal(state: State, apps: np.ndarray, hosts: np.ndarray, extra=None):
-    """(count, total, spread, cpu, mem) of ``hosts`` once ``apps`` leave them."""
-    cost = state.cost
-    spread = state.spread[hosts] - state.near[:, hosts, apps].T
-    return (
-        state.count[hosts] - 1.0,
-        state.total[hosts] - cost.scores[apps],
-        spread if extra is None else spread + extra,
-        state.cpu[hosts] - cost.cpu[apps],
-        state.mem[hosts] - cost.mem[apps],
-    )
-
-
 def move1(state: State) -> bool:
     """Move1: one application to another used host, first improvement."""
     cost = state.cost
+    _reprice(state)
     used = np.flatnonzero(state.count > 0)
-    a = np.repeat(np.arange(len(state.host_of)), len(used))
-    t = np.tile(used, len(state.host_of))
-    source = state.host_of[a]
-    keep = (source != t) & _fits(state, t, cost.cpu[a], cost.mem[a])
-    a, t, source = a[keep], t[keep], source[keep]
+    source = state.host_of
+    keep = source[:, None] != used[None, :]
+    if state.feasible():
+        # From a feasible placement a move that overloads a host never pays.
+        keep &= (state.cpu[used][None, :] + cost.cpu[:, None] <= 1.0 + SLACK) & (
+            state.mem[used][None, :] + cost.mem[:, None] <= 1.0 + SLACK
+        )
+    part = state.part
+    delta = state.gone[:, None] + state.came[:, used] - part[source][:, None] - part[used][None, :]
+    # The improving candidates in scan order: application by application,
+    # hosts in increasing order.
+    a, column = np.nonzero(keep & (delta < -EPSILON))
     if not len(a):
         return False
-    gone = _after_removal(state, a, source)
-    came = (
-        state.count[t] + 1.0,
-        state.total[t] + cost.scores[a],
-        state.spread[t] + state.near[:, t, a].T,
-        state.cpu[t] + cost.cpu[a],
-        state.mem[t] + cost.mem[a],
-    )
-    # One pricing call for both ends of every candidate.
-    both = cost.parts(*(np.concatenate(pair) for pair in zip(gone, came, strict=True)))
-    delta = both[: len(a)] + both[len(a) :] - state.part[source] - state.part[t]
-    picks = _taken(state, delta, source, t)
-    if not picks:
-        return False
-    state.apply([(int(a[k]), int(t[k])) for k in picks])
+    t = used[column]
+    picks = _taken(state, delta[a, column], source[a], t)
+    # The picks touch disjoint hosts: one batch.
+    a, t = a[picks], t[picks]
+    state.apply_batches([(a, source[a], t)])
     return True
 
 
@@ -329,61 +469,45 @@ def _disjoint(delta: np.ndarray, first: np.ndarray, second: np.ndarray) -> list[
     pricing of the neighbourhood serves them all.
     """
     improving = np.flatnonzero(delta < -EPSILON)
-    taken: set[int] = set()
+    left = improving[np.argsort(delta[improving], kind="stable")]
     picks = []
-    for k in improving[np.argsort(delta[improving], kind="stable")].tolist():
-        hosts = (int(first[k]), int(second[k]))
-        if hosts[0] in taken or hosts[1] in taken:
-            continue
-        taken.update(hosts)
+    while len(left):
+        k = int(left[0])
         picks.append(k)
+        # Drop every candidate touching either host of the one taken.
+        hosts = (first[k], second[k])
+        left = left[
+            (first[left] != hosts[0])
+            & (first[left] != hosts[1])
+            & (second[left] != hosts[0])
+            & (second[left] != hosts[1])
+        ]
     return picks
-
-
-def _fits(state: State, hosts: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
-    # From a feasible placement a move that overloads a host never pays: the
-    # penalty outweighs what it saves. From an infeasible one any move may.
-    if not state.feasible():
-        return np.ones(len(hosts), dtype=bool)
-    return (state.cpu[hosts] + cpu <= 1.0 + SLACK) & (state.mem[hosts] + mem <= 1.0 + SLACK)
 
 
 def swap1(state: State) -> bool:
     """Swap1: two applications on different hosts trade places, first improvement."""
     cost = state.cost
-    a, b = cost.pair_a, cost.pair_b
-    p, q = state.host_of[a], state.host_of[b]
-    keep = p != q
+    _reprice(state)
+    # Every pair a < b on two hosts, as matrices: row a, column b.
+    keep = state.apart() & cost.before
     if state.feasible():
-        keep &= (
-            (state.cpu[p] - cost.cpu[a] + cost.cpu[b] <= 1.0 + SLACK)
-            & (state.mem[p] - cost.mem[a] + cost.mem[b] <= 1.0 + SLACK)
-            & (state.cpu[q] - cost.cpu[b] + cost.cpu[a] <= 1.0 + SLACK)
-            & (state.mem[q] - cost.mem[b] + cost.mem[a] <= 1.0 + SLACK)
-        )
-    a, b, p, q = a[keep], b[keep], p[keep], q[keep]
+        # Host p's load once a leaves it and b joins, for a on p (row) and any b.
+        for load, demand in ((state.cpu, cost.cpu), (state.mem, cost.mem)):
+            fits = (load[state.host_of] - demand)[:, None] + demand[None, :] <= 1.0 + SLACK
+            keep &= fits & fits.T
+    mine = state.part[state.host_of]
+    delta = state.trade + state.trade.T - mine[:, None] - mine[None, :]
+    a, b = np.nonzero(keep & (delta < -EPSILON))
     if not len(a):
         return False
-    diff_ab = cost.differences[:, a, b].T
-
-    # Both hosts of every swap, priced in one call: host p trades a for b, q b for a.
-    host, out, into = np.concatenate([p, q]), np.concatenate([a, b]), np.concatenate([b, a])
-    diff = np.concatenate([diff_ab, diff_ab])
-    both = cost.parts(
-        state.count[host],
-        state.total[host] - cost.scores[out] + cost.scores[into],
-        state.spread[host] - state.near[:, host, out].T + state.near[:, host, into].T - diff,
-        state.cpu[host] - cost.cpu[out] + cost.cpu[into],
-        state.mem[host] - cost.mem[out] + cost.mem[into],
-    )
-    delta = both[: len(a)] + both[len(a) :] - state.part[p] - state.part[q]
+    p, q = state.host_of[a], state.host_of[b]
+    delta = delta[a, b]
     picks = _taken(state, delta, p, q)
-    if not picks:
-        return False
-    moves = []
-    for k in picks:
-        moves += [(int(a[k]), int(q[k])), (int(b[k]), int(p[k]))]
-    state.apply(moves)
+    # The picks touch disjoint hosts: every first half of a swap, then every
+    # second half, is the same as swap by swap.
+    a, b, p, q = a[picks], b[picks], p[picks], q[picks]
+    state.apply_batches([(a, p, q), (b, q, p)])
     return True
 
 
@@ -392,7 +516,8 @@ def move2(state: State) -> bool:
     cost = state.cost
     used = np.flatnonzero(state.count > 0)
     first, second = cost.pair_a, cost.pair_b
-    if state.feasible():
+    feasible = state.feasible()
+    if feasible:
         # A pair needs a host with room for both: most pairs fit none.
         room_cpu = 1.0 - state.cpu[used].min() + SLACK
         room_mem = 1.0 - state.mem[used].min() + SLACK
@@ -402,38 +527,58 @@ def move2(state: State) -> bool:
         first, second = first[fits], second[fits]
         if not len(first):
             return False
-    pair = np.repeat(np.arange(len(first)), len(used))
-    t = np.tile(used, len(first))
-    a, b = first[pair], second[pair]
-    p, q = state.host_of[a], state.host_of[b]
-    keep = (t != p) & (t != q)
-    # Priced only where the pair fits (from a feasible placement): most do not.
-    keep &= _fits(state, t, cost.cpu[a] + cost.cpu[b], cost.mem[a] + cost.mem[b])
-    a, b, p, q, t = a[keep], b[keep], p[keep], q[keep], t[keep]
-    if not len(a):
+    # Every pair (row) to every used host (column), in scan order.
+    p, q = state.host_of[first], state.host_of[second]
+    keep = (used[None, :] != p[:, None]) & (used[None, :] != q[:, None])
+    if feasible:
+        # Priced only where the pair fits (from a feasible placement): most do not.
+        for load, demand in ((state.cpu, cost.cpu), (state.mem, cost.mem)):
+            pair = demand[first] + demand[second]
+            keep &= load[used][None, :] + pair[:, None] <= 1.0 + SLACK
+    rows = np.flatnonzero(keep.any(axis=1))
+    if not len(rows):
         return False
-    diff_ab = cost.differences[:, a, b].T
-    same = p == q
-    # Leaving: from one host both (their own pair counted once), or one from each.
-    both = cost.parts(
-        state.count[p] - 2.0,
-        state.total[p] - cost.scores[a] - cost.scores[b],
-        state.spread[p] - state.near[:, p, a].T - state.near[:, p, b].T + diff_ab,
-        state.cpu[p] - cost.cpu[a] - cost.cpu[b],
-        state.mem[p] - cost.mem[a] - cost.mem[b],
+    _reprice(state, moves=False)
+    keep, first, second, p, q = keep[rows], first[rows], second[rows], p[rows], q[rows]
+    pair_adds = cost.adds[first], cost.adds[second]
+    pair_near = cost.pairwise[first, second]
+    blocks = [
+        # Leaving: from one host both (their own pair counted once) ...
+        (
+            state.sums[p] - pair_adds[0] - pair_adds[1],
+            state.spread[p] - state.near[p, first] - state.near[p, second] + pair_near,
+        ),
+        # ... or one from each.
+        (state.sums[p] - pair_adds[0], state.spread[p] - state.near[p, first]),
+        (state.sums[q] - pair_adds[1], state.spread[q] - state.near[q, second]),
+    ]
+    priced = cost.shares(*(np.concatenate(column) for column in zip(*blocks, strict=True)))
+    both, one_a, one_b = np.split(priced, 3)
+    part = state.part
+    leaving = np.where(p == q, both - part[p], one_a + one_b - part[p] - part[q])
+    # A host's level is never below 0: the new share of the host joined is at
+    # least its being used and its overload. Where even that floor leaves f
+    # no lower, the move does not improve and is not priced (most of them
+    # from an infeasible placement).
+    over = 0.0
+    for load, demand in ((state.cpu, cost.cpu), (state.mem, cost.mem)):
+        joined = load[used][None, :] + (demand[first] + demand[second])[:, None]
+        over = over + np.maximum(joined - 1.0 - SLACK, 0.0)
+    floor = (
+        leaving[:, None]
+        + ((1.0 - cost.alpha) + cost.penalty * over) / cost.hosts
+        - part[used][None, :]
     )
-    one_a = cost.parts(*_after_removal(state, a, p))
-    one_b = cost.parts(*_after_removal(state, b, q))
-    leaving = np.where(same, both - state.part[p], one_a + one_b - state.part[p] - state.part[q])
-    came = cost.parts(
-        state.count[t] + 2.0,
-        state.total[t] + cost.scores[a] + cost.scores[b],
-        state.spread[t] + state.near[:, t, a].T + state.near[:, t, b].T + diff_ab,
-        state.cpu[t] + cost.cpu[a] + cost.cpu[b],
-        state.mem[t] + cost.mem[a] + cost.mem[b],
+    row, column = np.nonzero(keep & (floor < FLOOR_MARGIN))
+    if not len(row):
+        return False
+    t, a, b = used[column], first[row], second[row]
+    came = cost.shares(
+        state.sums[t] + pair_adds[0][row] + pair_adds[1][row],
+        state.spread[t] + state.near[t, a] + state.near[t, b] + pair_near[row],
     )
-    delta = leaving + came - state.part[t]
-    pick = _first(delta, state.cost.first_improvement)
+    delta = leaving[row] + came - part[t]
+    pick = _first(delta, cost.first_improvement)
     if pick is None:
         return False
     to = int(t[pick])
@@ -457,30 +602,44 @@ def perturb(state: State, j: int, open_host: bool, rng: random.Random) -> State:
     """j random moves (Move1, Move2 or Swap1), after opening a host if asked."""
     found = state.copy()
     count = len(found.host_of)
+    # The moves are drawn on a plain copy of who is where and made at once.
+    where = found.host_of.tolist()
+    held = found.count.tolist()
+    moves: list[tuple[int, int]] = []
+
+    def move(app: int, to: int) -> None:
+        moves.append((app, to))
+        held[where[app]] -= 1
+        held[to] += 1
+        where[app] = to
+
     if open_host and count:
-        empty = np.flatnonzero(found.count == 0)
-        if len(empty):
-            found.apply([(rng.randrange(count), int(empty[0]))])
+        empty = [m for m, n in enumerate(held) if n == 0]
+        if empty:
+            move(rng.randrange(count), empty[0])
     for _ in range(j):
-        used = found.used()
+        used = [m for m, n in enumerate(held) if n > 0]
         if len(used) < 2 or count < 2:
             break
-        where = found.host_of.tolist()
         kind = rng.randrange(3)
         a = rng.randrange(count)
         if kind == 0:
-            found.apply([(a, rng.choice([m for m in used if m != where[a]]))])
+            move(a, rng.choice([m for m in used if m != where[a]]))
         elif kind == 1:
             others = [x for x in range(count) if where[x] != where[a]]
             if others:
                 b = rng.choice(others)
-                found.apply([(a, where[b]), (b, where[a])])
+                source, to = where[a], where[b]
+                move(a, to)
+                move(b, source)
         else:
             b = rng.choice([x for x in range(count) if x != a])
             targets = [m for m in used if m not in (where[a], where[b])]
             if targets:
                 to = rng.choice(targets)
-                found.apply([(a, to), (b, to)])
+                move(a, to)
+                move(b, to)
+    found.apply(moves)
     return found
 
 
@@ -525,9 +684,7 @@ def constructive(cost: Cost, beta: float, rng: random.Random) -> State:
         pair = [first] + ([rng.choice(rest)] if rest else [])
         # A pair no empty host can hold goes one application at a time:
         # seed 004 would put it on one host and overload it.
-        units = (
-            [pair] if _demand(batch, pair) <= (1.0 + SLACK, 1.0 + SLACK) else [[a] for a in pair]
-        )
+        units = [pair] if max(_demand(batch, pair)) <= 1.0 + SLACK else [[a] for a in pair]
         if any(max(d) > 1.0 + SLACK for d in (_demand(batch, u) for u in units)):
             raise ValueError("an application needs more than one host")
         for unit in units:

@@ -92,6 +92,15 @@ class TestIls(testtools.TestCase):
         self.assertEqual(set(range(placement.hosts_used)), set(placement.host_of))
         self.assertGreater(value, 0)
 
+    def test_a_pair_too_big_in_one_dimension_is_placed_singly(self) -> None:
+        # CPU fits one host, memory does not: the pair must not share a host
+        # (tuples compare lexicographically, so the check is per dimension).
+        memory_bound = BatchApp(PROFILES[0], 0.25, 0.8)
+        b = Batch((memory_bound, memory_bound), 2)
+        placement, _ = ils.ils(b, IvmpExtended(), ils.IlsParameters(multistart=3))
+        self.assertTrue(placement.feasible(b))
+        self.assertEqual(2, placement.hosts_used)
+
     def test_parameters_are_checked(self) -> None:
         for bad in ({"alpha": 1.5}, {"beta": 0}, {"multistart": 0}, {"penalty": -1}):
             self.assertRaises(ValueError, ils.IlsParameters, **bad)
@@ -128,6 +137,104 @@ class TestIls(testtools.TestCase):
                 self.assertAlmostEqual(again, state.value, places=12)
                 before = again
             self.assertTrue(state.feasible())
+
+    def _scattered(self, seed: int, crammed: bool = False) -> tuple[ils.Cost, ils.State]:
+        """A state of 10 applications after random moves (overloaded if ``crammed``)."""
+        import random
+
+        b = Batch(tuple(app(PROFILES[(seed * 3 + k * 7) % len(PROFILES)]) for k in range(10)), 10)
+        cost = ils.Cost(b, IvmpExtended(), ils.IlsParameters())
+        start = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]] if crammed else [[a] for a in range(10)]
+        state = ils.State(cost, start + [[] for _ in range(10 - len(start))])
+        rng = random.Random(seed)
+        for _ in range(rng.randint(0, 6)):
+            moves = [(rng.randrange(10), rng.randrange(10)) for _ in range(rng.randint(1, 3))]
+            state.apply(moves)
+        return cost, state
+
+    @staticmethod
+    def _moved(state: ils.State, moves) -> ils.State:
+        """A fresh state (sums recounted) with ``moves`` made."""
+        hosts = state.hosts
+        for a, to in moves:
+            for held in hosts:
+                if a in held:
+                    held.remove(a)
+            hosts[to].append(a)
+        return ils.State(state.cost, hosts)
+
+    def test_kept_shares_equal_a_fresh_pricing(self) -> None:
+        import random
+
+        for seed in range(6):
+            cost, state = self._scattered(seed, crammed=seed % 2 == 1)
+            rng = random.Random(seed)
+            for _ in range(3):
+                ils._reprice(state)
+                where = state.host_of.tolist()
+                used = state.used()
+                for a in range(10):
+                    gone = self._moved(state, [(a, state.hosts.index([]))])
+                    self.assertAlmostEqual(gone.part[where[a]], state.gone[a], places=12)
+                    for m in used:
+                        if m != where[a]:
+                            came = self._moved(state, [(a, m)])
+                            self.assertAlmostEqual(came.part[m], state.came[a, m], places=12)
+                    for b in range(10):
+                        if where[b] != where[a]:
+                            traded = self._moved(state, [(a, where[b]), (b, where[a])])
+                            self.assertAlmostEqual(
+                                traded.part[where[a]], state.trade[a, b], places=12
+                            )
+                # A step on, only what it made stale is priced again.
+                state.apply([(rng.randrange(10), rng.choice(used))])
+                self.assertAlmostEqual(ils.State(cost, state.hosts).value, state.value, places=12)
+
+    def test_move2_takes_the_best_move_of_an_exhaustive_search(self) -> None:
+        from hpc_nova_scheduler.planners.base import SLACK
+
+        outcomes = set()
+        for seed in range(8):
+            cost, state = self._scattered(seed, crammed=seed % 2 == 0)
+            improved = True
+            while improved:
+                where, used = state.host_of.tolist(), state.used()
+                best = 0.0
+                for a, b in itertools.combinations(range(10), 2):
+                    for t in used:
+                        if t in (where[a], where[b]):
+                            continue
+                        moved = self._moved(state, [(a, t), (b, t)])
+                        fits = moved.cpu[t] <= 1.0 + SLACK and moved.mem[t] <= 1.0 + SLACK
+                        if state.feasible() and not fits:
+                            continue
+                        best = min(best, moved.value - state.value)
+                before, feasible = state.value, state.feasible()
+                improved = ils.move2(state)
+                outcomes.add((feasible, improved))
+                self.assertEqual(best < -ils.EPSILON, improved, f"seed {seed}")
+                if improved:
+                    self.assertAlmostEqual(before + best, state.value, places=12)
+                    fresh = ils.State(cost, state.hosts)
+                    self.assertAlmostEqual(fresh.value, state.value, places=12)
+        # Improving and final moves, from feasible and overloaded placements.
+        self.assertEqual({(False, True), (True, True), (True, False)}, outcomes - {(False, False)})
+
+    def test_batched_moves_equal_moves_one_by_one(self) -> None:
+        import random
+
+        _, state = self._scattered(1)
+        rng = random.Random(5)
+        for _ in range(30):
+            moves = [(rng.randrange(10), rng.randrange(10)) for _ in range(rng.randint(1, 5))]
+            together, apart = state.copy(), state.copy()
+            together.apply(moves)
+            for move in moves:
+                apart.apply([move])
+            for name in ("host_of", "sums", "spread", "near"):
+                self.assertTrue((getattr(together, name) == getattr(apart, name)).all(), name)
+            self.assertEqual(apart.value, together.value)
+            state = together
 
 
 class TestExact(testtools.TestCase):
