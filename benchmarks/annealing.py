@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Seed 000's annealing against exhaustive search, with the runtime-trees model.
 
-Small workloads (three applications of four VMs drawn from the dataset
-shaped like seed 000's, ``hpc_nova_scheduler.runtime.shaped``) on a cluster
-of two node types, two nodes each of four cores: small enough to try every
-candidate configuration on every choice of nodes. The model is fitted on
+Small workloads (``--apps`` applications of four VMs, three by default,
+drawn from the dataset shaped like seed 000's,
+``hpc_nova_scheduler.runtime.shaped``) on a cluster of two node types,
+``--nodes`` nodes each (two by default) of four cores: small enough to try
+every candidate configuration on every choice of nodes (nodes holding the
+same applications are interchangeable, so each such choice is tried once). The model is fitted on
 the dataset's training runs; each placement's objective is the geometric
 mean speedup the model estimates. Prints, per workload, annealing's and a
 greedy placement's objective as a fraction of the exhaustive best. Greedy,
@@ -12,7 +14,8 @@ seed 000's baseline, gives each application in turn the candidate with
 the shortest estimated run time alone that still fits. Seed 000 reports
 ML-G at 96.13 % of the best, and +12.95 % over Greedy.
 
-    python benchmarks/annealing.py [--workloads 9] [--seed 0] [--trees 30]
+    python benchmarks/annealing.py [--workloads 9] [--seed 0] [--trees 30] \
+        [--nodes 2] [--apps 3] [--iterations 600]
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=9)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trees", type=int, default=30)
+    parser.add_argument("--nodes", type=int, default=2, help="nodes of each of the two types")
+    parser.add_argument("--apps", type=int, default=3, help="applications of four VMs a workload")
+    parser.add_argument("--iterations", type=int, default=600)
     args = parser.parse_args()
 
     data = shaped.dataset(args.seed)
@@ -39,14 +45,16 @@ def main() -> int:
     samples = trees.samples_from_runs(data.training, profiles)
     model = trees.RuntimeTrees(trees=args.trees, seed=args.seed).fit(samples)
     estimate = annealing.model_estimator(model, profiles)
-    types = [NodeType("T1", 2, 4), NodeType("T2", 2, 4)]
+    types = [NodeType("T1", args.nodes, 4), NodeType("T2", args.nodes, 4)]
     rng = random.Random(args.seed)
     found, greedy_found = [], []
     for workload in range(args.workloads):
-        names = rng.sample(sorted(shaped.APPLICATIONS), 3)
+        names = rng.sample(sorted(shaped.APPLICATIONS), args.apps)
         apps = [Application(n, 4, tuple(annealing.candidates(types, 4, 1))) for n in names]
         worst = {a.name: annealing.worst_alone(types, a, estimate) for a in apps}
-        search = annealing.Annealing(types, apps, estimate, worst, iterations=600, seed=workload)
+        search = annealing.Annealing(
+            types, apps, estimate, worst, iterations=args.iterations, seed=workload
+        )
         started = time.perf_counter()
         best = search.exhaustive()
         exhaustive_seconds = time.perf_counter() - started

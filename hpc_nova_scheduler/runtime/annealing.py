@@ -244,17 +244,37 @@ class Annealing:
         return None
 
     def exhaustive(self) -> float:
-        """The best objective over every candidate and every choice of nodes (small cases)."""
+        """The best objective over every candidate and every choice of nodes.
+
+        Nodes of one type holding the same applications with the same VMs
+        are interchangeable: of the layouts that differ only by such a
+        swap, one is searched (the objective cannot tell them apart), which
+        makes clusters of a few nodes a type searchable.
+        """
         by_name = {t.name: t for t in self.types}
         best = 0.0
 
-        def layouts_of(config: Configuration, free):
-            # Every assignment of the blocks' node loads to distinct nodes with room.
+        def residents(layouts: dict[str, Layout]) -> dict[tuple[str, int], tuple]:
+            found: dict[tuple[str, int], list] = {}
+            for app, layout in layouts.items():
+                for node, vms in layout.items():
+                    found.setdefault(node, []).append((app, vms))
+            return {node: tuple(sorted(apps)) for node, apps in found.items()}
+
+        def layouts_of(config: Configuration, free, held):
+            # Every assignment of the blocks' node loads to distinct nodes
+            # with room, one per class of interchangeable choices.
             slots = config.loads({t.name: t.cores for t in self.types})
+            seen: set[tuple] = set()
 
             def place(index: int, layout: Layout):
                 if index == len(slots):
-                    yield dict(layout)
+                    signature = tuple(
+                        sorted((node[0], held.get(node, ()), vms) for node, vms in layout.items())
+                    )
+                    if signature not in seen:
+                        seen.add(signature)
+                        yield dict(layout)
                     return
                 name, needs = slots[index]
                 nodes = range(by_name[name].nodes)
@@ -272,8 +292,9 @@ class Annealing:
                 return
             app = self.applications[index]
             free = self._free(layouts)
+            held = residents(layouts)
             for config in app.candidates:
-                for layout in layouts_of(config, free):
+                for layout in layouts_of(config, free, held):
                     search(index + 1, {**layouts, app.name: layout})
 
         search(0, {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import testtools
@@ -27,6 +28,44 @@ def toy_estimate(app: str, layout, layouts) -> float:
         )
         worst = max(worst, base * (1.0 + 0.15 * crowd))
     return worst
+
+
+def brute_force(search: annealing.Annealing) -> float:
+    """Every candidate on every ordered choice of nodes: no symmetry pruned."""
+    cores = {t.name: t.cores for t in search.types}
+    nodes = {t.name: t.nodes for t in search.types}
+    best = 0.0
+
+    def layouts_of(config, free):
+        slots = config.loads(cores)
+
+        def place(index, layout):
+            if index == len(slots):
+                yield dict(layout)
+                return
+            name, needs = slots[index]
+            for chosen in itertools.permutations(range(nodes[name]), len(needs)):
+                if all(free[(name, n)] >= v for n, v in zip(chosen, needs, strict=True)):
+                    yield from place(
+                        index + 1,
+                        {**layout, **{(name, n): v for n, v in zip(chosen, needs, strict=True)}},
+                    )
+
+        yield from place(0, {})
+
+    def walk(index, layouts):
+        nonlocal best
+        if index == len(search.applications):
+            best = max(best, search.objective(layouts))
+            return
+        app = search.applications[index]
+        free = search._free(layouts)
+        for config in app.candidates:
+            for layout in layouts_of(config, free):
+                walk(index + 1, {**layouts, app.name: layout})
+
+    walk(0, {})
+    return best
 
 
 class TestCandidates(testtools.TestCase):
@@ -87,6 +126,17 @@ class TestAnnealing(testtools.TestCase):
         self.assertGreaterEqual(min(found), 0.9)
         self.assertGreaterEqual(sum(found) / len(found), 0.96)  # seed 000: 96.13 %
         self.assertLessEqual(max(found), 1.0 + 1e-12)
+
+    def test_interchangeable_nodes_are_searched_once_to_the_same_best(self) -> None:
+        for nodes in (2, 3):
+            types = cluster(2, nodes=nodes, cores=4)
+            apps = [
+                Application(name, 4, tuple(annealing.candidates(types, 4, 1)))
+                for name in ("io-a", "io-b", "cpu-c")
+            ]
+            worst = {a.name: annealing.worst_alone(types, a, toy_estimate) for a in apps}
+            search = annealing.Annealing(types, apps, toy_estimate, worst)
+            self.assertAlmostEqual(brute_force(search), search.exhaustive(), places=12)
 
     def test_placements_fit_the_nodes(self) -> None:
         _, layouts, value = self.search(3).run()
