@@ -23,6 +23,12 @@ from collections.abc import Sequence
 from hpc_nova_scheduler.interference.base import InterferenceModel, Prediction, Tenant
 
 
+def check_parameters(knee: float, gain: float) -> None:
+    """ValueError unless the knee is a positive number and the gain one >= 0."""
+    if not (knee > 0 and math.isfinite(knee)) or not (gain >= 0 and math.isfinite(gain)):
+        raise ValueError("cache-pressure needs knee > 0 and gain >= 0")
+
+
 def pressure_factor(own: float, total: float, knee: float, gain: float) -> float:
     """Run-time factor (>= 1) of a VM of cache score ``own`` on a host totalling ``total``."""
     excess = max(0.0, total - knee)
@@ -35,8 +41,7 @@ class CachePressureModel(InterferenceModel):
     features = ("cache_score",)
 
     def __init__(self, knee: float = 60.0, gain: float = 1.0) -> None:
-        if not (knee > 0 and math.isfinite(knee)) or not (gain >= 0 and math.isfinite(gain)):
-            raise ValueError("cache-pressure needs knee > 0 and gain >= 0")
+        check_parameters(knee, gain)
         self.knee = knee
         self.gain = gain
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from stevedore import ExtensionManager, driver
 from stevedore.exception import NoMatches
 
-from hpc_nova_scheduler.interference.cache_pressure import pressure_factor
+from hpc_nova_scheduler.interference.cache_pressure import check_parameters, pressure_factor
 
 NAMESPACE = "hpc_nova_scheduler.sim.interference"
 
@@ -65,8 +65,7 @@ class CachePressure(InterferenceModel):
     gain: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.knee <= 0 or self.gain < 0:
-            raise ValueError("cache-pressure needs knee > 0 and gain >= 0")
+        check_parameters(self.knee, self.gain)
 
     def slowdown(self, own_score: float, co_runner_scores: Sequence[float]) -> float:
         if not co_runner_scores:

@@ -22,6 +22,7 @@ class TestCachePressure(testtools.TestCase):
     def test_bad_parameters(self) -> None:
         self.assertRaises(ValueError, interference.CachePressure, knee=0)
         self.assertRaises(ValueError, interference.CachePressure, gain=-1)
+        self.assertRaises(ValueError, interference.CachePressure, knee=float("inf"))
 
     def test_models_are_plugins(self) -> None:
         self.assertEqual(["cache-pressure", "none"], interference.names())
