@@ -12,7 +12,10 @@ from tests.unit.ivmp.test_ils import PROFILES, app
 
 class TestRegistry(testtools.TestCase):
     def test_every_planner_places_a_batch(self) -> None:
-        self.assertEqual(["bf", "bfd", "ff", "ffd", "ils", "milp", "wf", "wfd"], registry.names())
+        self.assertEqual(
+            ["bf", "bfd", "blossom", "ff", "ffd", "greedy", "ils", "milp", "wf", "wfd"],
+            registry.names(),
+        )
         batch = Batch(tuple(app(p) for p in PROFILES[:9]), 9)
         for name in registry.names():
             params = {"parameters": ils.IlsParameters(multistart=2)} if name == "ils" else {}
