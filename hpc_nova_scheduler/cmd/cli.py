@@ -1,10 +1,10 @@
 """The ``hpc-nova-scheduler`` command.
 
 One module per command group, as python-openstackclient does: ``db``,
-``profile``, ``interference``, ``characterise``, ``model``, ``plan``, ``trace``, ``simulate``,
-``demo`` and
-``reconcile``; each adds its parser, and :mod:`.common` holds what they
-share (configuration, the database, tables, and the one-line errors).
+``profile``, ``interference``, ``characterise``, ``model``, ``plan``,
+``rebalance``, ``trace``, ``simulate``, ``demo`` and ``reconcile``; each
+adds its parser, and :mod:`.common` holds what they share (configuration,
+the database, tables, and the one-line errors).
 
 Options are read from the files given with ``--config-file`` (by default
 nova.conf where oslo.config finds it), so the command sees the same
@@ -29,6 +29,7 @@ from hpc_nova_scheduler.cmd import (
     model,
     plan,
     profile,
+    rebalance,
     reconcile,
     simulate,
     trace,
@@ -44,6 +45,7 @@ GROUPS = (
     characterise,
     model,
     plan,
+    rebalance,
     trace,
     simulate,
     demo,

@@ -158,3 +158,27 @@ def run(args: argparse.Namespace, handler: Handler, out: TextIO, err: TextIO) ->
     except ImportError as error:
         err.write(f"{PROG}: {_missing_driver(args, error)}\n")
     return 1
+
+
+def add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--os-cloud``: the cloud to read, as python-openstackclient names it."""
+    parser.add_argument(
+        "--os-cloud",
+        metavar="NAME",
+        help="cloud from clouds.yaml (default: $OS_CLOUD, else the OS_* variables); "
+        "reading every host and server needs an admin account",
+    )
+
+
+def connect(args: argparse.Namespace):
+    """An openstacksdk connection to the cloud ``--os-cloud`` names."""
+    import openstack
+    from keystoneauth1 import exceptions as auth_exceptions
+    from openstack import exceptions
+
+    try:
+        return openstack.connect(cloud=args.os_cloud)
+    except (exceptions.SDKException, auth_exceptions.ClientException) as error:
+        raise CommandError(
+            f"no cloud to talk to ({error}); give --os-cloud or set the OS_* variables"
+        ) from None

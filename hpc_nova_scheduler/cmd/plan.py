@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import time
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common, options
+from hpc_nova_scheduler.cmd import common, options, planning
 
 DEFAULT_PLANNERS = ["ils", "ffd", "bfd"]
-
-
-def _planner(args: argparse.Namespace, name: str):
-    from hpc_nova_scheduler.ivmp.ils import IlsParameters
-    from hpc_nova_scheduler.planners import registry
-
-    try:
-        parameters = IlsParameters(alpha=args.alpha, multistart=args.multistart, seed=args.seed)
-    except ValueError as error:
-        raise common.CommandError(f"--alpha: {error}") from None
-    extra = {}
-    if name == "ils":
-        extra = {"parameters": parameters}
-    elif name == "milp":
-        extra = {"parameters": parameters, "time_limit": args.time_limit}
-    try:
-        return registry.load(name, **extra)
-    except registry.UnknownPlanner as error:
-        raise common.CommandError(f"--planner: {error}") from None
 
 
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
@@ -41,8 +23,12 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler.planners.base import host_level
     from hpc_nova_scheduler.planners.binpacking import NoRoom
 
-    planners = [_planner(args, name) for name in args.planner]
-    described = batchfile.read(args.batch)
+    planners = [planning.load_planner(args, name) for name in args.planner]
+    described = batchfile.read(args.batch, cloud=not args.live)
+    names = None
+    cloud = {"source": args.batch}
+    if args.live:
+        described, names, cloud = _live_cloud(args, described)
     if args.profiles:
         records = datafiles.read_profiles(args.profiles)
     else:
@@ -66,7 +52,7 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
             level = host_level(model, [batch.apps[a] for a in apps])
             hosts.append(
                 {
-                    "host": host,
+                    "host": names[host] if names else host,
                     "applications": [batch.apps[a].name for a in apps],
                     "cpu": round(sum(batch.apps[a].cpu for a in apps), 6),
                     "mem": round(sum(batch.apps[a].mem for a in apps), 6),
@@ -84,16 +70,42 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
                 "hosts": hosts,
             }
         )
-    _write(args, results, out)
+    _write(args, results, cloud, out)
     if args.png:
         _figure(results, batch, args.png)
         out.write(f"wrote {args.png}\n")
     return 0
 
 
-def _write(args: argparse.Namespace, results: list[dict], out: TextIO) -> None:
+def _live_cloud(args: argparse.Namespace, described):
+    """The batch file with the live cloud's empty identical hosts as its cloud."""
+    from hpc_nova_scheduler.live import view
+
+    try:
+        found = view.read(common.connect(args))
+    except view.CloudUnreadable as error:
+        raise common.CommandError(str(error)) from None
+    hosts = view.empty_hosts(found, args.cpu_group)
+    if not hosts:
+        where = f" of processor group {args.cpu_group}" if args.cpu_group else ""
+        raise common.CommandError(f"the cloud has no empty host{where} that can receive servers")
+    first = hosts[0]
+    described = dataclasses.replace(
+        described, hosts=len(hosts), vcpus=first.vcpus, ram_mb=first.memory_mb
+    )
+    cloud = {
+        "source": "live",
+        "hosts": [h.name for h in hosts],
+        "cpu_group": first.cpu_group,
+        "vcpus": first.vcpus,
+        "ram_mb": first.memory_mb,
+    }
+    return described, [h.name for h in hosts], cloud
+
+
+def _write(args: argparse.Namespace, results: list[dict], cloud: dict, out: TextIO) -> None:
     if args.format == "json":
-        json.dump({"batch": args.batch, "plans": results}, out, indent=2)
+        json.dump({"batch": args.batch, "cloud": cloud, "plans": results}, out, indent=2)
         out.write("\n")
         return
     if args.format == "csv":
@@ -112,6 +124,12 @@ def _write(args: argparse.Namespace, results: list[dict], out: TextIO) -> None:
                     ]
                 )
         return
+    if cloud["source"] == "live":
+        out.write(
+            f"cloud: {len(cloud['hosts'])} empty hosts of processor group "
+            f"{cloud['cpu_group'] or 'untagged'}, {cloud['vcpus']:g} vCPU and "
+            f"{cloud['ram_mb']:g} MB each: {', '.join(cloud['hosts'])}\n"
+        )
     common.table(
         ("planner", "hosts used", "predicted interference (sum %)", "worst host %", "seconds"),
         [
@@ -127,7 +145,10 @@ def _write(args: argparse.Namespace, results: list[dict], out: TextIO) -> None:
         for result in results:
             if index < len(result["hosts"]):
                 host = result["hosts"][index]
-                row.append(f"{' + '.join(host['applications'])} ({host['interference']:.2f}%)")
+                where = f"{host['host']}: " if cloud["source"] == "live" else ""
+                row.append(
+                    f"{where}{' + '.join(host['applications'])} ({host['interference']:.2f}%)"
+                )
             else:
                 row.append("")
         rows.append(row)
@@ -170,10 +191,23 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("batch", metavar="BATCH_FILE", help="YAML with 'cloud:' and 'batch:'")
     parser.add_argument(
+        "--live",
+        action="store_true",
+        help="plan on the live cloud's empty hosts, read through Nova's and Placement's "
+        "APIs (the largest group of identical ones), instead of the file's 'cloud:'",
+    )
+    common.add_cloud_arguments(parser)
+    parser.add_argument(
+        "--cpu-group",
+        metavar="NAME",
+        help="with --live: only hosts of this processor group (hpc:cpu_group)",
+    )
+    parser.add_argument(
         "--planner",
         type=options.comma_list(str),
         default=DEFAULT_PLANNERS,
-        help="comma-separated planners (default ils,ffd,bfd): ils, milp, ff, bf, wf, ffd, bfd, wfd",
+        help="comma-separated planners (default ils,ffd,bfd): ils, milp, blossom, greedy, "
+        "ff, bf, wf, ffd, bfd, wfd",
     )
     parser.add_argument(
         "--profiles",
@@ -182,24 +216,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
     parser.add_argument("--png", metavar="FILE", help="also draw hosts by applications")
-    parser.add_argument(
-        "--alpha",
-        type=options.non_negative_float,
-        default=0.7,
-        help="ILS and MILP: weight of interference against hosts, 0 to 1 (default 0.7)",
+    planning.add_planner_arguments(
+        parser, "ILS and MILP: weight of interference against hosts, 0 to 1 (default 0.7)"
     )
-    parser.add_argument(
-        "--multistart",
-        type=options.positive_int,
-        default=50,
-        help="ILS starts (default 50)",
-    )
-    parser.add_argument(
-        "--time-limit",
-        type=options.positive_float,
-        default=60.0,
-        metavar="SECONDS",
-        help="MILP time limit (default 60)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(func=cmd_plan)

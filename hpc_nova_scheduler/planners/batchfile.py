@@ -10,8 +10,9 @@ A YAML file::
 Each entry is ``count`` instances (default 1) of an application from the
 profile database, each needing ``vcpus`` and ``ram_mb`` on one host (all
 its VMs together). The cloud is ``hosts`` identical empty hosts of
-``vcpus`` and ``ram_mb`` each. Every problem in the file is reported with
-its line; a file with any is refused whole.
+``vcpus`` and ``ram_mb`` each; a file planned on the live cloud (``plan
+--live``) leaves ``cloud:`` out. Every problem in the file is reported
+with its line; a file with any is refused whole.
 """
 
 from __future__ import annotations
@@ -43,13 +44,20 @@ class Entry:
 
 @dataclasses.dataclass(frozen=True)
 class BatchFile:
-    hosts: int
-    vcpus: float
-    ram_mb: float
+    #: The cloud, None where the file has no ``cloud:``.
+    hosts: int | None
+    vcpus: float | None
+    ram_mb: float | None
     entries: tuple[Entry, ...]
+
+    @property
+    def has_cloud(self) -> bool:
+        return self.hosts is not None
 
     def batch(self, profiles: Mapping[str, ProfileRecord], path: str) -> Batch:
         """The batch, each application's demand a share of one host."""
+        if self.hosts is None or self.vcpus is None or self.ram_mb is None:
+            raise DataFileError([RowError(path, None, "no 'cloud:' to plan on")])
         errors = []
         apps = []
         for entry in self.entries:
@@ -76,20 +84,7 @@ def _whole(value: Any, key: str) -> int:
     return int(number)
 
 
-def read(path: str) -> BatchFile:
-    """Read and check a batch file."""
-    text = datafiles.read_text(path)
-    try:
-        document = yaml.load(text, Loader=datafiles.LineLoader)  # a SafeLoader subclass: safe
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise DataFileError(
-            [RowError(path, mark.line + 1 if mark else None, "not valid YAML")]
-        ) from None
-    if not isinstance(document, dict) or "batch" not in document or "cloud" not in document:
-        raise DataFileError([RowError(path, None, "expected 'cloud:' and 'batch:' sections")])
-    errors: list[RowError] = []
-    cloud = document["cloud"]
+def _cloud(cloud: Any, path: str) -> tuple[int, float, float]:
     if not isinstance(cloud, dict):
         raise DataFileError([RowError(path, None, "'cloud' must be a mapping")])
     line = cloud.pop("__line__", None)
@@ -102,6 +97,31 @@ def read(path: str) -> BatchFile:
         ram = parse_float(cloud.get("ram_mb"), "cloud.ram_mb", minimum=0, exclusive_minimum=True)
     except ProfileError as error:
         raise DataFileError([RowError(path, line, str(error))]) from None
+    return hosts, vcpus, ram
+
+
+def read(path: str, *, cloud: bool = True) -> BatchFile:
+    """Read and check a batch file; ``cloud``: whether ``cloud:`` is required."""
+    text = datafiles.read_text(path)
+    try:
+        document = yaml.load(text, Loader=datafiles.LineLoader)  # a SafeLoader subclass: safe
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise DataFileError(
+            [RowError(path, mark.line + 1 if mark else None, "not valid YAML")]
+        ) from None
+    if not isinstance(document, dict) or "batch" not in document:
+        raise DataFileError([RowError(path, None, "expected a 'batch:' section")])
+    if cloud and "cloud" not in document:
+        raise DataFileError([RowError(path, None, "expected 'cloud:' and 'batch:' sections")])
+    if not cloud and "cloud" in document:
+        raise DataFileError(
+            [RowError(path, None, "'cloud:' describes another cloud than the live one")]
+        )
+    errors: list[RowError] = []
+    hosts, vcpus, ram = None, None, None
+    if cloud:
+        hosts, vcpus, ram = _cloud(document["cloud"], path)
     items = document["batch"]
     if not isinstance(items, list) or not items:
         raise DataFileError([RowError(path, None, "'batch' must be a list of applications")])

@@ -97,3 +97,19 @@ class TestPlan(testtools.TestCase):
         self.assertIn("--alpha", err)
         for message in (err,):
             self.assertNotIn("Traceback", message)
+
+    def test_the_cloud_comes_from_the_file_or_the_live_cloud(self) -> None:
+        cloudless = self.write(
+            "cloudless.yaml", "batch:\n  - {application: PTRANS.I1.P6, vcpus: 6, ram_mb: 10}\n"
+        )
+        code, _, err = self.plan(cloudless)
+        self.assertEqual(1, code)
+        self.assertIn("expected 'cloud:' and 'batch:' sections", err)
+        # --live reads the cloud through its APIs: with none configured, it says so.
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
+        self.useFixture(fixtures.EnvironmentVariable("OS_AUTH_URL"))
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLIENT_CONFIG_FILE", "/dev/null"))
+        self.useFixture(fixtures.EnvironmentVariable("HOME", self.dir))
+        code, _, err = self.plan("--live", cloudless)
+        self.assertEqual(1, code)
+        self.assertIn("no cloud to talk to", err)
