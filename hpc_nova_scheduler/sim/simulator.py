@@ -13,7 +13,9 @@ requested run times (SWF field 9; the actual run time where it is
 missing), and starts a later job only if it fits now and either ends by
 then or leaves the head its cores. The reservation counts cores, as those
 schedulers count nodes; memory and host boundaries can still delay the
-head past it. Deterministic for a given seed.
+head past it. With ``batches`` arrivals are held for a window and placed
+together by a batch planner, the rest falling back to the queue (see
+:mod:`.batches`). Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.interference.base import InterferenceModel as SharedModel
 from hpc_nova_scheduler.interference.base import MissingFeatures, ModelNotReady, Tenant
 from hpc_nova_scheduler.interference.rule import ModelRule
+from hpc_nova_scheduler.planners.base import BatchApp
+from hpc_nova_scheduler.sim import batches as batching
 from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
 from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
 from hpc_nova_scheduler.sim.swf import Job
@@ -256,7 +260,8 @@ class Result:
         return busy / (self.total_cores * span)
 
 
-_ARRIVAL, _FINISH = 1, 0  # finishes first at equal times: they free room
+# Finishes first at equal times: they free room; a window's end after its arrivals.
+_ARRIVAL, _FINISH, _WINDOW = 1, 0, 2
 
 
 @dataclasses.dataclass
@@ -296,6 +301,11 @@ class Simulator:
     gets one drawn from ``profiles`` (seeded, the same draw under every
     scenario), with its own cache score from ``cache_scores``; without
     ``profiles`` a job's profile is its cache score alone.
+
+    ``batches`` holds arrivals for a window and places them with a batch
+    planner (:mod:`.batches`); a planner that reads an interference model
+    needs ``profiles`` as such models do. Batches are placed host by host,
+    which only :class:`~.cloud.PlannedCloud` can do: no host classes then.
     """
 
     def __init__(
@@ -313,6 +323,7 @@ class Simulator:
         memory_scale: float = 1.0,
         host_classes: bool | None = None,
         profiles: Sequence[ProfileRecord] = (),
+        batches: batching.BatchArrivals | None = None,
     ) -> None:
         self.shape = shape
         self.scenario = scenario
@@ -330,15 +341,25 @@ class Simulator:
         self.progress = progress
         self.memory_scale = memory_scale
         self.profiles = tuple(profiles)
-        #: Whether jobs need profiles: a shared model judges or slows them.
-        self._profiled = isinstance(self.interference, SharedModel) or (
-            scenario.admission is not None
+        self.batches = batches
+        #: Whether jobs need profiles: a shared model judges, slows or plans them.
+        self._profiled = (
+            isinstance(self.interference, SharedModel)
+            or scenario.admission is not None
+            or bool(batches and batches.features())
         )
+        if batches and batches.features() and not self.profiles:
+            raise ValueError(
+                f"batch planner {batches.planner.name} reads {', '.join(batches.features())}: "
+                "give the jobs profiles to draw from"
+            )
         if scenario.admission is not None and scenario.policy.blind:
             raise ValueError(f"scenario {scenario.name}: a blind policy admits by room alone")
-        classes_fit = scenario.policy.blind and self.interference is None
+        classes_fit = scenario.policy.blind and self.interference is None and batches is None
         if host_classes and not classes_fit:
-            raise ValueError("host classes serve blind policies without an interference model")
+            raise ValueError(
+                "host classes serve blind policies without an interference model or batches"
+            )
         #: Plan per class of identical hosts (None: whenever the scenario allows).
         self.host_classes = classes_fit if host_classes is None else host_classes
 
@@ -370,6 +391,9 @@ class Simulator:
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
         self._running: dict[str, _Running] = {}
+        #: Held arrivals by the end of their window.
+        self._held: dict[float, list[tuple[Job, float, float]]] = {}
+        self._kinds = batching.kinds_of(self.shape.host_kinds())
         first_submit: float | None = None
         for job in jobs:
             if first_submit is None:
@@ -387,7 +411,9 @@ class Simulator:
             now, kind, _, payload = heapq.heappop(self._events)
             if until is not None and now > until:
                 break
-            if kind == _FINISH:
+            if kind == _WINDOW:
+                self._plan_window(now, queue)
+            elif kind == _FINISH:
                 app_id, version = payload
                 running = self._running.get(app_id)
                 if running is None or running.version != version:
@@ -406,10 +432,12 @@ class Simulator:
                 )
             else:
                 job, score = payload
-                if self._placeable_when_empty(job, score):
-                    queue.append((job, score, now))
-                else:
+                if not self._placeable_when_empty(job, score):
                     never_fit.append(job.job_id)
+                elif self.batches is not None:
+                    self._hold((job, score, now))
+                else:
+                    queue.append((job, score, now))
             self._dispatch(now, queue)
             settled = len(outcomes) + len(never_fit)
             if self.progress is not None and settled != reported:
@@ -419,7 +447,9 @@ class Simulator:
             self.scenario.name,
             outcomes,
             never_fit,
-            unfinished=len(queue) + len(self._running),
+            unfinished=len(queue)
+            + len(self._running)
+            + sum(len(held) for held in self._held.values()),
             total_cores=self.shape.total_cores,
         )
 
@@ -529,7 +559,11 @@ class Simulator:
         request = self._request(job, score)
         if not self._cloud.start(request, self._rule):
             return False
-        app_id = request.application_id
+        self._launch(job, arrival, now, request.application_id)
+        return True
+
+    def _launch(self, job: Job, arrival: float, now: float, app_id: str) -> None:
+        """Run a job whose VMs were just placed."""
         nominal = job.run_time * self.scenario.runtime_factor
         running = _Running(job, arrival, now, nominal, remaining=nominal, since=now)
         self._running[app_id] = running
@@ -537,7 +571,45 @@ class Simulator:
             self._push(now + nominal, _FINISH, (app_id, 0))
         else:
             self._repace(self._affected(app_id) | {app_id}, now)
-        return True
+
+    def _hold(self, entry: tuple[Job, float, float]) -> None:
+        """Keep an arrival for the end of its window."""
+        end = batching.boundary(entry[2], self.batches.window)
+        if end not in self._held:
+            self._held[end] = []
+            self._push(end, _WINDOW, end)
+        self._held[end].append(entry)
+
+    def _batch_app(self, job: Job, kind: batching.Kind) -> BatchApp | None:
+        """The job as a planner sees it on hosts of ``kind``; None if one cannot hold it."""
+        memory = self._memory_per_vm(job)
+        if not kind.takes(job.processors, memory):
+            return None
+        cpu, mem = kind.demand(job.processors, memory)
+        name = self._app_name(job)
+        # A planner that reads no features still names each application.
+        return BatchApp(self._profile_of.get(name) or ProfileRecord(name), cpu, mem)
+
+    def _plan_window(self, now: float, queue) -> None:
+        """Place a window's jobs with the batch planner, the rest falling back
+        to the queue in arrival order; while jobs wait there the window joins
+        them instead. (Windows end in time order, so the queue stays in
+        arrival order.)"""
+        entries = self._held.pop(now)
+        starts, left = [], entries
+        if not queue:
+            starts, left = batching.plan_window(
+                self.batches,
+                entries,
+                self._kinds,
+                batching.empty_rows(self._cloud),
+                lambda entry, kind: self._batch_app(entry[0], kind),
+            )
+        for (job, score, arrival), row in starts:
+            request = self._request(job, score)
+            batching.start_on(self._cloud, request, row)
+            self._launch(job, arrival, now, request.application_id)
+        queue.extend(left)
 
     def _finish(self, app_id: str, now: float) -> None:
         neighbours = self._affected(app_id)

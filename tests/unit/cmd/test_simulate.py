@@ -211,6 +211,11 @@ class TestSimulateCommand(testtools.TestCase):
         (["--policies", ""], "argument --policies: expected at least one value"),
         (["--cpu-groups", "0"], "argument --cpu-groups: must be at least 1"),
         (["--backfill", "lazy"], "argument --backfill: invalid choice: 'lazy'"),
+        (["--batch-window", "0"], "argument --batch-window: must be above 0"),
+        (["--batch-window", "soon"], "argument --batch-window: 'soon' is not a number"),
+        (["--batch-planner", "magic"], "argument --batch-planner: unknown planner 'magic'"),
+        (["--batch-planner", "ffd,magic"], "argument --batch-planner: unknown planner 'magic'"),
+        (["--batch-size", "0"], "argument --batch-size: must be at least 1"),
     ]
 
     def test_every_bad_option_is_one_line_naming_it_before_any_work(self) -> None:
@@ -235,6 +240,50 @@ class TestSimulateCommand(testtools.TestCase):
                 f"hpc-nova-scheduler: --cores {cores} is not a multiple of --cores-per-host 4\n",
                 err,
             )
+
+    def test_batch_windows_print_beside_the_online_policies(self) -> None:
+        path = self.small_trace()
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--cores", "8",
+            "--policies", "mdobp,least-free-pes", "--batch-window", "600",
+            "--batch-planner", "ffd,wf", "--progress", "off",
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("batch windows of 600 s planned by ffd, wf (up to 50 jobs a plan)", out)
+        rows = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")]
+        self.assertEqual(
+            [
+                "scenario",
+                "mdobp",
+                "mdobp + ffd/600s",
+                "mdobp + wf/600s",
+                "least-free-pes",
+                "least-free-pes + ffd/600s",
+                "least-free-pes + wf/600s",
+            ],
+            rows,
+        )
+        # Eight one-core jobs arriving at once on two empty hosts: all planned
+        # at the window's end, every one completed.
+        for line in out.splitlines():
+            if "600s" in line:
+                self.assertEqual("8", line.split("|")[2].strip(), line)
+
+    def test_batch_window_defaults_to_ffd_and_a_lone_planner_is_refused(self) -> None:
+        path = self.small_trace()
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--cores", "8",
+            "--batch-window", "60", "--policies", "mdobp", "--progress", "off",
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("| mdobp + ffd/60s ", out)
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", "/nonexistent/t.swf",
+            "--batch-planner", "ffd",
+        )  # fmt: skip
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertIn("--batch-planner plans batch windows: give --batch-window SECONDS", err)
 
     def test_demo_options_are_checked(self) -> None:
         for bad, message in (
@@ -289,6 +338,20 @@ class TestInterferenceModels(testtools.TestCase):
             self.assertNotEqual(0, code, out)
             self.assertIn(message, err)
             self.assertNotIn("Traceback", err)
+
+    def test_ils_batches_draw_profiles_and_refuse_to_run_without(self) -> None:
+        from tests.unit.cmd.test_cli import EXAMPLE
+
+        batch = ("--policies", "mdobp", "--batch-window", "3600", "--batch-planner", "ils")
+        code, out, err = self.simulate(*batch)
+        self.assertEqual(1, code, out)
+        self.assertIn("--batch-planner ils, model ivmp read sllc_score", err)
+        self.assertIn("give --profiles", err)
+        self.assertNotIn("Traceback", err)
+        code, out, err = self.simulate(*batch, "--profiles", EXAMPLE)
+        self.assertEqual(0, code, err)
+        self.assertIn("| mdobp + ils/3600s", out)
+        self.assertIn("(those with sllc_score, dram_score, net_score)", out)
 
     def test_fitted_models_from_files_on_named_host_types(self) -> None:
         import os
