@@ -26,6 +26,7 @@ knows about Nova.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -223,20 +224,45 @@ def as_batch(pool: Pool) -> Batch:
     return Batch(tuple(BatchApp(u.profile, u.cpu, u.mem) for u in pool.units), len(pool.hosts))
 
 
+def _kind(unit: Unit) -> tuple:
+    """What makes two units interchangeable: the same application and size."""
+    return (unit.profile.name, len(unit.servers), unit.cpu, unit.mem)
+
+
 def targets(pool: Pool, placement: Placement) -> dict[str, str]:
     """Each unit's host under ``placement``, planner hosts matched to real
-    ones so that the most VMs stay where they are."""
+    ones so that the most VMs stay where they are.
+
+    Units of one application and size are interchangeable: the placement
+    fixes how many of each kind a host holds, not which, so one already
+    on a host stays in place of another of its kind rather than the two
+    trading hosts.
+    """
     groups = placement.groups()
     rows = list(groups)
-    index = {host: i for i, host in enumerate(pool.hosts)}
+    wanted = [collections.Counter(_kind(pool.units[a]) for a in groups[g]) for g in rows]
+    present = {host: collections.Counter() for host in pool.hosts}
+    for unit in pool.units:
+        present[unit.host][_kind(unit)] += 1
     staying = np.zeros((len(rows), len(pool.hosts)))
-    for r, group in enumerate(rows):
-        for a in groups[group]:
-            unit = pool.units[a]
-            staying[r, index[unit.host]] += len(unit.servers)
+    for r, want in enumerate(wanted):
+        for h, host in enumerate(pool.hosts):
+            staying[r, h] = sum(min(n, present[host][k]) * k[1] for k, n in want.items())
     chosen_rows, chosen_hosts = optimize.linear_sum_assignment(staying, maximize=True)
-    real = {rows[r]: pool.hosts[h] for r, h in zip(chosen_rows, chosen_hosts, strict=True)}
-    return {unit.key: real[placement.host_of[a]] for a, unit in enumerate(pool.units)}
+    room = {host: collections.Counter() for host in pool.hosts}
+    for r, h in zip(chosen_rows, chosen_hosts, strict=True):
+        room[pool.hosts[h]] = wanted[r].copy()
+    result: dict[str, str] = {}
+    for unit in pool.units:
+        if room[unit.host][_kind(unit)] > 0:
+            room[unit.host][_kind(unit)] -= 1
+            result[unit.key] = unit.host
+    for unit in pool.units:
+        if unit.key not in result:
+            host = next(h for h in pool.hosts if room[h][_kind(unit)] > 0)
+            room[host][_kind(unit)] -= 1
+            result[unit.key] = host
+    return result
 
 
 def sequence(pool: Pool, wanted: dict[str, str], objective: Objective) -> list[Move]:

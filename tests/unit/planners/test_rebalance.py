@@ -170,6 +170,27 @@ class TestTargets(testtools.TestCase):
         wanted = rebalance.targets(pool, Placement((0, 1)))
         self.assertEqual({"big": "a", "small": "b"}, wanted)
 
+    def test_units_of_one_kind_stay_in_place_of_each_other(self) -> None:
+        # Two DGEMM units of one size on a and b; the placement names the
+        # other one for each host. Swapping them would change nothing.
+        pool = Pool(
+            "p",
+            ("a", "b"),
+            (
+                unit("d1", "DGEMM.I1.P4", "a", 2),
+                unit("d2", "DGEMM.I1.P4", "b", 2),
+                unit("f", "FFT.I1.P4", "a", 2),
+                unit("p", "PTRANS.I1.P4", "b", 2),
+            ),
+        )
+        wanted = rebalance.targets(pool, Placement((1, 0, 0, 1)))
+        self.assertEqual({"d1": "a", "d2": "b", "f": "a", "p": "b"}, wanted)
+        # A unit of another size is not interchangeable: the hosts must then
+        # hold other contents than now, and FFT and PTRANS trade places.
+        pool = dataclasses.replace(pool, units=(unit("d1", "DGEMM.I1.P4", "a", 3), *pool.units[1:]))
+        wanted = rebalance.targets(pool, Placement((1, 0, 0, 1)))
+        self.assertEqual({"d1": "a", "d2": "b", "f": "b", "p": "a"}, wanted)
+
 
 @st.composite
 def pools(draw) -> Pool:
