@@ -154,27 +154,58 @@ class Mover:
         self._closed(server_id, known, deadline)
 
 
+def _failures():
+    from keystoneauth1 import exceptions as auth_exceptions
+    from openstack import exceptions
+
+    return (
+        RuntimeError,
+        TimeoutError,
+        exceptions.SDKException,
+        auth_exceptions.ClientException,
+    )
+
+
+def _move_back(mover: Mover, move: Move, moved: Sequence[str]) -> str:
+    """Return ``moved`` servers of a move that failed half way to its source.
+
+    An application's VMs are moved one at a time; one refused after others
+    went would leave a tightly coupled application split across hosts.
+    """
+    stranded = []
+    for server_id in reversed(moved):
+        try:
+            mover.move_server(server_id, move.target, move.source)
+        except _failures() as error:
+            stranded.append(f"{server_id} ({error})")
+    if not stranded:
+        return f"; the {len(moved)} of its servers already moved went back to {move.source}"
+    return f"; the application is split: still on {move.target}: {', '.join(stranded)}"
+
+
 def carry_out(
     mover: Mover,
     moves: Sequence[Move],
     *,
     after_each: Callable[[int, Move], None] | None = None,
 ) -> int:
-    """Make ``moves`` in order; return how many were made, or raise MoveFailed."""
-    from keystoneauth1 import exceptions as auth_exceptions
-    from openstack import exceptions
+    """Make ``moves`` in order; return how many were made, or raise MoveFailed.
 
+    A move is all of an application's servers on a host or none of them: a
+    failure half way through a move returns the servers already moved.
+    """
+    failures = _failures()
     for done, move in enumerate(moves):
+        moved: list[str] = []
         for server_id in move.unit.servers:
             try:
                 mover.move_server(server_id, move.source, move.target)
-            except (
-                RuntimeError,
-                TimeoutError,
-                exceptions.SDKException,
-                auth_exceptions.ClientException,
-            ) as error:
-                raise MoveFailed(done, move, server_id, str(error)) from None
+            except failures as error:
+                reason = str(error)
+                if moved:
+                    reason += _move_back(mover, move, moved)
+                raise MoveFailed(done, move, server_id, reason) from None
+            moved.append(server_id)
         if after_each is not None:
             after_each(done + 1, move)
     return len(moves)
