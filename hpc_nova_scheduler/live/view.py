@@ -97,6 +97,26 @@ def _tags(conn) -> dict[str, dict[str, str]]:
     return tags
 
 
+def _hypervisors(conn):
+    """Each hypervisor's node name and service host, all pages.
+
+    Microversion 2.53 names the service host and pages the list; 2.88 and
+    later also report each hypervisor's uptime, which nova-api asks every
+    compute for over RPC, one call per host, for a field this never reads.
+    """
+    url: str | None = "/os-hypervisors/detail"
+    while url:
+        body = conn.compute.get(url, microversion="2.53").json()
+        for hypervisor in body.get("hypervisors", []):
+            service = hypervisor.get("service") or {}
+            name = hypervisor["hypervisor_hostname"]
+            yield name, service.get("host") or name
+        url = next(
+            (link["href"] for link in body.get("hypervisors_links", []) if link["rel"] == "next"),
+            None,
+        )
+
+
 def _server(server) -> Server:
     flavor = server.flavor
     specs = dict(getattr(flavor, "extra_specs", None) or {})
@@ -129,10 +149,8 @@ def read(conn) -> CloudView:
         }
         tags = _tags(conn)
         hosts = []
-        for hypervisor in conn.compute.hypervisors(details=True):
-            details = hypervisor.service_details or {}
-            name = details.get("host") or hypervisor.name
-            provider = providers.get(hypervisor.name)
+        for nodename, name in _hypervisors(conn):
+            provider = providers.get(nodename)
             if provider is None:
                 continue  # not reporting to Placement: nothing can be allocated there
             inventories = placement_json(conn, f"/resource_providers/{provider}/inventories")[
@@ -141,7 +159,7 @@ def read(conn) -> CloudView:
             hosts.append(
                 Host(
                     name=name,
-                    nodename=hypervisor.name,
+                    nodename=nodename,
                     vcpus=_capacity(inventories, "VCPU"),
                     memory_mb=_capacity(inventories, "MEMORY_MB"),
                     cpu_group=tags.get(name, {}).get(CPU_GROUP_KEY),

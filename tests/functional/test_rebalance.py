@@ -27,7 +27,7 @@ from nova.compute import manager
 from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.cmd import cli, common, rebalance
 from hpc_nova_scheduler.demo import fake_driver
-from hpc_nova_scheduler.live import migrate
+from hpc_nova_scheduler.live import migrate, view
 from hpc_nova_scheduler.scheduler import reconcile
 from tests.functional.base import HpcTestCase
 
@@ -329,6 +329,18 @@ class TestRebalance(RebalanceScenario, HpcTestCase):
         for move in last.values():
             for server in move.unit.servers:
                 self.assertEqual(move.target, hosts[server])
+
+    def test_the_cloud_is_read_whole_across_pages(self) -> None:
+        # nova-api pages hypervisors and servers at [api] max_limit.
+        self.flags(max_limit=2, group="api")
+        cloud = view.read(self.conn)
+        self.assertEqual(sorted(self.HOSTS), [h.name for h in cloud.hosts])
+        self.assertEqual({"xeon"}, {h.cpu_group for h in cloud.hosts})
+        self.assertEqual({self.VCPUS}, {h.vcpus for h in cloud.hosts})
+        # The harness's own client reads one page only: compare with the records.
+        every = {vm.instance_uuid for vm in self.database.list_running()}
+        self.assertEqual(17, len(every))
+        self.assertEqual(every, {s.id for s in cloud.servers})
 
     def test_plan_on_the_live_clouds_empty_hosts(self) -> None:
         path = self.useFixture(fixtures.TempDir()).join("batch.yaml")
