@@ -87,6 +87,44 @@ def propose(args: argparse.Namespace, conn, database, planner=None):
     return pooled, plans
 
 
+def _records_follow(conn, database, servers) -> str:
+    """Make the plugin's rows of ``servers`` name the hosts Nova has them on.
+
+    The scheduler records a move's destination when it chooses it; a
+    migration the hypervisor then rolls back leaves the row on the target
+    until the plugin next looks at those hosts. Rebalance knows which
+    servers it touched, so it puts their rows right at once.
+    """
+    from oslo_db import exception as db_exc
+    from sqlalchemy import exc as sa_exc
+
+    from hpc_nova_scheduler.db import api as db_api
+    from hpc_nova_scheduler.live import migrate
+
+    errors = (db_api.DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
+    try:
+        rows = {row.instance_uuid: row for row in database.list_running()}
+        fixed = []
+        for server_id in servers:
+            row = rows.get(server_id)
+            server = conn.compute.get_server(server_id)
+            if server.task_state or not server.compute_host:
+                continue  # still on its way: the scheduler's record may be the right one
+            if row is not None and server.compute_host != row.host:
+                fixed.append(
+                    dataclasses.replace(
+                        row, host=server.compute_host, nodename=server.hypervisor_hostname
+                    )
+                )
+        if fixed:
+            database.record_running(fixed)
+    except (*errors, *migrate.failures()) as error:
+        return f"; the plugin's records of its servers could not be checked ({error})"
+    if not fixed:
+        return ""
+    return f"; the plugin's records of {len(fixed)} of its servers now name their hosts again"
+
+
 def _describe(pooled, plans, out: TextIO, fmt: str) -> None:
     moves = [(plan, move) for plan in plans for move in plan.moves]
     if fmt == "json":
@@ -171,6 +209,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except migrate.MoveFailed as error:
         raise common.CommandError(
             f"stopped after {error.done} of {len(moves)} moves: {error}"
+            f"{_records_follow(conn, database, error.move.unit.servers)}"
         ) from None
     out.write(f"rebalance: {len(moves)} moves made\n")
     return 0

@@ -154,7 +154,8 @@ class Mover:
         self._closed(server_id, known, deadline)
 
 
-def _failures():
+def failures() -> tuple[type[Exception], ...]:
+    """The errors of a move that stop a plan rather than the program."""
     from keystoneauth1 import exceptions as auth_exceptions
     from openstack import exceptions
 
@@ -176,7 +177,7 @@ def _move_back(mover: Mover, move: Move, moved: Sequence[str]) -> str:
     for server_id in reversed(moved):
         try:
             mover.move_server(server_id, move.target, move.source)
-        except _failures() as error:
+        except failures() as error:
             stranded.append(f"{server_id} ({error})")
     if not stranded:
         return f"; the {len(moved)} of its servers already moved went back to {move.source}"
@@ -194,13 +195,13 @@ def carry_out(
     A move is all of an application's servers on a host or none of them: a
     failure half way through a move returns the servers already moved.
     """
-    failures = _failures()
+    stopping = failures()
     for done, move in enumerate(moves):
         moved: list[str] = []
         for server_id in move.unit.servers:
             try:
                 mover.move_server(server_id, move.source, move.target)
-            except failures as error:
+            except stopping as error:
                 reason = str(error)
                 if moved:
                     reason += _move_back(mover, move, moved)

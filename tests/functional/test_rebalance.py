@@ -249,6 +249,35 @@ class TestRebalance(RebalanceScenario, HpcTestCase):
         self.assertIn("No valid host", str(error))
         self.assertEqual(before, self.where())
 
+    def test_a_migration_the_hypervisor_fails_stops_the_plan(self) -> None:
+        moves = self.planned_moves()
+
+        def fail(
+            driver,
+            context,
+            instance,
+            dest,
+            post_method,
+            recover_method,
+            block_migration=False,
+            migrate_data=None,
+        ):
+            # What a hypervisor that gives up does: Nova rolls the move back.
+            recover_method(context, instance, dest, migrate_data)
+
+        self.useFixture(fixtures.MonkeyPatch("nova.virt.fake.FakeDriver.live_migration", fail))
+        before = self.where()
+        status, out, err = self.rebalance("--apply", "--multistart", "10")
+        self.assertEqual(1, status, out)
+        self.assertIn("stopped after 0 of 3 moves: move 1", err)
+        self.assertIn(f"server {moves[0].unit.servers[0]}: Nova left it on {moves[0].source}", err)
+        self.assertIn("(its last migration is ", err)
+        self.assertEqual(before, self.where())
+        # The scheduler recorded the target when it chose it; the command
+        # puts the record back where Nova rolled the server back to.
+        self.assertIn("the plugin's records of 1 of its servers now name their hosts again", err)
+        self.assert_invariants()
+
     def test_a_move_refused_half_way_moves_its_servers_back(self) -> None:
         moves = self.planned_moves()
         target = moves[0].target
