@@ -87,7 +87,7 @@ def propose(args: argparse.Namespace, conn, database, planner=None):
     return pooled, plans
 
 
-def _records_follow(conn, database, servers) -> str:
+def records_follow(conn, database, servers) -> str:
     """Make the plugin's rows of ``servers`` name the hosts Nova has them on.
 
     The scheduler records a move's destination when it chooses it; a
@@ -104,25 +104,36 @@ def _records_follow(conn, database, servers) -> str:
     errors = (db_api.DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
     try:
         rows = {row.instance_uuid: row for row in database.list_running()}
-        fixed = []
-        for server_id in servers:
-            row = rows.get(server_id)
+    except errors as error:
+        return f"; the plugin's records of its servers could not be read ({error})"
+    fixed, unsure = [], []
+    for server_id in servers:
+        try:
             server = conn.compute.get_server(server_id)
-            if server.task_state or not server.compute_host:
-                continue  # still on its way: the scheduler's record may be the right one
-            if row is not None and server.compute_host != row.host:
-                fixed.append(
-                    dataclasses.replace(
-                        row, host=server.compute_host, nodename=server.hypervisor_hostname
-                    )
+        except migrate.failures() as error:
+            unsure.append(f"{server_id} ({error})")
+            continue
+        if server.task_state or not server.compute_host:
+            # Still on its way: the scheduler's record may be the right one.
+            unsure.append(f"{server_id} ({server.task_state or 'no host'})")
+            continue
+        row = rows.get(server_id)
+        if row is not None and server.compute_host != row.host:
+            fixed.append(
+                dataclasses.replace(
+                    row, host=server.compute_host, nodename=server.hypervisor_hostname
                 )
-        if fixed:
+            )
+    note = ""
+    if fixed:
+        try:
             database.record_running(fixed)
-    except (*errors, *migrate.failures()) as error:
-        return f"; the plugin's records of its servers could not be checked ({error})"
-    if not fixed:
-        return ""
-    return f"; the plugin's records of {len(fixed)} of its servers now name their hosts again"
+        except errors as error:
+            return f"; the plugin's records of its servers could not be written ({error})"
+        note = f"; the plugin's records of {len(fixed)} of its servers now name their hosts again"
+    if unsure:
+        note += f"; not checked against Nova, still moving or unreadable: {', '.join(unsure)}"
+    return note
 
 
 def _describe(pooled, plans, out: TextIO, fmt: str) -> None:
@@ -209,7 +220,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except migrate.MoveFailed as error:
         raise common.CommandError(
             f"stopped after {error.done} of {len(moves)} moves: {error}"
-            f"{_records_follow(conn, database, error.move.unit.servers)}"
+            f"{records_follow(conn, database, error.move.unit.servers)}"
         ) from None
     out.write(f"rebalance: {len(moves)} moves made\n")
     return 0

@@ -10,8 +10,10 @@ after, it must be on the target in the state it had, and the move is not
 over until Nova has closed its migration record and Placement no longer
 holds the source host for it: the server turns ACTIVE on the target before
 the source compute frees its share, and the next move may need that room.
-The first failure stops everything: what is done stays done, and the error
-says what happened and what was left.
+The first failure stops everything. Moves made before it stay made; the
+servers of the failing move that already reached its target are sent back
+to its source, so that an application is not left split across hosts, and
+the error says what happened, what went back and what could not.
 """
 
 from __future__ import annotations
@@ -67,12 +69,14 @@ class Mover:
                 raise TimeoutError(f"{describe()} after {self.timeout:g} s")
             time.sleep(self.poll)
 
-    def _settled(self, server_id: str, deadline: float):
+    def _settled(self, server_id: str, deadline: float, passing: tuple[str, ...] = ()):
+        """The server once no task runs on it and its status is not in ``passing``."""
         seen = {}
 
         def poll():
             server = seen["server"] = self.conn.compute.get_server(server_id)
-            return server if not server.task_state and server.status in SETTLED_STATUSES else None
+            settled = server.status in SETTLED_STATUSES and server.status not in passing
+            return server if settled and not server.task_state else None
 
         return self._wait(
             deadline,
@@ -144,7 +148,9 @@ class Mover:
         server = self._settled(server_id, deadline)
         if self.migration == "cold" and server.status == "VERIFY_RESIZE":
             self.conn.compute.confirm_server_resize(server)
-            server = self._settled(server_id, deadline)
+            # Nova answers the confirmation at once and the source compute
+            # finishes it later, with no task state in between.
+            server = self._settled(server_id, deadline, passing=("VERIFY_RESIZE",))
         if server.compute_host != target:
             raise RuntimeError(
                 f"Nova left it on {server.compute_host}{self._last_migration_error(server_id)}"
@@ -167,21 +173,36 @@ def failures() -> tuple[type[Exception], ...]:
     )
 
 
-def _move_back(mover: Mover, move: Move, moved: Sequence[str]) -> str:
-    """Return ``moved`` servers of a move that failed half way to its source.
+def _move_back(mover: Mover, move: Move, moved: Sequence[str], failing: str) -> str:
+    """Return the servers of a move that failed half way to its source.
 
     An application's VMs are moved one at a time; one refused after others
-    went would leave a tightly coupled application split across hosts.
+    went would leave a tightly coupled application split across hosts. The
+    failing server itself may have reached the target too (its migration
+    record failed, or it was too slow to be waited for): it goes back with
+    the others if it rests there, and is named if it is still moving.
     """
+    back = list(moved)
+    note = ""
+    try:
+        server = mover.conn.compute.get_server(failing)
+        if server.task_state:
+            note = f"; server {failing} is still {server.task_state}"
+        elif server.compute_host == move.target:
+            back.append(failing)
+    except failures() as error:
+        note = f"; server {failing} could not be read ({error})"
+    if not back:
+        return note
     stranded = []
-    for server_id in reversed(moved):
+    for server_id in reversed(back):
         try:
             mover.move_server(server_id, move.target, move.source)
         except failures() as error:
             stranded.append(f"{server_id} ({error})")
     if not stranded:
-        return f"; the {len(moved)} of its servers already moved went back to {move.source}"
-    return f"; the application is split: still on {move.target}: {', '.join(stranded)}"
+        return f"; the {len(back)} of its servers on {move.target} went back to {move.source}{note}"
+    return f"; the application is split: still on {move.target}: {', '.join(stranded)}{note}"
 
 
 def carry_out(
@@ -192,8 +213,8 @@ def carry_out(
 ) -> int:
     """Make ``moves`` in order; return how many were made, or raise MoveFailed.
 
-    A move is all of an application's servers on a host or none of them: a
-    failure half way through a move returns the servers already moved.
+    A failure half way through a move sends the servers that reached its
+    target back to its source (see :func:`_move_back`).
     """
     stopping = failures()
     for done, move in enumerate(moves):
@@ -202,9 +223,7 @@ def carry_out(
             try:
                 mover.move_server(server_id, move.source, move.target)
             except stopping as error:
-                reason = str(error)
-                if moved:
-                    reason += _move_back(mover, move, moved)
+                reason = str(error) + _move_back(mover, move, moved, server_id)
                 raise MoveFailed(done, move, server_id, reason) from None
             moved.append(server_id)
         if after_each is not None:

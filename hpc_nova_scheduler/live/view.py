@@ -82,7 +82,7 @@ def placement_json(conn, url: str) -> dict:
     """The JSON body of a GET of ``url`` from Placement."""
     # Placement's REST API through the session's adapter: plain requests
     # that any Placement since Pike answers.
-    return conn.placement.get(url, microversion="1.0").json()
+    return conn.placement.get(url, microversion="1.0", raise_exc=True).json()
 
 
 def _tags(conn) -> dict[str, dict[str, str]]:
@@ -103,17 +103,22 @@ def _hypervisors(conn):
     Microversion 2.53 names the service host and pages the list; 2.88 and
     later also report each hypervisor's uptime, which nova-api asks every
     compute for over RPC, one call per host, for a field this never reads.
+    A next page is asked for by marker on the API's own path: the link
+    nova-api returns is absolute and may name an address only it knows.
     """
     url: str | None = "/os-hypervisors/detail"
     while url:
-        body = conn.compute.get(url, microversion="2.53").json()
-        for hypervisor in body.get("hypervisors", []):
+        body = conn.compute.get(url, microversion="2.53", raise_exc=True).json()
+        hypervisors = body["hypervisors"]
+        for hypervisor in hypervisors:
             service = hypervisor.get("service") or {}
             name = hypervisor["hypervisor_hostname"]
             yield name, service.get("host") or name
-        url = next(
-            (link["href"] for link in body.get("hypervisors_links", []) if link["rel"] == "next"),
-            None,
+        more = any(link.get("rel") == "next" for link in body.get("hypervisors_links", []))
+        url = (
+            f"/os-hypervisors/detail?marker={hypervisors[-1]['id']}"
+            if more and hypervisors
+            else None
         )
 
 
@@ -168,7 +173,8 @@ def read(conn) -> CloudView:
                 )
             )
         servers = [_server(s) for s in conn.compute.servers(details=True, all_projects=True)]
-    except (exceptions.SDKException, auth_exceptions.ClientException) as error:
+    except (exceptions.SDKException, auth_exceptions.ClientException, ValueError) as error:
+        # ValueError: a body that is not the JSON asked for (a proxy's error page).
         raise CloudUnreadable(f"cannot read the cloud: {error}") from None
     return CloudView(tuple(sorted(hosts, key=lambda h: h.name)), tuple(servers))
 
