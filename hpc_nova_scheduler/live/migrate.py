@@ -46,6 +46,10 @@ class MoveFailed(Exception):
         )
 
 
+def _newest(migrations: Sequence):
+    return max(migrations, key=lambda m: str(m.created_at or ""))
+
+
 @dataclasses.dataclass(frozen=True)
 class Mover:
     """How to move: ``migration`` is live or cold; seconds to wait for one server."""
@@ -96,7 +100,7 @@ class Mover:
             fresh = [m for m in self._migrations(server_id) if m.id not in known]
             if not fresh:
                 return None
-            migration = max(fresh, key=lambda m: str(m.created_at or ""))
+            migration = _newest(fresh)
             seen["status"] = migration.status
             if migration.status in FAILED:
                 raise RuntimeError(f"its migration ended {migration.status}")
@@ -127,8 +131,7 @@ class Mover:
             return ""
         if not migrations:
             return ""
-        last = max(migrations, key=lambda m: str(m.created_at or ""))
-        return f" (its last migration is {last.status})"
+        return f" (its last migration is {_newest(migrations).status})"
 
     def move_server(self, server_id: str, source: str, target: str) -> None:
         """Move one server from ``source`` to ``target`` or raise RuntimeError."""
