@@ -131,6 +131,22 @@ class RebalanceScenario:
             )
         )
 
+    def apply_checking_each(self, moves: list) -> None:
+        """Carry ``moves`` out; after each, its servers are on its target and
+        every invariant holds."""
+        seen = []
+
+        def check(done, move) -> None:
+            hosts = self.where()
+            for server in move.unit.servers:
+                self.assertEqual(move.target, hosts[server])
+            self.assert_invariants()
+            seen.append(done)
+
+        mover = migrate.Mover(self.conn, poll=0.1)
+        self.assertEqual(len(moves), migrate.carry_out(mover, moves, after_each=check))
+        self.assertEqual(list(range(1, len(moves) + 1)), seen)
+
     def assert_invariants(
         self, refused: frozenset[str] = frozenset(), split: frozenset[str] = frozenset()
     ) -> None:
@@ -194,18 +210,7 @@ class TestRebalance(RebalanceScenario, HpcTestCase):
         self.slow_source_computes()
         moves = self.planned_moves()
         self.assertEqual(3, len(moves))
-        seen = []
-
-        def check(done, move) -> None:
-            hosts = self.where()
-            for server in move.unit.servers:
-                self.assertEqual(move.target, hosts[server])
-            self.assert_invariants()
-            seen.append(done)
-
-        mover = migrate.Mover(self.conn, poll=0.1)
-        self.assertEqual(3, migrate.carry_out(mover, moves, after_each=check))
-        self.assertEqual([1, 2, 3], seen)
+        self.apply_checking_each(moves)
         hosts = self.where()
         self.assertNotEqual(hosts[self.apps[HARMFUL[0]][0]], hosts[self.apps[HARMFUL[1]][0]])
         # Nothing is left to gain.
@@ -442,17 +447,6 @@ class TestRebalanceOnMediumFakeDriver(RebalanceScenario, HpcTestCase):
         self.slow_source_computes(0.2)
         moves = self.planned_moves()
         self.assertEqual(len(pool["moves"]), len(moves))
-        seen = []
-
-        def check(done, move) -> None:
-            hosts = self.where()
-            for server in move.unit.servers:
-                self.assertEqual(move.target, hosts[server])
-            self.assert_invariants()
-            seen.append(done)
-
-        mover = migrate.Mover(self.conn, poll=0.1)
-        self.assertEqual(len(moves), migrate.carry_out(mover, moves, after_each=check))
-        self.assertEqual(list(range(1, len(moves) + 1)), seen)
+        self.apply_checking_each(moves)
         in_use = set(self.where().values()) - {self.extreme_host}
         self.assertEqual(pool["hosts_after"], len(in_use))
