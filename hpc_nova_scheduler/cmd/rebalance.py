@@ -95,13 +95,10 @@ def records_follow(conn, database, servers) -> str:
     until the plugin next looks at those hosts. Rebalance knows which
     servers it touched, so it puts their rows right at once.
     """
-    from oslo_db import exception as db_exc
-    from sqlalchemy import exc as sa_exc
-
     from hpc_nova_scheduler.db import api as db_api
     from hpc_nova_scheduler.live import migrate
 
-    errors = (db_api.DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
+    errors = db_api.ERRORS
     try:
         rows = {row.instance_uuid: row for row in database.list_running()}
     except errors as error:

@@ -50,6 +50,11 @@ class DatabaseUnavailable(Exception):
     """The plugin database is not configured or cannot be reached."""
 
 
+#: What a call on :class:`Database` raises when the database fails it:
+#: unreachable, or an error from oslo.db or SQLAlchemy.
+ERRORS = (DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
+
+
 @enginefacade.transaction_context_provider
 class _Context:
     """Carrier for enginefacade's per-call transaction state."""

@@ -47,9 +47,7 @@ from typing import Any
 
 from nova import conf as nova_conf
 from nova.scheduler import filters
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
-from sqlalchemy import exc as sa_exc
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import admission, algorithm
@@ -76,7 +74,7 @@ NOVA_CONF = nova_conf.CONF
 #: How often a plan that lost a race to a concurrent one is made again.
 CLAIM_ATTEMPTS = 5
 
-DATABASE_ERRORS = (db_api.DatabaseUnavailable, db_exc.DBError, sa_exc.SQLAlchemyError)
+DATABASE_ERRORS = db_api.ERRORS
 
 
 class DatabaseDown(Exception):
