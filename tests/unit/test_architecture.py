@@ -1,0 +1,152 @@
+"""Every import in the package points down the layers of doc/architecture.rst.
+
+The test reads the source with :mod:`ast` rather than importing it, so it
+sees every import: at module level, inside functions and under
+``TYPE_CHECKING``. It fails on an import against the layer rules and on any
+cycle between modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import unittest
+
+import networkx as nx
+
+import hpc_nova_scheduler
+
+PACKAGE = "hpc_nova_scheduler"
+ROOT = pathlib.Path(hpc_nova_scheduler.__file__).parent
+
+# Layers from the bottom; a module may import its own layer's modules (no
+# cycles) or any layer below. The names are the package's top-level modules
+# and folders.
+HELPERS = {"atomicfile", "strictjson", "resources", "conf"}
+CORE = {"core"}
+SHARED = {"datafiles", "interference", "planners", "db", "characterise"}
+SYSTEMS = {"ivmp", "pairwise", "runtime"}
+ADAPTERS = ["api", "scheduler", "live", "sim", "demo", "cmd"]
+LAYERS = [HELPERS, CORE, SHARED, SYSTEMS, *({name} for name in ADAPTERS)]
+# Modules that reach research systems only through entry points and core's
+# protocols, although their layer lies above the systems.
+SYSTEM_BLIND = {f"{PACKAGE}.cmd.model"}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = (PACKAGE, *path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def unit(module: str) -> str:
+    """The top-level module or folder of the package that holds ``module``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer(module: str) -> int:
+    name = unit(module)
+    for index, members in enumerate(LAYERS):
+        if name in members:
+            return index
+    raise AssertionError(f"{module}: {name!r} is in no layer of this test; place it")
+
+
+def package_modules() -> dict[str, pathlib.Path]:
+    return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def imports_of(module: str, path: pathlib.Path, known: set[str]) -> set[str]:
+    """The package's modules that ``module`` imports, wherever in the file."""
+    is_package = path.name == "__init__.py"
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
+
+    def add(target: str, names: list[str]) -> None:
+        submodules = [f"{target}.{name}" for name in names if f"{target}.{name}" in known]
+        if submodules:
+            found.update(submodules)
+        if len(submodules) < len(names) or not names:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target:
+                found.add(target)
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE:
+                    add(alias.name, [])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] == PACKAGE:
+                add(target, [alias.name for alias in node.names])
+    found.discard(module)
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    modules = package_modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for module, path in modules.items():
+        for target in imports_of(module, path, set(modules)):
+            graph.add_edge(module, target)
+    return graph
+
+
+def violation(source: str, target: str) -> str | None:
+    """Why the import of ``target`` by ``source`` breaks a rule, or None."""
+    if target == PACKAGE:
+        return None
+    ours, theirs = unit(source), unit(target)
+    if layer(target) > layer(source):
+        return "points up"
+    if ours == theirs:
+        return None
+    if theirs in SYSTEMS and (ours in SYSTEMS or source in SYSTEM_BLIND):
+        return "reaches a research system by name, not through entry points"
+    return None
+
+
+class LayerTest(unittest.TestCase):
+    def test_every_module_has_a_layer(self) -> None:
+        for module in package_modules():
+            if module != PACKAGE:
+                layer(module)
+
+    def test_every_import_points_down(self) -> None:
+        graph = import_graph()
+        wrong = sorted(
+            f"{source} -> {target}: {why}"
+            for source, target in graph.edges
+            if (why := violation(source, target))
+        )
+        self.assertEqual([], wrong, "\n".join(wrong))
+
+    def test_no_cycle_between_modules(self) -> None:
+        cycles = [
+            sorted(component)
+            for component in nx.strongly_connected_components(import_graph())
+            if len(component) > 1
+        ]
+        self.assertEqual([], cycles)
+
+    def test_rules_catch_what_they_forbid(self) -> None:
+        # The rules themselves, on made-up edges, so that a loosened table
+        # cannot pass unnoticed.
+        self.assertEqual(
+            "points up", violation(f"{PACKAGE}.core.algorithm", f"{PACKAGE}.interference.rule")
+        )
+        self.assertEqual(
+            "points up", violation(f"{PACKAGE}.planners.rebalance", f"{PACKAGE}.ivmp.ils")
+        )
+        self.assertIsNotNone(violation(f"{PACKAGE}.pairwise.planner", f"{PACKAGE}.ivmp.model"))
+        self.assertIsNotNone(violation(f"{PACKAGE}.cmd.model", f"{PACKAGE}.runtime.trees"))
+        self.assertEqual("points up", violation(f"{PACKAGE}.ivmp.ils", f"{PACKAGE}.sim.batches"))
+        self.assertIsNone(violation(f"{PACKAGE}.ivmp.ils", f"{PACKAGE}.planners.base"))
+        self.assertIsNone(violation(f"{PACKAGE}.cmd.plan", f"{PACKAGE}.sim.batches"))
