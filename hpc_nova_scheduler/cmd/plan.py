@@ -16,12 +16,11 @@ DEFAULT_PLANNERS = ["ils", "ffd", "bfd"]
 
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import datafiles
+    from hpc_nova_scheduler.core.errors import CannotPlace
     from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
-    from hpc_nova_scheduler.ivmp.exact import TooLarge
     from hpc_nova_scheduler.ivmp.model import IvmpExtended
     from hpc_nova_scheduler.planners import batchfile
     from hpc_nova_scheduler.planners.base import host_level
-    from hpc_nova_scheduler.planners.binpacking import NoRoom
 
     planners = [planning.load_planner(args, name) for name in args.planner]
     described = batchfile.read(args.batch, cloud=not args.live)
@@ -44,7 +43,7 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
         started = time.perf_counter()
         try:
             placement = planner.place(batch)
-        except (NoRoom, TooLarge) as error:
+        except CannotPlace as error:
             raise common.CommandError(f"planner {planner.name}: {error}") from None
         seconds = time.perf_counter() - started
         hosts = []

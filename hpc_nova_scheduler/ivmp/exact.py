@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from hpc_nova_scheduler.core.errors import CannotPlace
 from hpc_nova_scheduler.ivmp.ils import Cost, IlsParameters
 from hpc_nova_scheduler.ivmp.model import IvmpModel
 from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
@@ -27,7 +28,7 @@ MAX_COLUMNS = 200_000
 TIME_LIMIT = 60.0
 
 
-class TooLarge(ValueError):
+class TooLarge(CannotPlace):
     """The batch has more possible host contents than the solver is given."""
 
 

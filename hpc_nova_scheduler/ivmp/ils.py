@@ -43,7 +43,14 @@ import numpy as np
 
 from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
 from hpc_nova_scheduler.ivmp.model import RESOURCES, HostTerms, IvmpModel
-from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, Planner, host_level
+from hpc_nova_scheduler.planners.base import (
+    SLACK,
+    Batch,
+    BatchApp,
+    Placement,
+    Planner,
+    omega,
+)
 
 ALPHA = 0.7
 BETA = 0.4
@@ -77,21 +84,6 @@ class IlsParameters:
             raise ValueError("beta is a share of the applications left: above 0, at most 1")
         if self.penalty < 0 or self.iter_max_ils < 1 or self.multistart < 1:
             raise ValueError("penalty >= 0, iter_max_ils >= 1 and multistart >= 1")
-
-
-def omega(batch: Batch, model: InterferenceModel) -> float:
-    """The level of a full host: n copies of the batch's most aggressive application.
-
-    n is the model's most applications on a host (12 on the thesis's
-    testbed, where a host ran up to twelve one-VM applications). Counting
-    only the copies that would fit the batch's demands instead makes omega
-    small, and then the interference term outweighs a host: ILS opened
-    extra hosts in half the cases, where seed 004 never uses more hosts
-    than the best heuristic.
-    """
-    copies = getattr(model, "max_apps", 12)
-    most = max((host_level(model, [app] * copies) for app in batch.apps), default=0.0)
-    return most if most > 0 else 1.0
 
 
 class Cost:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hpc_nova_scheduler.core.errors import CannotPlace
 from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
 
 
-class NoRoom(ValueError):
+class NoRoom(CannotPlace):
     """The batch does not fit on the hosts it may use."""
 
 

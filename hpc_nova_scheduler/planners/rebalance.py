@@ -34,9 +34,17 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from scipy import optimize
 
+from hpc_nova_scheduler.core.errors import CannotPlace
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
-from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, Planner
+from hpc_nova_scheduler.planners.base import (
+    SLACK,
+    Batch,
+    BatchApp,
+    Placement,
+    Planner,
+    omega,
+)
 
 #: A gain smaller than this is rounding, not a reason to move a server.
 MIN_GAIN = 1e-6
@@ -135,8 +143,6 @@ class Objective:
     """
 
     def __init__(self, pool: Pool, model: InterferenceModel, alpha: float) -> None:
-        from hpc_nova_scheduler.ivmp.ils import omega
-
         self._model = model
         self._known: dict[tuple[tuple[str, int], ...], float] = {}
         self.alpha = alpha
@@ -357,15 +363,12 @@ def propose_all(
     """A plan for each pool, ``max_moves`` shared among them in turn; and the
     pools the planner cannot place, with why (they stay as they are: the
     other pools are still worth planning)."""
-    from hpc_nova_scheduler.ivmp.exact import TooLarge
-    from hpc_nova_scheduler.planners.binpacking import NoRoom
-
     plans, unplanned = [], []
     budget = max_moves
     for pool in pools:
         try:
             plan = propose(pool, planner, model, budget, alpha=alpha)
-        except (NoRoom, TooLarge) as error:
+        except CannotPlace as error:
             unplanned.append(
                 (pool, f"planner {planner.name} cannot place its applications: {error}")
             )

@@ -28,8 +28,8 @@ online policies:
   ``max_batch`` at a time (default 50, the largest batch seed 004 plans),
   each chunk offered at most as many empty hosts as it has jobs (it never
   needs more); the hosts a chunk uses are gone for the next. When a chunk
-  does not fit whole (a bin-packing planner raises ``NoRoom``, ``milp``
-  raises ``TooLarge``, ILS returns an overloaded placement), the planner
+  does not fit whole (a planner raises core's ``CannotPlace``, ILS
+  returns an overloaded placement), the planner
   gets the longest prefix of it that fits, found by bisection, and the
   rest of the window moves on to the next kind. The jobs planned are thus
   always the earliest arrivals, as a FCFS queue would have them.
@@ -66,10 +66,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
+from hpc_nova_scheduler.core.errors import CannotPlace
 from hpc_nova_scheduler.interference.base import InterferenceModel
-from hpc_nova_scheduler.ivmp.exact import TooLarge
 from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, Planner
-from hpc_nova_scheduler.planners.binpacking import NoRoom
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.sim.cloud import PlannedCloud
@@ -144,7 +143,7 @@ def placed(planner: Planner, batch: Batch) -> Placement | None:
     """The planner's placement of the whole batch, or None if it does not fit."""
     try:
         placement = planner.place(batch)
-    except (NoRoom, TooLarge):
+    except CannotPlace:
         return None
     return placement if placement.feasible(batch) else None
 
