@@ -33,7 +33,7 @@ import time
 
 import shaped_logs
 
-from hpc_nova_scheduler.sim import scenarios, simulator, swf
+from hpc_nova_scheduler.sim import scenarios, settings, simulator, swf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TRACES = os.path.join(HERE, "..", "..", "shared", "traces")
@@ -52,7 +52,7 @@ def read(path: str) -> list[swf.Job]:
 
 def replay(jobs, cores: int, repeat: int, host_classes: bool | None = None):
     """(best seconds, result) of an MDOBP replay."""
-    shape = simulator.ClusterShape.from_total_cores(cores, CORES_PER_HOST, RAM_MB)
+    shape = settings.ClusterShape.from_total_cores(cores, CORES_PER_HOST, RAM_MB)
     scenario = scenarios.build("mdobp", alpha=200, beta=60, runtime_factor=1.0)
     best = result = None
     for _ in range(repeat):

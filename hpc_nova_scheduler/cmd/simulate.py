@@ -179,7 +179,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
 
     check(args)
 
-    from hpc_nova_scheduler.sim import report, scenarios, simulator
+    from hpc_nova_scheduler.sim import report, scenarios, settings, simulator
 
     cache_range = args.cache_scores
     times = args.times
@@ -209,12 +209,12 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     cores, cores_note = _cores(args)
     try:
         if args.host_kinds:
-            shape = simulator.ClusterShape.of_kinds(
-                [simulator.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
+            shape = settings.ClusterShape.of_kinds(
+                [settings.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
                 hosts_per_rack=args.hosts_per_rack,
             )
         else:
-            shape = simulator.ClusterShape.from_total_cores(
+            shape = settings.ClusterShape.from_total_cores(
                 cores,
                 args.cores_per_host,
                 args.ram_per_host_mb,

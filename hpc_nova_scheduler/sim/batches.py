@@ -72,7 +72,7 @@ from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, 
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.sim.cloud import PlannedCloud
-    from hpc_nova_scheduler.sim.simulator import HostKind
+    from hpc_nova_scheduler.sim.settings import HostKind
 
 #: Seed 004's largest batches have 50 applications.
 MAX_BATCH = 50

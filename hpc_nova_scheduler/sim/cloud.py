@@ -25,7 +25,7 @@ from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule
-    from hpc_nova_scheduler.sim.simulator import ClusterShape, Scenario
+    from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 
 
 class PlannedCloud:

@@ -21,7 +21,7 @@ from hpc_nova_scheduler.core.algorithm import (
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.interference.base import InterferenceModel
-from hpc_nova_scheduler.sim.simulator import UNLIMITED, Scenario
+from hpc_nova_scheduler.sim.settings import UNLIMITED, Scenario
 
 #: name -> what it is, for --help and the output.
 DESCRIPTIONS = {

@@ -29,180 +29,26 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-from hpc_nova_scheduler.core.algorithm import PlacementRequest, Policy
+from hpc_nova_scheduler.core.algorithm import PlacementRequest
 from hpc_nova_scheduler.core.cluster import Resources
-from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.interference.base import InterferenceModel as SharedModel
-from hpc_nova_scheduler.interference.base import MissingFeatures, ModelNotReady, Tenant
+from hpc_nova_scheduler.interference.base import (
+    InterferenceModel,
+    MissingFeatures,
+    ModelNotReady,
+    Tenant,
+)
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.planners.base import BatchApp
 from hpc_nova_scheduler.sim import batches as batching
 from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
-from hpc_nova_scheduler.sim.interference import InterferenceModel, NoInterference
+from hpc_nova_scheduler.sim.interference import NoInterference, SlowdownModel
+from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 from hpc_nova_scheduler.sim.swf import Job
 
-UNLIMITED = Thresholds(math.inf, math.inf)
 #: Host contents whose predicted slowdowns a replay keeps (then starts afresh).
 PREDICTION_CACHE = 200_000
-
-
-@dataclasses.dataclass(frozen=True)
-class HostKind:
-    """``count`` identical hosts; ``speed`` scales how fast jobs run on them
-    (1.0: as logged); ``name`` names their processor group, the host type
-    that models such as seed 000's tell apart (default ``kind-N``)."""
-
-    count: int
-    cores: int
-    ram_mb: float
-    speed: float = 1.0
-    name: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.count < 1 or self.cores < 1 or self.ram_mb <= 0 or self.speed <= 0:
-            raise ValueError(f"host kind {self.describe()}: every number must be positive")
-
-    @classmethod
-    def parse(cls, text: str) -> HostKind:
-        """``[NAME=]COUNT:CORES:RAM_MB[:SPEED]``, e.g. ``64:8:16384:0.8`` or ``T2=6:8:16384``."""
-        name, sep, shape = text.strip().rpartition("=")
-        parts = shape.split(":")
-        try:
-            if len(parts) not in (3, 4) or (sep and not name.strip()):
-                raise ValueError
-            numbers = (int(parts[0]), int(parts[1]), float(parts[2]), *map(float, parts[3:]))
-            kind = cls(*numbers)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"host kind {text.strip()!r}: expected [NAME=]COUNT:CORES:RAM_MB[:SPEED], "
-                "e.g. 64:8:16384:0.8 or T2=6:8:16384, every number positive"
-            ) from None
-        return dataclasses.replace(kind, name=name.strip() or None)
-
-    def describe(self) -> str:
-        named = f"{self.name}: " if self.name else ""
-        return f"{named}{self.count} x {self.cores} cores {self.ram_mb:g} MB speed {self.speed:g}"
-
-    def holds(self, memory_mb: float) -> int:
-        """How many one-core VMs of ``memory_mb`` one idle host takes."""
-        if memory_mb <= 0:
-            return self.cores
-        return min(self.cores, math.floor((self.ram_mb + 1e-9) / memory_mb))
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterShape:
-    """Hosts in racks: identical ones, optionally split into processor groups,
-    or several kinds (``kinds``), each its own processor group, that may
-    differ in size and speed."""
-
-    hosts: int
-    cores: int
-    ram_mb: float
-    disk_gb: float = 0.0
-    hosts_per_rack: int = 32
-    cpu_groups: int = 1
-    kinds: tuple[HostKind, ...] = ()
-
-    @classmethod
-    def from_total_cores(
-        cls, total_cores: int, cores_per_host: int, ram_mb_per_host: float, **kwargs
-    ) -> ClusterShape:
-        return cls(
-            hosts=max(1, total_cores // cores_per_host),
-            cores=cores_per_host,
-            ram_mb=ram_mb_per_host,
-            **kwargs,
-        )
-
-    @classmethod
-    def of_kinds(cls, kinds: Sequence[HostKind], hosts_per_rack: int = 32) -> ClusterShape:
-        """A heterogeneous cloud, racks filled in the order the kinds are given."""
-        if not kinds:
-            raise ValueError("a cloud needs at least one host kind")
-        first = kinds[0]
-        return cls(
-            hosts=sum(k.count for k in kinds),
-            cores=first.cores,
-            ram_mb=first.ram_mb,
-            hosts_per_rack=hosts_per_rack,
-            kinds=tuple(kinds),
-        )
-
-    def host_kinds(self) -> tuple[HostKind, ...]:
-        return self.kinds or (HostKind(self.hosts, self.cores, self.ram_mb),)
-
-    @property
-    def total_cores(self) -> int:
-        return sum(k.count * k.cores for k in self.host_kinds())
-
-    def describe(self) -> str:
-        if not self.kinds:
-            return f"{self.hosts} hosts of {self.cores} cores and {self.ram_mb:g} MB"
-        return "; ".join(f"kind-{i}: {kind.describe()}" for i, kind in enumerate(self.kinds))
-
-    def capacities(self) -> list[tuple[float, float, float]]:
-        """Each host's (cores, RAM MB, disk GB), in the order :meth:`build` adds them."""
-        return [
-            (float(kind.cores), float(kind.ram_mb), float(self.disk_gb))
-            for kind in self.host_kinds()
-            for _ in range(kind.count)
-        ]
-
-    def host_types(self) -> list[str]:
-        """Each host's processor group, in the order :meth:`build` adds them."""
-        return [host.cpu_group for host in self.build().hosts()]
-
-    def speeds(self) -> list[float]:
-        """Each host's speed, in the order :meth:`build` adds them."""
-        return [kind.speed for kind in self.host_kinds() for _ in range(kind.count)]
-
-    def idle_capacity(self, memory_mb: float) -> int:
-        """How many one-core VMs of ``memory_mb`` the idle cloud takes."""
-        return sum(kind.count * kind.holds(memory_mb) for kind in self.host_kinds())
-
-    def build(self) -> ClusterState:
-        state = ClusterState()
-        racks = max(1, math.ceil(self.hosts / self.hosts_per_rack))
-        i = 0
-        for index, kind in enumerate(self.host_kinds()):
-            for _ in range(kind.count):
-                rack = i // self.hosts_per_rack
-                if self.kinds:
-                    group = kind.name or f"kind-{index}"
-                else:
-                    group = f"group-{rack * self.cpu_groups // racks}"
-                state.add_host(
-                    f"h{i:05d}",
-                    Resources(kind.cores, kind.ram_mb, self.disk_gb),
-                    rack=f"rack-{rack}",
-                    cpu_group=group,
-                )
-                i += 1
-        return state
-
-
-@dataclasses.dataclass(frozen=True)
-class Scenario:
-    """One scheduler configuration to replay a log under.
-
-    ``runtime_factor`` scales every run time: seed 003's way of crediting
-    cache-aware placement (0.9 for its -10 % adjustment).
-    """
-
-    name: str
-    policy: Policy = dataclasses.field(default_factory=Policy)
-    thresholds: Thresholds = UNLIMITED
-    #: The class of every job; None: SyncHPC for parallel jobs, AsyncHPC for serial ones.
-    app_class: AppClass | None = AppClass.NON_HPC
-    runtime_factor: float = 1.0
-    #: An interference model that admits hosts instead of the cache thresholds.
-    admission: SharedModel | None = None
-    #: The slowdown, in percent, ``admission`` may predict for any job.
-    tolerance: float = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,7 +164,7 @@ class Simulator:
         backfill: bool | str = False,
         backfill_depth: int = 64,
         cache_scores: tuple[float, float] | None = None,
-        interference: InterferenceModel | None = None,
+        interference: SlowdownModel | InterferenceModel | None = None,
         progress: Callable[[int], None] | None = None,
         memory_scale: float = 1.0,
         host_classes: bool | None = None,
@@ -344,7 +190,7 @@ class Simulator:
         self.batches = batches
         #: Whether jobs need profiles: a shared model judges, slows or plans them.
         self._profiled = (
-            isinstance(self.interference, SharedModel)
+            isinstance(self.interference, InterferenceModel)
             or scenario.admission is not None
             or bool(batches and batches.features())
         )
@@ -633,7 +479,7 @@ class Simulator:
     def _repace(self, app_ids: Iterable[str], now: float) -> None:
         """Settle the work done at the old pace and reschedule at the new one."""
         app_ids = sorted(app_ids)
-        if isinstance(self.interference, SharedModel):
+        if isinstance(self.interference, InterferenceModel):
             # The hosts changed: judge every host these jobs touch, in one batch.
             self._row_slowdowns = {}
             rows = {row for app_id in app_ids for row in self._cloud.rows_of(app_id)}
@@ -653,7 +499,7 @@ class Simulator:
         slowest = math.inf
         for row in cloud.rows_of(app_id):
             slowdown = 1.0
-            if isinstance(self.interference, SharedModel):
+            if isinstance(self.interference, InterferenceModel):
                 slowdown = self._application_slowdown(row, app_id)
             elif self.interference is not None:
                 vms = cloud.vms_on(row)

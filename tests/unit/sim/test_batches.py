@@ -11,12 +11,12 @@ from hpc_nova_scheduler.core.algorithm import PACKING_MOST_FREE_PES, Policy
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.planners import registry
 from hpc_nova_scheduler.planners.base import Batch, BatchApp
-from hpc_nova_scheduler.sim import batches, simulator
+from hpc_nova_scheduler.sim import batches, settings, simulator
 from hpc_nova_scheduler.sim.cloud import PlannedCloud
 from tests.unit.sim.jobs import job
 
-SHAPE = simulator.ClusterShape(hosts=3, cores=4, ram_mb=4096)
-MDOBP = simulator.Scenario("mdobp")
+SHAPE = settings.ClusterShape(hosts=3, cores=4, ram_mb=4096)
+MDOBP = settings.Scenario("mdobp")
 
 
 def arrivals(planner: str = "ffd", window: float = 60.0) -> batches.BatchArrivals:
@@ -141,8 +141,8 @@ class TestPlanning(testtools.TestCase):
         self.assertEqual(3, len(batches.empty_rows(cloud)))
 
     def test_each_kind_plans_the_jobs_its_hosts_hold(self) -> None:
-        shape = simulator.ClusterShape.of_kinds(
-            [simulator.HostKind(1, 2, 4096), simulator.HostKind(1, 8, 16384)]
+        shape = settings.ClusterShape.of_kinds(
+            [settings.HostKind(1, 2, 4096), settings.HostKind(1, 8, 16384)]
         )
         # The 6-core job only fits the big host; the 2-core one takes the small.
         jobs = [job(1, 0, 100, 6), job(2, 1, 100, 2)]
@@ -214,7 +214,7 @@ class TestReplay(testtools.TestCase):
         jobs = random_jobs(seed=5, count=40, submit_span=600.0)
         profiles = ivmp_profiles()
 
-        shape = simulator.ClusterShape(hosts=16, cores=4, ram_mb=4096)
+        shape = settings.ClusterShape(hosts=16, cores=4, ram_mb=4096)
 
         def run(seed: int) -> list:
             sim = simulator.Simulator(
@@ -256,8 +256,8 @@ class TestReplay(testtools.TestCase):
         # most-free-pes puts each VM on the emptiest host, touching as many
         # hosts as there are VMs (or all); FFD's batch keeps each job on one
         # host and packs them, and cannot go below the cores' lower bound.
-        shape = simulator.ClusterShape(hosts=64, cores=4, ram_mb=8192)
-        spread = simulator.Scenario("spread", Policy.nova_like(PACKING_MOST_FREE_PES))
+        shape = settings.ClusterShape(hosts=64, cores=4, ram_mb=8192)
+        spread = settings.Scenario("spread", Policy.nova_like(PACKING_MOST_FREE_PES))
         for seed in range(3):
             # Long runs: nothing ends before the hosts are counted.
             jobs = [j for j in random_jobs(seed, 40, run=10_000.0) if j.processors <= 4]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import Policy
 from hpc_nova_scheduler.sim import interference, scenarios, simulator, swf
+from hpc_nova_scheduler.sim import settings as sim_settings
 from tests import traces
 from tests.unit.sim.jobs import job
 
@@ -32,10 +33,10 @@ def job_streams(draw) -> list[swf.Job]:
 
 shapes = st.sampled_from(
     [
-        simulator.ClusterShape(hosts=6, cores=4, ram_mb=2048),
-        simulator.ClusterShape(hosts=3, cores=2, ram_mb=4096, disk_gb=10),
-        simulator.ClusterShape.of_kinds(
-            [simulator.HostKind(3, 4, 2048), simulator.HostKind(2, 8, 8192, 0.5)]
+        sim_settings.ClusterShape(hosts=6, cores=4, ram_mb=2048),
+        sim_settings.ClusterShape(hosts=3, cores=2, ram_mb=4096, disk_gb=10),
+        sim_settings.ClusterShape.of_kinds(
+            [sim_settings.HostKind(3, 4, 2048), sim_settings.HostKind(2, 8, 8192, 0.5)]
         ),
     ]
 )
@@ -55,7 +56,7 @@ class TestSameReplay(testtools.TestCase):
         st.integers(1, 4),
     )
     def test_same_outcomes(self, shape, jobs, packing, backfill, depth) -> None:
-        scenario = simulator.Scenario(packing, Policy.nova_like(packing))
+        scenario = sim_settings.Scenario(packing, Policy.nova_like(packing))
         results = [
             simulator.Simulator(
                 shape,
@@ -80,7 +81,7 @@ class TestSameReplay(testtools.TestCase):
                     count,
                 )
             )
-            shape = simulator.ClusterShape.from_total_cores(cores, 4, 2048)
+            shape = sim_settings.ClusterShape.from_total_cores(cores, 4, 2048)
             scenario = scenarios.build(packing, alpha=200, beta=60, runtime_factor=1.0)
             results = [
                 simulator.Simulator(shape, scenario, host_classes=classes).run(jobs)
@@ -91,7 +92,7 @@ class TestSameReplay(testtools.TestCase):
 
 
 class TestChoice(testtools.TestCase):
-    SHAPE = simulator.ClusterShape(hosts=2, cores=4, ram_mb=2048)
+    SHAPE = sim_settings.ClusterShape(hosts=2, cores=4, ram_mb=2048)
 
     def test_blind_scenarios_use_host_classes(self) -> None:
         for name in ("mdobp", "least-free-pes", "most-free-pes", "nova-ram"):
@@ -120,7 +121,7 @@ class TestChoice(testtools.TestCase):
 class TestSharedModels(testtools.TestCase):
     """Interference models of hpc_nova_scheduler.interference in the replay."""
 
-    SHAPE = simulator.ClusterShape(hosts=4, cores=4, ram_mb=8192)
+    SHAPE = sim_settings.ClusterShape(hosts=4, cores=4, ram_mb=8192)
 
     def jobs(self) -> list[swf.Job]:
         return [job(i, i * 3, 200 + 17 * (i % 5), 1 + i % 4) for i in range(1, 40)]
@@ -182,8 +183,11 @@ class TestSharedModels(testtools.TestCase):
 
         truth = trees.RuntimeTrees(trees=15).fit(samples(dataset().training))
         profiles = [p for p in dataset().profiles if p.runtime_family in truth.families]
-        shape = simulator.ClusterShape.of_kinds(
-            [simulator.HostKind(2, 4, 8192, name="T1"), simulator.HostKind(2, 4, 8192, name="T2")]
+        shape = sim_settings.ClusterShape.of_kinds(
+            [
+                sim_settings.HostKind(2, 4, 8192, name="T1"),
+                sim_settings.HostKind(2, 4, 8192, name="T2"),
+            ]
         )
         self.assertEqual(["T1", "T1", "T2", "T2"], shape.host_types())
         judged = scenarios.build(

@@ -7,7 +7,7 @@ import testtools
 from hpc_nova_scheduler.core.algorithm import PACKING_COSINE, Policy
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.sim import interference, simulator
+from hpc_nova_scheduler.sim import interference, settings, simulator
 from tests.unit.sim.jobs import job
 
 
@@ -36,7 +36,7 @@ class TestCachePressure(testtools.TestCase):
         self.assertIn("kne", str(error))
 
 
-ONE_HOST = simulator.ClusterShape(hosts=1, cores=4, ram_mb=4096)
+ONE_HOST = settings.ClusterShape(hosts=1, cores=4, ram_mb=4096)
 PRESSURE = interference.CachePressure(knee=40, gain=1)
 #: Each of two VMs of score 25 on one host: 1 + (25/40) * (10/40).
 PAIR = 1 + (25 / 40) * (10 / 40)
@@ -46,7 +46,7 @@ class TestPace(testtools.TestCase):
     def run_jobs(self, jobs, shape=ONE_HOST, scenario=None, **kwargs) -> simulator.Result:
         sim = simulator.Simulator(
             shape,
-            scenario or simulator.Scenario("mdobp", Policy.nova_like(PACKING_COSINE)),
+            scenario or settings.Scenario("mdobp", Policy.nova_like(PACKING_COSINE)),
             cache_scores=(25, 25),
             interference=PRESSURE,
             **kwargs,
@@ -66,7 +66,7 @@ class TestPace(testtools.TestCase):
         self.assertAlmostEqual(50 * PAIR + 50, ends[1])
 
     def test_a_parallel_job_keeps_the_pace_of_its_slowest_vm(self) -> None:
-        two_hosts = simulator.ClusterShape(hosts=2, cores=2, ram_mb=4096)
+        two_hosts = settings.ClusterShape(hosts=2, cores=2, ram_mb=4096)
         result = self.run_jobs(
             [job(1, 0, 100, 1), job(2, 0, 100, 2), job(3, 0, 100, 1)], shape=two_hosts
         )
@@ -79,10 +79,10 @@ class TestPace(testtools.TestCase):
 
     def test_thresholds_trade_idle_cores_for_speed(self) -> None:
         jobs = [job(i, 0, 100) for i in range(1, 9)]
-        shape = simulator.ClusterShape(hosts=2, cores=4, ram_mb=4096)
+        shape = settings.ClusterShape(hosts=2, cores=4, ram_mb=4096)
         loose = self.run_jobs(jobs, shape=shape)
         self.assertGreater(loose.mean_interference(), 1.0)
-        cautious = simulator.Scenario(
+        cautious = settings.Scenario(
             "beta=40",
             Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
             Thresholds(200, 40),
@@ -96,7 +96,7 @@ class TestPace(testtools.TestCase):
     def test_without_a_model_nothing_changes(self) -> None:
         sim = simulator.Simulator(
             ONE_HOST,
-            simulator.Scenario("mdobp"),
+            settings.Scenario("mdobp"),
             cache_scores=(25, 25),
             interference=interference.NoInterference(),
         )

@@ -7,15 +7,15 @@ import testtools
 from hpc_nova_scheduler.core.algorithm import PACKING_LEAST_FREE_PES, Policy
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.sim import simulator
+from hpc_nova_scheduler.sim import settings, simulator
 from tests.unit.sim.jobs import job
 
-SHAPE = simulator.ClusterShape(hosts=2, cores=4, ram_mb=4096)
+SHAPE = settings.ClusterShape(hosts=2, cores=4, ram_mb=4096)
 
 
 class TestReplay(testtools.TestCase):
     def run_jobs(self, jobs, scenario=None, **kwargs) -> simulator.Result:
-        sim = simulator.Simulator(SHAPE, scenario or simulator.Scenario("mdobp"), **kwargs)
+        sim = simulator.Simulator(SHAPE, scenario or settings.Scenario("mdobp"), **kwargs)
         return sim.run(jobs)
 
     def test_jobs_start_when_all_their_vms_fit(self) -> None:
@@ -101,7 +101,7 @@ class TestReplay(testtools.TestCase):
         self.assertEqual(0, result.unfinished)
 
     def test_jobs_the_thresholds_never_admit_do_not_block_the_queue(self) -> None:
-        scenario = simulator.Scenario(
+        scenario = settings.Scenario(
             "beta=40",
             Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
             Thresholds(200, 40),
@@ -128,12 +128,12 @@ class TestReplay(testtools.TestCase):
         self.assertEqual(([0, 100], [3]), ([o.start for o in scaled.outcomes], scaled.never_fit))
 
     def test_all_at_once_and_runtime_factor(self) -> None:
-        scenario = simulator.Scenario("fast", runtime_factor=0.9)
+        scenario = settings.Scenario("fast", runtime_factor=0.9)
         result = self.run_jobs([job(1, 500, 100, 1)], scenario, all_at_once=True)
         self.assertEqual((0, 90), (result.outcomes[0].start, result.outcomes[0].end))
 
     def test_cache_scores_are_deterministic_per_seed(self) -> None:
-        scenario = simulator.Scenario(
+        scenario = settings.Scenario(
             "cache",
             app_class=AppClass.SYNC_HPC,
             thresholds=Thresholds(100, 40),
@@ -154,7 +154,7 @@ class TestReplay(testtools.TestCase):
     def test_metrics(self) -> None:
         result = self.run_jobs(
             [job(1, 0, 100, 8), job(2, 0, 100, 8)],
-            simulator.Scenario("lfp", Policy.nova_like(PACKING_LEAST_FREE_PES)),
+            settings.Scenario("lfp", Policy.nova_like(PACKING_LEAST_FREE_PES)),
         )
         self.assertEqual(200, result.makespan)
         self.assertEqual(50, result.mean_wait())
@@ -162,29 +162,29 @@ class TestReplay(testtools.TestCase):
         self.assertEqual(1.5, result.mean_bounded_slowdown())
 
     def test_shape_from_total_cores(self) -> None:
-        shape = simulator.ClusterShape.from_total_cores(1024, 4, 2048, cpu_groups=2)
+        shape = settings.ClusterShape.from_total_cores(1024, 4, 2048, cpu_groups=2)
         hosts = shape.build().hosts()
         self.assertEqual((256, 1024), (len(hosts), shape.total_cores))
         self.assertEqual({"group-0", "group-1"}, {h.cpu_group for h in hosts})
 
 
 class TestHeterogeneousCloud(testtools.TestCase):
-    FAST_AND_SLOW = simulator.ClusterShape.of_kinds(
-        [simulator.HostKind(1, 4, 4096), simulator.HostKind(1, 4, 4096, speed=0.5)]
+    FAST_AND_SLOW = settings.ClusterShape.of_kinds(
+        [settings.HostKind(1, 4, 4096), settings.HostKind(1, 4, 4096, speed=0.5)]
     )
 
     def test_host_kinds_parse(self) -> None:
         self.assertEqual(
-            simulator.HostKind(64, 8, 16384, 0.8), simulator.HostKind.parse(" 64:8:16384:0.8")
+            settings.HostKind(64, 8, 16384, 0.8), settings.HostKind.parse(" 64:8:16384:0.8")
         )
-        self.assertEqual(simulator.HostKind(2, 4, 2048), simulator.HostKind.parse("2:4:2048"))
+        self.assertEqual(settings.HostKind(2, 4, 2048), settings.HostKind.parse("2:4:2048"))
         for bad in ("2:4", "a:4:2048", "2:4:2048:0", "0:4:2048", "1:2:3:4:5"):
-            error = self.assertRaises(ValueError, simulator.HostKind.parse, bad)
+            error = self.assertRaises(ValueError, settings.HostKind.parse, bad)
             self.assertIn("COUNT:CORES:RAM_MB[:SPEED]", str(error))
 
     def test_kinds_are_processor_groups_with_their_own_shape(self) -> None:
-        shape = simulator.ClusterShape.of_kinds(
-            [simulator.HostKind(2, 4, 2048), simulator.HostKind(1, 8, 16384, 0.7)]
+        shape = settings.ClusterShape.of_kinds(
+            [settings.HostKind(2, 4, 2048), settings.HostKind(1, 8, 16384, 0.7)]
         )
         hosts = shape.build().hosts()
         self.assertEqual(
@@ -196,13 +196,13 @@ class TestHeterogeneousCloud(testtools.TestCase):
         self.assertEqual(4, shape.idle_capacity(4096))
 
     def test_a_job_split_over_fast_and_slow_hosts_runs_at_the_slow_pace(self) -> None:
-        sim = simulator.Simulator(self.FAST_AND_SLOW, simulator.Scenario("mdobp"))
+        sim = simulator.Simulator(self.FAST_AND_SLOW, settings.Scenario("mdobp"))
         result = sim.run([job(1, 0, 100, 6)])
         self.assertEqual([200.0], [o.end for o in result.outcomes])
         self.assertEqual(2.0, result.mean_interference())
 
     def test_the_hpc_aware_policy_keeps_a_job_on_one_kind(self) -> None:
-        hpc = simulator.Scenario("hpc-aware", Policy(), app_class=None)
+        hpc = settings.Scenario("hpc-aware", Policy(), app_class=None)
         result = simulator.Simulator(self.FAST_AND_SLOW, hpc).run(
             [job(1, 0, 100, 6), job(2, 1, 100, 4)]
         )
