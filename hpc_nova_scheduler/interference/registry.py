@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stevedore import driver, extension
-
 from hpc_nova_scheduler.interference.base import InterferenceModel
+from hpc_nova_scheduler.plugins import Registry
 
 NAMESPACE = "hpc_nova_scheduler.interference_models"
 
@@ -20,28 +19,24 @@ class UnknownModel(Exception):
     pass
 
 
+MODELS: Registry[InterferenceModel] = Registry(
+    NAMESPACE, InterferenceModel, "interference model", UnknownModel
+)
+
+
 def names() -> list[str]:
     """The registered models, sorted."""
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
+    return MODELS.names()
 
 
 def load(name: str, **params: Any) -> InterferenceModel:
     """The model called ``name``, built with ``params``."""
-    known = names()
-    if name not in known:
-        raise UnknownModel(f"unknown interference model {name!r}; known: {', '.join(known)}")
-    manager = driver.DriverManager(NAMESPACE, name, invoke_on_load=False)
-    model = manager.driver(**params)
-    if not isinstance(model, InterferenceModel):
-        raise UnknownModel(f"{name!r} in {NAMESPACE} is not an InterferenceModel")
-    return model
+    return MODELS.load(name, **params)
 
 
 def model_class(name: str) -> type[InterferenceModel]:
     """The class registered as ``name``."""
-    if name not in names():
-        raise UnknownModel(f"unknown interference model {name!r}; known: {', '.join(names())}")
-    return driver.DriverManager(NAMESPACE, name, invoke_on_load=False).driver
+    return MODELS.plugin(name)
 
 
 def is_stored_kind(name: str) -> bool:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stevedore import driver, extension
-
 from hpc_nova_scheduler.planners.base import Planner
+from hpc_nova_scheduler.plugins import Registry
 
 NAMESPACE = "hpc_nova_scheduler.planners"
 
@@ -20,17 +19,14 @@ class UnknownPlanner(Exception):
     pass
 
 
+PLANNERS: Registry[Planner] = Registry(NAMESPACE, Planner, "planner", UnknownPlanner)
+
+
 def names() -> list[str]:
     """The registered planners, sorted."""
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
+    return PLANNERS.names()
 
 
 def load(name: str, **params: Any) -> Planner:
     """The planner called ``name``, built with ``params``."""
-    known = names()
-    if name not in known:
-        raise UnknownPlanner(f"unknown planner {name!r}; known: {', '.join(known)}")
-    planner = driver.DriverManager(NAMESPACE, name, invoke_on_load=False).driver(**params)
-    if not isinstance(planner, Planner):
-        raise UnknownPlanner(f"{name!r} in {NAMESPACE} is not a Planner")
-    return planner
+    return PLANNERS.load(name, **params)

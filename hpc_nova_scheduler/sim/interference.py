@@ -22,15 +22,13 @@ import abc
 import dataclasses
 from collections.abc import Sequence
 
-from stevedore import ExtensionManager, driver
-from stevedore.exception import NoMatches
-
 from hpc_nova_scheduler.interference.cache_pressure import check_parameters, pressure_factor
+from hpc_nova_scheduler.plugins import Registry
 
 NAMESPACE = "hpc_nova_scheduler.sim.interference"
 
 
-class InterferenceModel(abc.ABC):
+class SlowdownModel(abc.ABC):
     """Slowdown of one VM from the VMs it shares a host with."""
 
     @abc.abstractmethod
@@ -39,7 +37,7 @@ class InterferenceModel(abc.ABC):
 
 
 @dataclasses.dataclass(frozen=True)
-class NoInterference(InterferenceModel):
+class NoInterference(SlowdownModel):
     """Co-location costs nothing (seed 003's simulation)."""
 
     def slowdown(self, own_score: float, co_runner_scores: Sequence[float]) -> float:
@@ -47,7 +45,7 @@ class NoInterference(InterferenceModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class CachePressure(InterferenceModel):
+class CachePressure(SlowdownModel):
     """Linear slowdown once a host's total cache score passes a knee.
 
     ``factor = 1 + gain * (own / knee) * max(0, own + sum(co-runners) - knee) / knee``
@@ -74,18 +72,22 @@ class CachePressure(InterferenceModel):
         return pressure_factor(own_score, total, self.knee, self.gain)
 
 
+class UnknownSlowdown(ValueError):
+    pass
+
+
+SLOWDOWNS: Registry[SlowdownModel] = Registry(
+    NAMESPACE, SlowdownModel, "interference model", UnknownSlowdown
+)
+
+
 def names() -> list[str]:
-    return sorted(ExtensionManager(NAMESPACE).names())
+    return SLOWDOWNS.names()
 
 
-def load(name: str, **options: float) -> InterferenceModel:
+def load(name: str, **options: float) -> SlowdownModel:
     """The model registered as ``name``, built with ``options``; ValueError if impossible."""
-    try:
-        model_class = driver.DriverManager(NAMESPACE, name).driver
-    except NoMatches:
-        raise ValueError(
-            f"unknown interference model {name!r}; use one of {', '.join(names())}"
-        ) from None
+    model_class = SLOWDOWNS.plugin(name)
     try:
         return model_class(**options)
     except TypeError as error:
