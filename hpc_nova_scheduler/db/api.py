@@ -153,84 +153,58 @@ def lock_name(kind: str, name: str) -> str:
 _CLASSES = {member.value: member for member in AppClass}
 
 
+#: The columns of ``app_running`` and ``app_claim`` that the scheduler reads
+#: as plain tuples (no ORM objects on its hot path), in the order of the
+#: fields of :class:`RunningVM` and :class:`Claim` they fill.
+_RUNNING_FIELDS = (
+    "instance_uuid",
+    "host",
+    "app_class",
+    "cache_score",
+    "app_name",
+    "nodename",
+    "request_id",
+    "project_id",
+    "created_at",
+    "claim_id",
+)
+_CLAIM_FIELDS = (
+    "claim_id",
+    "instance_uuid",
+    "application_id",
+    "host",
+    "nodename",
+    "app_class",
+    "cache_score",
+    "vms",
+    "spare",
+    "app_name",
+    "project_id",
+    "cell_uuid",
+)
+
+
 def _running_columns() -> tuple:
     table = models.AppRunning.__table__
-    return (
-        table.c.instance_uuid,
-        table.c.host,
-        table.c.app_class,
-        table.c.cache_score,
-        table.c.app_name,
-        table.c.nodename,
-        table.c.request_id,
-        table.c.project_id,
-        table.c.created_at,
-        table.c.claim_id,
-    )
+    return tuple(table.c[name] for name in _RUNNING_FIELDS)
 
 
 def _running_from_tuple(row) -> RunningVM:
-    (
-        uuid,
-        host,
-        app_class,
-        cache_score,
-        app_name,
-        nodename,
-        request_id,
-        project_id,
-        created,
-        claim_id,
-    ) = row
-    return RunningVM(
-        instance_uuid=uuid,
-        host=host,
-        app_class=_CLASSES.get(app_class) or AppClass.parse(app_class),
-        cache_score=cache_score,
-        app_name=app_name,
-        nodename=nodename,
-        request_id=request_id,
-        project_id=project_id,
-        placed_at=created,
-        claim_id=claim_id,
-    )
+    values = dict(zip(_RUNNING_FIELDS, row, strict=True))
+    values["app_class"] = _CLASSES.get(values["app_class"]) or AppClass.parse(values["app_class"])
+    values["placed_at"] = values.pop("created_at")
+    return RunningVM(**values)
 
 
 def _claim_columns() -> tuple:
     table = models.AppClaim.__table__
-    return (
-        table.c.claim_id,
-        table.c.instance_uuid,
-        table.c.application_id,
-        table.c.host,
-        table.c.nodename,
-        table.c.app_class,
-        table.c.cache_score,
-        table.c.vms,
-        table.c.spare,
-        table.c.app_name,
-        table.c.project_id,
-        table.c.cell_uuid,
-    )
+    return tuple(table.c[name] for name in _CLAIM_FIELDS)
 
 
 def _claim_from_tuple(row) -> Claim:
-    claim_id, instance_uuid, application_id, host, nodename, app_class, *rest = row
-    cache_score, vms, spare, app_name, project_id, cell_uuid = rest
-    return Claim(
-        claim_id=claim_id,
-        instance_uuid=instance_uuid,
-        application_id=application_id,
-        host=host,
-        nodename=nodename,
-        app_class=_CLASSES.get(app_class) or AppClass.parse(app_class),
-        cache_score=cache_score,
-        vms=vms,
-        spare=spare,
-        app_name=app_name,
-        project_id=project_id,
-        cell_uuid=cell_uuid,
-    )
+    values = dict(zip(_CLAIM_FIELDS, row, strict=True))
+    values["app_class"] = _CLASSES.get(values["app_class"]) or AppClass.parse(values["app_class"])
+    return Claim(**values)
 
 
 def _live_claims_query():
@@ -285,6 +259,7 @@ def _profile_from_row(row: models.AppProfile) -> ProfileRecord:
 
 def _profile_columns(record: ProfileRecord) -> dict:
     return {
+        "name": record.name,
         "app_class": record.app_class.value,
         "cache_score": record.cache_score,
         "sllc_score": record.sllc_score,
@@ -311,6 +286,9 @@ def _interference_from_row(row: models.AppInterference) -> InterferenceRecord:
 
 def _interference_columns(record: InterferenceRecord) -> dict:
     return {
+        "app_a": record.app_a,
+        "app_b": record.app_b,
+        "source": record.source,
         "slowdown_a": record.slowdown_a,
         "slowdown_b": record.slowdown_b,
         "measured_at": record.measured_at,
@@ -318,21 +296,9 @@ def _interference_columns(record: InterferenceRecord) -> dict:
 
 
 def _claim_row(claim: Claim, expires: datetime.datetime) -> models.AppClaim:
-    return models.AppClaim(
-        claim_id=claim.claim_id,
-        instance_uuid=claim.instance_uuid,
-        application_id=claim.application_id,
-        host=claim.host,
-        nodename=claim.nodename,
-        cell_uuid=claim.cell_uuid,
-        vms=claim.vms,
-        spare=claim.spare,
-        app_name=claim.app_name,
-        app_class=claim.app_class.value,
-        cache_score=claim.cache_score,
-        project_id=claim.project_id,
-        expires_at=expires,
-    )
+    columns = {name: getattr(claim, name) for name in _CLAIM_FIELDS}
+    columns["app_class"] = claim.app_class.value
+    return models.AppClaim(**columns, expires_at=expires)
 
 
 def _apply(row: object, columns: dict) -> bool:
@@ -347,36 +313,51 @@ def _apply(row: object, columns: dict) -> bool:
     return changed
 
 
-def _upsert_running(session, vms: Sequence[RunningVM]) -> None:
-    existing = (
-        {
-            row.instance_uuid: row
-            for row in session.scalars(
-                select(models.AppRunning).where(
-                    models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
-                )
-            )
-        }
-        if vms
-        else {}
-    )
-    for vm in vms:
-        columns = {
-            "host": vm.host,
-            "nodename": vm.nodename,
-            "app_name": vm.app_name,
-            "app_class": vm.app_class.value,
-            "cache_score": vm.cache_score,
-            "request_id": vm.request_id,
-            "project_id": vm.project_id,
-        }
-        if vm.claim_id is not None:
-            columns["claim_id"] = vm.claim_id
-        row = existing.get(vm.instance_uuid)
+def _upsert(session, model: type, keys: Sequence[str], rows: Sequence[dict], where) -> ImportResult:
+    """Create or update ``model`` rows, each given as all its columns.
+
+    ``keys`` name the columns that identify a row; ``where`` selects the
+    existing rows the batch may touch (one query for the whole batch).
+    """
+    result = ImportResult()
+    if not rows:
+        return result
+    existing = {
+        tuple(getattr(row, key) for key in keys): row
+        for row in session.scalars(select(model).where(where))
+    }
+    for columns in rows:
+        row = existing.get(tuple(columns[key] for key in keys))
         if row is None:
-            session.add(models.AppRunning(instance_uuid=vm.instance_uuid, **columns))
+            session.add(model(**columns))
+            result.created += 1
+        elif _apply(row, {k: v for k, v in columns.items() if k not in keys}):
+            result.updated += 1
         else:
-            _apply(row, columns)
+            result.unchanged += 1
+    return result
+
+
+def _running_row(vm: RunningVM) -> dict:
+    columns = {
+        "instance_uuid": vm.instance_uuid,
+        "host": vm.host,
+        "nodename": vm.nodename,
+        "app_name": vm.app_name,
+        "app_class": vm.app_class.value,
+        "cache_score": vm.cache_score,
+        "request_id": vm.request_id,
+        "project_id": vm.project_id,
+    }
+    if vm.claim_id is not None:
+        columns["claim_id"] = vm.claim_id
+    return columns
+
+
+def _upsert_running(session, vms: Sequence[RunningVM]) -> None:
+    rows = [_running_row(vm) for vm in vms]
+    where = models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
+    _upsert(session, models.AppRunning, ("instance_uuid",), rows, where)
 
 
 class Database:
@@ -460,31 +441,10 @@ class Database:
     @_retry_on_deadlock
     def import_profiles(self, records: Sequence[ProfileRecord]) -> ImportResult:
         """Create or update the profiles named by ``records``, all or none."""
-        result = ImportResult()
+        rows = [_profile_columns(record) for record in records]
+        where = models.AppProfile.name.in_([r.name for r in records])
         with self._writer() as session:
-            existing = (
-                {
-                    row.name: row
-                    for row in session.scalars(
-                        select(models.AppProfile).where(
-                            models.AppProfile.name.in_([r.name for r in records])
-                        )
-                    )
-                }
-                if records
-                else {}
-            )
-            for record in records:
-                columns = _profile_columns(record)
-                row = existing.get(record.name)
-                if row is None:
-                    session.add(models.AppProfile(name=record.name, **columns))
-                    result.created += 1
-                elif _apply(row, columns):
-                    result.updated += 1
-                else:
-                    result.unchanged += 1
-        return result
+            return _upsert(session, models.AppProfile, ("name",), rows, where)
 
     def list_profiles(self, names: Iterable[str] | None = None) -> list[ProfileRecord]:
         query = select(models.AppProfile).order_by(models.AppProfile.name)
@@ -552,39 +512,11 @@ class Database:
     @_retry_on_deadlock
     def import_interferences(self, records: Sequence[InterferenceRecord]) -> ImportResult:
         """Create or update pairwise interference records, all or none."""
-        result = ImportResult()
+        rows = [_interference_columns(record) for record in records]
+        where = models.AppInterference.app_a.in_(sorted({r.app_a for r in records}))
+        keys = ("app_a", "app_b", "source")
         with self._writer() as session:
-            names = sorted({r.app_a for r in records})
-            existing = (
-                {
-                    (row.app_a, row.app_b, row.source): row
-                    for row in session.scalars(
-                        select(models.AppInterference).where(
-                            models.AppInterference.app_a.in_(names)
-                        )
-                    )
-                }
-                if records
-                else {}
-            )
-            for record in records:
-                columns = _interference_columns(record)
-                row = existing.get(record.key)
-                if row is None:
-                    session.add(
-                        models.AppInterference(
-                            app_a=record.app_a,
-                            app_b=record.app_b,
-                            source=record.source,
-                            **columns,
-                        )
-                    )
-                    result.created += 1
-                elif _apply(row, columns):
-                    result.updated += 1
-                else:
-                    result.unchanged += 1
-        return result
+            return _upsert(session, models.AppInterference, keys, rows, where)
 
     def list_interferences(
         self, app_names: Iterable[str] | None = None
@@ -615,16 +547,9 @@ class Database:
             session.execute(delete(models.AppProfile))
             session.flush()
             for record in profiles:
-                session.add(models.AppProfile(name=record.name, **_profile_columns(record)))
+                session.add(models.AppProfile(**_profile_columns(record)))
             for record in interferences:
-                session.add(
-                    models.AppInterference(
-                        app_a=record.app_a,
-                        app_b=record.app_b,
-                        source=record.source,
-                        **_interference_columns(record),
-                    )
-                )
+                session.add(models.AppInterference(**_interference_columns(record)))
 
     def has_placements(self) -> bool:
         """Whether any ``app_running`` row or live claim is here."""
