@@ -15,7 +15,8 @@ the database says runs there now. The rules are Algorithm 1's line 6 and
   arrives (ExtremeHPC requests are exempt: they have the host to
   themselves); or, when an interference model is chosen, every
   application there keeps its predicted slowdown within the tolerance
-  (:mod:`hpc_nova_scheduler.interference.rule`).
+  (a :class:`~hpc_nova_scheduler.core.judge.HostJudge`, such as
+  :class:`hpc_nova_scheduler.interference.rule.ModelRule`).
 
 Capacity is not judged here: Placement claims CPU, RAM and disk atomically.
 """
@@ -27,8 +28,8 @@ from collections.abc import Iterable
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import ordered_sum
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
+from hpc_nova_scheduler.core.judge import HostJudge, residents
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
-from hpc_nova_scheduler.interference.rule import ModelRule, residents
 
 
 def refusal(
@@ -38,7 +39,7 @@ def refusal(
     adding: int,
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
-    rule: ModelRule | None = None,
+    rule: HostJudge | None = None,
     host_type: str | None = None,
 ) -> str | None:
     """Why ``adding`` VMs of the request may not join ``vms``; None if they may.

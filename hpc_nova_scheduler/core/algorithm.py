@@ -35,17 +35,14 @@ import dataclasses
 import heapq
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
+from hpc_nova_scheduler.core.cluster import DIMENSIONS, Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
+from hpc_nova_scheduler.core.judge import HostJudge, Refusal
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
-
-if TYPE_CHECKING:
-    from hpc_nova_scheduler.interference.rule import ModelRule
 
 PACKING_COSINE = "cosine"
 PACKING_LEAST_FREE_PES = "least_free_pes"
@@ -148,11 +145,16 @@ class Plan:
 
 
 class NoPlacement(Exception):
-    """No placement satisfies the request; ``reason`` says why."""
+    """No placement satisfies the request; ``reason`` says why.
 
-    def __init__(self, reason: str) -> None:
+    ``placed``: how many of the request's VMs fit before the packing ran out
+    of admissible hosts, where that is what failed.
+    """
+
+    def __init__(self, reason: str, placed: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.placed = placed
 
 
 def _quantize(value):
@@ -257,7 +259,7 @@ class _Planner:
         thresholds: Thresholds,
         table: InterferenceTable,
         policy: Policy,
-        rule: ModelRule | None = None,
+        rule: HostJudge | None = None,
     ) -> None:
         self.request = request
         self.columns = columns
@@ -273,8 +275,8 @@ class _Planner:
         self.dims = self.demand > 0
         size = len(columns)
 
-        own_vms = np.zeros(size, dtype=np.int64)
-        own_extreme = np.zeros(size, dtype=np.int64)
+        self.own_vms = own_vms = np.zeros(size, dtype=np.int64)
+        self.own_extreme = own_extreme = np.zeros(size, dtype=np.int64)
         self.own_rows = columns.by_application.get(request.application_id, {})
         for row, (vms, extreme) in self.own_rows.items():
             own_vms[row] = vms
@@ -295,16 +297,22 @@ class _Planner:
             copies = np.maximum(copies, 0)
         else:
             copies = np.zeros(size)
+        #: How many VMs of the request fit in each host's free resources.
+        self.copies = copies
         #: How many VMs of the request each host could take, dedication allowing.
         self.capacity = np.where(dedicated, copies, 0).astype(np.int64)
+        self.table = table
+        self.conflict = self._conflicts(table, size)
         #: What placing VMs of this request never changes: dedication, harmful pairs.
-        self.fixed_ok = dedicated & ~self._conflicts(table, size)
+        self.fixed_ok = dedicated & ~self.conflict
         #: An interference model's admission replaces the cache thresholds.
         self.rule = None if self.extreme else rule
+        #: Why the model refused each host it refused (row -> reason).
+        self.judged: dict[int, str] = {}
         if self.rule is not None:
             self.fixed_ok &= self._model_admits(self.rule)
 
-    def _model_admits(self, rule: ModelRule) -> np.ndarray:
+    def _model_admits(self, rule: HostJudge) -> np.ndarray:
         """Whether the model admits the request's application on each host.
 
         Judged with as many VMs of the request as the host could take, so
@@ -336,6 +344,8 @@ class _Planner:
         types = [columns.cpu_groups[row] for row in rows]
         for row, reason in zip(rows, rule.refusals(hosts, types), strict=True):
             ok[row] = reason is None
+            if reason is not None:
+                self.judged[row] = reason
         return ok
 
     def _conflicts(self, table: InterferenceTable, size: int) -> np.ndarray:
@@ -396,7 +406,9 @@ class _Planner:
             chosen.extend([int(rows[j])] * take)
             if len(chosen) == self.request.count:
                 return chosen
-        raise NoPlacement(f"dedicated hosts hold only {len(chosen)} of {self.request.count} VMs")
+        raise NoPlacement(
+            f"dedicated hosts hold only {len(chosen)} of {self.request.count} VMs", len(chosen)
+        )
 
     # -- Algorithm 1, lines 24-33: MDOBP --------------------------------------
 
@@ -483,10 +495,11 @@ class _Planner:
         return chosen
 
     def short_of(self, placed: int) -> NoPlacement:
-        judge = f"interference model {self.rule.model.name}" if self.rule else "cache thresholds"
+        judge = f"interference model {self.rule.name}" if self.rule else "cache thresholds"
         return NoPlacement(
             f"only {placed} of {self.request.count} VMs fit within capacity, "
-            f"dedicated hosts, {judge} and the interference table"
+            f"dedicated hosts, {judge} and the interference table",
+            placed,
         )
 
     def admits_one(self, load: _HostLoad) -> bool:
@@ -502,6 +515,70 @@ class _Planner:
             if (load.sync or self.sync_request) and total > self.thresholds.beta + EPSILON:
                 return False
         return True
+
+    # -- why a host takes no VM: the operator's log ---------------------------
+
+    def refusal(self, row: int) -> Refusal | None:
+        """Why one VM of the request may not go on host ``row`` now; None if it may.
+
+        The same rules as :meth:`admissible` and the fixed conditions, in
+        the order Algorithm 1 applies them, each with its value and limit.
+        """
+        columns = self.columns
+        host = columns.names[row]
+        if self.policy.classes:
+            if columns.extreme_vms[row] > self.own_extreme[row]:
+                return Refusal(host, "ExtremeHPC", f"ExtremeHPC host of {self._owner(row)}")
+            others = int(columns.vms[row] - self.own_vms[row])
+            if self.extreme and others:
+                return Refusal(
+                    host,
+                    "ExtremeHPC",
+                    f"{others} VM(s) of other applications; ExtremeHPC needs the host to itself",
+                )
+        if self.copies[row] < 1:
+            free, demand = columns.free[row], self.demand
+            short = next((d for d in range(len(demand)) if demand[d] > free[d] + _SLACK), 0)
+            return Refusal(
+                host, "resources", f"free {DIMENSIONS[short]} {free[short]:g} < {demand[short]:g}"
+            )
+        if self.conflict[row]:
+            name = self.request.profile.app_name
+            partners = sorted(
+                other
+                for pair in self.table.harmful
+                if name in pair
+                for other in pair
+                if other != name and row in columns.by_name.get(other, {})
+            ) or [name]
+            return Refusal(
+                host,
+                "interference table",
+                f"harmful pair {name} + {partners[0]} (interference table)",
+            )
+        if row in self.judged:
+            return Refusal(host, f"model {self.rule.name}", self.judged[row])
+        if self.policy.cache_criteria and not self.extreme and self.rule is None:
+            total = columns.cache_total[row] + self.request.profile.cache_score
+            if total > self.thresholds.alpha + EPSILON:
+                return Refusal(host, "alpha", f"cache {total:g} > alpha {self.thresholds.alpha:g}")
+            sync = columns.sync_vms[row] > 0 or self.sync_request
+            if sync and total > self.thresholds.beta + EPSILON:
+                return Refusal(
+                    host, "beta", f"cache {total:g} > beta {self.thresholds.beta:g} (SyncHPC)"
+                )
+        return None
+
+    def _owner(self, row: int) -> str:
+        """The other application whose ExtremeHPC VMs hold host ``row``: its name, or id."""
+        own = self.request.application_id
+        for app, rows in self.columns.by_application.items():
+            if app != own and rows.get(row, (0, 0))[1] > 0:
+                for (app_id, name), named in self.columns.by_application_name.items():
+                    if app_id == app and row in named:
+                        return name
+                return app
+        return "another application"
 
     def key_one(self, rack_rank: float, load: _HostLoad, position: float) -> tuple:
         """:meth:`keys` for one changed host, to the bit."""
@@ -529,7 +606,7 @@ def plan(
     thresholds: Thresholds,
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
-    rule: ModelRule | None = None,
+    rule: HostJudge | None = None,
 ) -> Plan:
     """Place ``request.count`` VMs on ``hosts``; raise :class:`NoPlacement`.
 
@@ -583,7 +660,7 @@ def alternates(
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
     limit: int = 2,
-    rule: ModelRule | None = None,
+    rule: HostJudge | None = None,
 ) -> tuple[str, ...]:
     """Hosts outside ``chosen`` where any one VM of the request may be rebuilt.
 
@@ -640,3 +717,73 @@ def alternates(
             if len(found) == limit:
                 break
     return tuple(found)
+
+
+def left_out(
+    request: PlacementRequest,
+    hosts: Iterable[Host] | HostColumns,
+    chosen: Plan | None,
+    thresholds: Thresholds,
+    table: InterferenceTable | None = None,
+    policy: Policy | None = None,
+    rule: HostJudge | None = None,
+) -> list[Refusal]:
+    """Why each host outside ``chosen`` takes none of the request's VMs.
+
+    ``chosen`` is what :func:`plan` returned for the same arguments, or None
+    where it raised :class:`NoPlacement` (then every host is left out). A
+    host that every rule admits was left out by the processor group, by the
+    size of the request, or because the plan was complete without it. This
+    plans again, so the callers ask it only for their log: at debug level,
+    or when the request is refused.
+    """
+    policy = policy or Policy()
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
+    planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy, rule)
+    homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
+    own_groups = {columns.cpu_groups[row] for row in planner.own_rows} if homogeneous else set()
+    planned = set(chosen.hosts) if chosen is not None else set()
+    found: list[Refusal] = []
+    admitted: dict[str | None, list[int]] = {}
+    for row, host in enumerate(columns.names):
+        if host in planned:
+            continue
+        refusal = planner.refusal(row)
+        group = columns.cpu_groups[row] if homogeneous else None
+        if refusal is None and own_groups and group not in own_groups:
+            refusal = Refusal(
+                host,
+                "homogeneity",
+                f"processor group {group or '(unnamed)'}; the application runs on "
+                f"{', '.join(sorted(g or '(unnamed)' for g in own_groups))}",
+            )
+        if refusal is None and chosen is not None:
+            if homogeneous and group != chosen.cpu_group:
+                refusal = Refusal(
+                    host,
+                    "homogeneity",
+                    f"processor group {group or '(unnamed)'}; the plan's is "
+                    f"{chosen.cpu_group or '(unnamed)'}",
+                )
+            else:
+                refusal = Refusal(
+                    host, "packing", f"not needed: the plan is complete on {len(planned)} host(s)"
+                )
+        if refusal is None:
+            admitted.setdefault(group, []).append(row)
+            continue
+        found.append(refusal)
+    # The request failed although these hosts admit a VM: their group (or
+    # all of them) holds too few of its VMs.
+    for group, rows in admitted.items():
+        members = [row for row, g in enumerate(columns.cpu_groups) if not homogeneous or g == group]
+        try:
+            planner.plan_group(np.array(members, dtype=np.int64), group)
+            placed = request.count
+        except NoPlacement as refusal:
+            placed = refusal.placed if refusal.placed is not None else 0
+        where = f"processor group {group or '(unnamed)'}" if homogeneous else "the candidates"
+        detail = f"{where} hold(s) {placed} of {request.count} VMs"
+        found.extend(Refusal(columns.names[row], "capacity", detail) for row in rows)
+    found.sort(key=lambda refusal: columns.index[refusal.host])
+    return found

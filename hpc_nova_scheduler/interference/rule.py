@@ -13,14 +13,17 @@ without the features the model reads) makes the host inadmissible: a
 guess could put an application next to one that slows it past the
 tolerance. An application alone on a host is admitted without asking the
 model: nothing there can interfere with it.
+
+:class:`ModelRule` is core's :class:`~hpc_nova_scheduler.core.judge.HostJudge`:
+the planner and the claim step ask it through that protocol alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.judge import Resident
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference.base import (
     InterferenceModel,
@@ -28,9 +31,6 @@ from hpc_nova_scheduler.interference.base import (
     ModelNotReady,
     Tenant,
 )
-
-#: One application on a host: its name (None: unknown) and its VMs there.
-Resident = tuple[str | None, int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +40,11 @@ class ModelRule:
     tolerance: float
     #: Profiles by application name: the request's and its possible co-runners'.
     profiles: Mapping[str, ProfileRecord]
+
+    @property
+    def name(self) -> str:
+        """The model's name, which refusals and the operator's log carry."""
+        return self.model.name
 
     def refusal(self, residents: Sequence[Resident], host_type: str | None = None) -> str | None:
         """Why these applications may not share a host of ``host_type``; None if they may."""
@@ -115,23 +120,3 @@ class ModelRule:
             f"{' + '.join(t.name for i, t in enumerate(tenants) if i != worst)} "
             f"(tolerance {self.tolerance:g}%)"
         )
-
-
-def residents(
-    vms: Iterable[RunningVM], application_id: str, app_name: str | None, adding: int
-) -> list[Resident]:
-    """The applications on a host once ``adding`` VMs of the request join ``vms``.
-
-    VMs are grouped by application; the request's own VMs already there
-    count with the new ones. A VM without an application id is an
-    application of its own.
-    """
-    counts: dict[str, int] = {}
-    names: dict[str, str | None] = {}
-    for index, vm in enumerate(vms):
-        key = vm.application_id or f"vm:{vm.uuid}:{index}"
-        counts[key] = counts.get(key, 0) + 1
-        names.setdefault(key, vm.app_name)
-    counts[application_id] = counts.get(application_id, 0) + adding
-    names[application_id] = app_name
-    return [(names[key], count) for key, count in counts.items() if count > 0]

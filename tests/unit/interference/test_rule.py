@@ -11,11 +11,12 @@ from hpc_nova_scheduler.core import admission, algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
 from hpc_nova_scheduler.core.cluster import Resources, RunningVM
 from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.judge import residents
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.interference import registry
 from hpc_nova_scheduler.interference.base import Tenant
-from hpc_nova_scheduler.interference.rule import ModelRule, residents
+from hpc_nova_scheduler.interference.rule import ModelRule
 
 PROFILES = {
     r.name: r
