@@ -152,19 +152,12 @@ class ReadReport:
 def read_header(path: str) -> dict[str, str]:
     """The ``; key: value`` lines before the first job line (first value of each key)."""
     header: dict[str, str] = {}
-    with _open(path) as stream:
-        try:
-            for text in stream:
-                stripped = text.strip()
-                if not stripped:
-                    continue
-                if not stripped.startswith(";"):
-                    break
-                key, sep, value = stripped.lstrip("; ").partition(":")
-                if sep and key and " " not in key.strip():
-                    header.setdefault(key.strip(), value.strip())
-        except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
-            pass  # read_jobs reports a damaged file with its line
+    for stripped in _leading_lines(path):
+        if not stripped.startswith(";"):
+            break
+        key, sep, value = stripped.lstrip("; ").partition(":")
+        if sep and key and " " not in key.strip():
+            header.setdefault(key.strip(), value.strip())
     return header
 
 
@@ -194,20 +187,13 @@ def fingerprint(path: str) -> tuple[str, bool]:
     """The content fingerprint of a log (see KNOWN_LOGS), and whether it has a header."""
     lines: list[str] = []
     header = False
-    with _open(path) as stream:
-        try:
-            for text in stream:
-                stripped = text.strip()
-                if not stripped:
-                    continue
-                if stripped.startswith(";"):
-                    header = header or ":" in stripped
-                    continue
-                lines.append(" ".join(stripped.split()))
-                if len(lines) == FINGERPRINT_LINES:
-                    break
-        except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
-            pass  # read_jobs reports a damaged file with its line
+    for stripped in _leading_lines(path):
+        if stripped.startswith(";"):
+            header = header or ":" in stripped
+            continue
+        lines.append(" ".join(stripped.split()))
+        if len(lines) == FINGERPRINT_LINES:
+            break
     return hashlib.sha256("\n".join(lines).encode()).hexdigest(), header
 
 
@@ -227,6 +213,22 @@ def detect_memory(path: str, memory: MemorySemantics) -> tuple[MemorySemantics, 
     if header:
         return MemorySemantics.USED_PER_PROCESSOR, f"an SWF header and no known content; {standard}"
     return MemorySemantics.USED_PER_PROCESSOR, f"no header and no known content; {standard}"
+
+
+def _leading_lines(path: str) -> Iterator[str]:
+    """The log's non-blank lines, stripped, for a look at its start.
+
+    A damaged or truncated file simply ends here: :func:`read_jobs`
+    reports it with its line.
+    """
+    with _open(path) as stream:
+        try:
+            for text in stream:
+                stripped = text.strip()
+                if stripped:
+                    yield stripped
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
+            return
 
 
 def _open(path: str) -> TextIO:
