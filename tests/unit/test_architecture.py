@@ -22,7 +22,7 @@ ROOT = pathlib.Path(hpc_nova_scheduler.__file__).parent
 # Layers from the bottom; a module may import its own layer's modules (no
 # cycles) or any layer below. The names are the package's top-level modules
 # and folders.
-HELPERS = {"atomicfile", "strictjson", "resources", "conf"}
+HELPERS = {"atomicfile", "strictjson", "resources", "conf", "plugins"}
 CORE = {"core"}
 SHARED = {"datafiles", "interference", "planners", "db", "characterise"}
 SYSTEMS = {"ivmp", "pairwise", "runtime"}
