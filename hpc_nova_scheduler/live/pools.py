@@ -22,7 +22,7 @@ from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.db.api import RunningVM
 from hpc_nova_scheduler.interference.base import InterferenceModel, MissingFeatures, Tenant
-from hpc_nova_scheduler.live.view import CloudView, Host
+from hpc_nova_scheduler.live.view import CloudView, ComputeNode
 from hpc_nova_scheduler.planners.rebalance import Pool, Unit
 
 #: Statuses a server may be moved in, by kind of migration.
@@ -36,7 +36,7 @@ class Pooled:
     left_out: tuple[tuple[str, str], ...]
 
 
-def _label(host: Host) -> str:
+def _label(host: ComputeNode) -> str:
     return (
         f"{host.cpu_group or 'untagged'}/{host.rack or host.name}/"
         f"{host.vcpus:g}vcpu-{host.memory_mb:g}MB"
@@ -44,7 +44,7 @@ def _label(host: Host) -> str:
 
 
 def _why_not(
-    host: Host,
+    host: ComputeNode,
     view: CloudView,
     rows: Mapping[str, RunningVM],
     profiles: Mapping[str, ProfileRecord],
@@ -84,7 +84,7 @@ def build(
     """The pools of ``view``, units made of the plugin's ``running`` rows."""
     rows = {row.instance_uuid: row for row in running}
     statuses = MOVABLE[migration]
-    members: dict[tuple, list[Host]] = collections.defaultdict(list)
+    members: dict[tuple, list[ComputeNode]] = collections.defaultdict(list)
     left_out = []
     for host in view.hosts:
         reason = _why_not(host, view, rows, profiles, model, statuses)

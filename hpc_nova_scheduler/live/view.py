@@ -23,7 +23,7 @@ class CloudUnreadable(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
-class Host:
+class ComputeNode:
     """One compute node: ``name`` is its service host, ``nodename`` its
     hypervisor (and Placement resource provider) name."""
 
@@ -52,10 +52,10 @@ class Server:
 
 @dataclasses.dataclass(frozen=True)
 class CloudView:
-    hosts: tuple[Host, ...]
+    hosts: tuple[ComputeNode, ...]
     servers: tuple[Server, ...]
 
-    def host(self, name: str) -> Host | None:
+    def host(self, name: str) -> ComputeNode | None:
         return next((h for h in self.hosts if h.name == name), None)
 
     @functools.cached_property
@@ -162,7 +162,7 @@ def read(conn) -> CloudView:
                 "inventories"
             ]
             hosts.append(
-                Host(
+                ComputeNode(
                     name=name,
                     nodename=nodename,
                     vcpus=_capacity(inventories, "VCPU"),
@@ -179,11 +179,11 @@ def read(conn) -> CloudView:
     return CloudView(tuple(sorted(hosts, key=lambda h: h.name)), tuple(servers))
 
 
-def empty_hosts(view: CloudView, cpu_group: str | None = None) -> tuple[Host, ...]:
+def empty_hosts(view: CloudView, cpu_group: str | None = None) -> tuple[ComputeNode, ...]:
     """The largest set of identical empty hosts that can receive servers:
     same capacity and processor group (``cpu_group`` only, if given), the
     batch planners' cloud. Ties go to the group named first."""
-    groups: dict[tuple, list[Host]] = {}
+    groups: dict[tuple, list[ComputeNode]] = {}
     for host in view.hosts:
         if not host.usable or view.on(host.name) or host.vcpus <= 0 or host.memory_mb <= 0:
             continue

@@ -9,7 +9,7 @@ from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.db.api import RunningVM
 from hpc_nova_scheduler.ivmp.model import IvmpExtended
 from hpc_nova_scheduler.live import pools
-from hpc_nova_scheduler.live.view import CloudView, Host, Server
+from hpc_nova_scheduler.live.view import CloudView, ComputeNode, Server
 
 PROFILES = {
     "A": ProfileRecord("A", sllc_score=0.1, dram_score=0.1, net_score=0.1),
@@ -18,8 +18,8 @@ PROFILES = {
 }
 
 
-def host(name: str, group: str = "xeon", rack: str = "r1", vcpus: float = 8, **kw) -> Host:
-    return Host(name, name, vcpus, 8192, cpu_group=group, rack=rack, **kw)
+def host(name: str, group: str = "xeon", rack: str = "r1", vcpus: float = 8, **kw) -> ComputeNode:
+    return ComputeNode(name, name, vcpus, 8192, cpu_group=group, rack=rack, **kw)
 
 
 def server(sid: str, on: str, vcpus: int = 2, status: str = "ACTIVE", task=None) -> Server:
