@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 from collections.abc import Sequence
 from typing import TextIO
 
 from hpc_nova_scheduler import datafiles
 from hpc_nova_scheduler.cmd import common
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.interference import validation
+from hpc_nova_scheduler.interference import fitting
+from hpc_nova_scheduler.interference.base import Tenant
 
 #: Folds of the cross-validation that ``model fit`` reports.
 DEFAULT_FOLDS = 5
@@ -83,16 +83,11 @@ def _tenants(
     profiles: dict[str, ProfileRecord],
     where: str,
     host_type: str | None = None,
-):
-    from hpc_nova_scheduler.interference.base import Tenant
-
-    tenants = []
-    for name in names:
-        profile = profiles.get(name)
-        if profile is None:
-            raise common.CommandError(f"no profile named {name!r} in {where}")
-        tenants.append(Tenant.of(profile, 1, host_type))
-    return tenants
+) -> list[Tenant]:
+    try:
+        return fitting.tenants(names, profiles, where, host_type)
+    except fitting.FitError as error:
+        raise common.CommandError(str(error)) from None
 
 
 def _source(args: argparse.Namespace) -> str:
@@ -157,74 +152,18 @@ def cmd_model_predict(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _samples(args: argparse.Namespace, model):
-    from hpc_nova_scheduler.interference.base import MissingFeatures
-
-    samples = datafiles.read_host_samples(args.dataset)
-    profiles = _profiles(args)
-    rows = []
-    for sample in samples:
-        where = f"{_source(args)} (needed by {args.dataset}:{sample.line})"
-        tenants = _tenants(sample.applications, profiles, where)
-        try:
-            model.check(tenants)
-        except MissingFeatures as error:
-            raise common.CommandError(f"{args.dataset}:{sample.line}: {error}") from None
-        rows.append((tenants, sample.interference))
-    return rows
+def _measurements(args: argparse.Namespace) -> fitting.Measurements:
+    """The dataset of ``model fit`` or ``model evaluate``, its profiles read when asked for."""
+    return fitting.Measurements(args.dataset, _source(args), lambda: _profiles(args))
 
 
-def _error_summary(errors: Sequence[float]) -> str:
-    within = sum(e < 10 for e in errors) / len(errors)
-    return (
-        f"mean absolute error {statistics.fmean(errors):.2f} points, "
-        f"median {statistics.median(errors):.2f}, under 10 points in {within:.0%}"
-    )
-
-
-def _pair_samples(args: argparse.Namespace):
-    from hpc_nova_scheduler.interference.base import MissingFeatures
-    from hpc_nova_scheduler.pairwise import forest
-
-    records = datafiles.read_interferences(args.dataset)
-    try:
-        return forest.samples_from_records(records, _profiles(args))
-    except MissingFeatures as error:
-        raise common.CommandError(f"{args.dataset}: {error.application} has no profile") from None
-
-
-def _fit_forest(args: argparse.Namespace, model, out: TextIO) -> int:
-    from hpc_nova_scheduler.pairwise import forest
-
-    if not args.save and not args.store:
-        raise common.CommandError(
-            f"model {model.name}: say where to keep it, --save FILE or --store NAME"
-        )
-    samples = _pair_samples(args)
-    try:
-        fitted = model.fit(samples)
-        folds = min(args.folds, len(samples))
-        r2, error = (
-            forest.cross_validate(model, samples, folds, args.seed)
-            if folds > 1
-            else (
-                float("nan"),
-                float("nan"),
-            )
-        )
-    except ValueError as problem:
-        raise common.CommandError(f"{args.dataset}: {problem}") from None
-    out.write(
-        f"fit over {len(samples)} measured pairs of {args.dataset} "
-        f"({len(fitted.counters)} counters each side, {fitted.trees} trees)\n"
-    )
-    report = (
-        f"{folds}-fold cross-validation over {len(samples)} pairs: R^2 {r2:.3f}, "
-        f"mean absolute error {error:.2f} points"
-    )
-    out.write(f"{report} (seed 001 reports R^2 about 0.80)\n")
-    _keep(args, model.name, fitted, report, out)
-    return 0
+def _write(output: Sequence[fitting.Output], out: TextIO) -> None:
+    """What a fitting says: each line as it is, each table drawn."""
+    for part in output:
+        if isinstance(part, fitting.Table):
+            common.table(part.headings, part.rows, out)
+        else:
+            out.write(f"{part}\n")
 
 
 def _keep(args: argparse.Namespace, kind: str, fitted, report: str, out: TextIO) -> None:
@@ -245,172 +184,30 @@ def _keep(args: argparse.Namespace, kind: str, fitted, report: str, out: TextIO)
         )
 
 
-#: Seed 000's Table 5: mean error of its bagged REPTree models.
-PAPER_RUNTIME_ERRORS = "seed 000 reports 21.84% for MPI applications, 23.39% for big-data ones"
-
-
-def _run_samples(args: argparse.Namespace, model):
-    from hpc_nova_scheduler.runtime import trees
-
-    try:
-        return trees.samples_from_runs(datafiles.read_runs(args.dataset), _profiles(args))
-    except trees.NoProfile as missing:
-        raise common.CommandError(
-            f"{args.dataset}:{missing.line}: {missing} in {_source(args)}"
-        ) from None
-
-
-def _error_table(errors, runs, out: TextIO) -> None:
-    common.table(
-        ("family", "runs", "mean error (%)"),
-        [(family, runs[family], f"{error:.2f}") for family, error in errors.items()],
-        out,
-    )
-
-
-def _fit_runtime_trees(args: argparse.Namespace, model, out: TextIO) -> int:
-    from hpc_nova_scheduler.interference.base import MissingFeatures
-    from hpc_nova_scheduler.runtime import trees
-
-    if not args.save and not args.store:
+def cmd_model_fit(args: argparse.Namespace, out: TextIO) -> int:
+    model = _model(args)
+    method = fitting.of(model)
+    if method.keeps and not args.save and not args.store:
         raise common.CommandError(
             f"model {model.name}: say where to keep it, --save FILE or --store NAME"
         )
-    samples = _run_samples(args, model)
     try:
-        fitted = model.fit(samples)
-        checked = trees.cross_validate(model, samples, args.folds, args.seed)
-    except (ValueError, MissingFeatures) as problem:
-        raise common.CommandError(f"{args.dataset}: {problem}") from None
-    out.write(
-        f"fit over {len(samples)} measured runs of {args.dataset}: "
-        f"{len(fitted.families)} families, host types {', '.join(fitted.host_types)}, "
-        f"metrics {', '.join(fitted.metrics) or '(none)'}, {fitted.trees} trees each\n"
-    )
-    _error_table(checked.errors, checked.runs, out)
-    report = f"{checked.folds}-fold cross-validation per family: mean error {checked.average:.2f}%"
-    out.write(f"{report} ({PAPER_RUNTIME_ERRORS})\n")
-    _keep(args, model.name, fitted, report, out)
-    return 0
-
-
-def _evaluate_runtime_trees(args: argparse.Namespace, model, out: TextIO) -> int:
-    from hpc_nova_scheduler.interference.base import MissingFeatures, ModelNotReady
-
-    samples = _run_samples(args, model)
-    try:
-        estimates = model.runtimes([s.tenants() for s in samples], first_only=True)
-    except (MissingFeatures, ModelNotReady) as error:
+        fitted = method.fit(model, _measurements(args), args.folds, args.seed)
+    except fitting.FitError as error:
         raise common.CommandError(str(error)) from None
-    errors: dict[str, list[float]] = {}
-    rows = []
-    for sample, (estimate,) in zip(samples, estimates, strict=True):
-        error = abs(estimate - sample.runtime) / sample.runtime * 100.0
-        errors.setdefault(sample.profile.runtime_family, []).append(error)
-        rows.append(
-            (
-                sample.profile.name,
-                sample.host_type,
-                " + ".join(f"{p.name}:{vms}" for p, vms in sample.co_runners) or "(alone)",
-                f"{sample.runtime:.2f}",
-                f"{estimate:.2f}",
-                f"{error:.2f}",
-            )
-        )
-    if args.verbose:
-        common.table(
-            ("application", "host type", "co-runners", "measured (s)", "predicted (s)", "error %"),
-            rows,
-            out,
-        )
-    means = {family: statistics.fmean(e) for family, e in sorted(errors.items())}
-    _error_table(means, {f: len(e) for f, e in errors.items()}, out)
-    out.write(
-        f"{model.name} over {len(samples)} runs of {args.dataset}: mean error "
-        f"{statistics.fmean(means.values()):.2f}% over {len(means)} families "
-        f"({PAPER_RUNTIME_ERRORS})\n"
-    )
-    return 0
-
-
-def cmd_model_fit(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler.ivmp import model as ivmp
-    from hpc_nova_scheduler.pairwise import forest
-    from hpc_nova_scheduler.runtime.trees import RuntimeTrees
-
-    model = _model(args)
-    if isinstance(model, forest.PairForest):
-        return _fit_forest(args, model, out)
-    if isinstance(model, RuntimeTrees):
-        return _fit_runtime_trees(args, model, out)
-    if not isinstance(model, ivmp.IvmpModel):
-        raise common.CommandError(f"model {args.model} cannot be refitted by this command")
-    rows = _samples(args, model)
-    try:
-        fitted, report = ivmp.fit(model, rows)
-    except ValueError as error:
-        raise common.CommandError(f"{args.dataset}: {error}") from None
-    out.write(f"fit over {args.dataset}: {report.report()}\n")
-    folds = min(args.folds, len(rows))
-    try:
-        r2, errors = ivmp.cross_validate(model, rows, folds, args.seed) if folds > 1 else (0, [])
-    except ValueError:
-        errors = []
-    if errors:
-        out.write(f"{folds}-fold cross-validation: R^2 {r2:.3f}, {_error_summary(errors)}\n")
-    else:
-        out.write("too few hosts for cross-validation\n")
-    coefficients = ",".join(f"{c:.6g}" for c in fitted.coefficients)
-    out.write(f"use with: --model {args.model} --param coefficients={coefficients}\n")
-    return 0
-
-
-def _evaluate_forest(args: argparse.Namespace, model, out: TextIO) -> int:
-    from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
-    from hpc_nova_scheduler.pairwise.forest import NotFitted
-
-    samples = _pair_samples(args)
-    try:
-        model.check([Tenant.of(s.primary) for s in samples])
-        model.check([Tenant.of(s.interferer) for s in samples])
-    except (MissingFeatures, NotFitted) as error:
-        raise common.CommandError(str(error)) from None
-    predicted = model.degradations([(s.primary, s.interferer) for s in samples]).tolist()
-    measured = [max(0.0, s.degradation) for s in samples]
-    errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
-    out.write(
-        f"{model.name} over {len(samples)} measured pairs of {args.dataset}: "
-        f"R^2 {validation.r_squared(measured, predicted):.3f}, {_error_summary(errors)}\n"
-    )
+    _write(fitted.output, out)
+    if method.keeps:
+        _keep(args, model.name, fitted.model, fitted.report, out)
     return 0
 
 
 def cmd_model_evaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler.pairwise.forest import PairForest
-    from hpc_nova_scheduler.runtime.trees import RuntimeTrees
-
     model = _model(args)
-    if isinstance(model, PairForest):
-        return _evaluate_forest(args, model, out)
-    if isinstance(model, RuntimeTrees):
-        return _evaluate_runtime_trees(args, model, out)
-    rows = _samples(args, model)
-    predicted = [model.predict(tenants).worst for tenants, _ in rows]
-    measured = [level for _, level in rows]
-    if args.verbose:
-        common.table(
-            ("host", "measured (%)", "predicted (%)", "error"),
-            [
-                (" + ".join(t.name for t in tenants), f"{m:.2f}", f"{p:.2f}", f"{abs(p - m):.2f}")
-                for (tenants, m), p in zip(rows, predicted, strict=True)
-            ],
-            out,
-        )
-    errors = [abs(p - m) for p, m in zip(predicted, measured, strict=True)]
-    out.write(
-        f"{model.name} over {len(rows)} hosts of {args.dataset}: "
-        f"R^2 {validation.r_squared(measured, predicted):.3f}, {_error_summary(errors)}\n"
-    )
+    try:
+        output = fitting.of(model).evaluate(model, _measurements(args), args.verbose)
+    except fitting.FitError as error:
+        raise common.CommandError(str(error)) from None
+    _write(output, out)
     return 0
 
 
