@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hpc_nova_scheduler.devcloud import cli, control, operator, services, stress
+from devcloud import cli, control, operator, services, stress
 
 ROOT = Path(__file__).resolve().parent.parent / ".cloud"
 #: A finer look than stress's, so that latencies are not rounded to half seconds.

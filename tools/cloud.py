@@ -12,8 +12,13 @@ See "Trying it on a real control plane" in README.rst.
 """
 
 import sys
+from pathlib import Path
 
-from hpc_nova_scheduler.devcloud.cli import main
+# devcloud/ is developer tooling at the top of the source tree, not part of
+# the installed package: it is found here, whatever the working directory.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devcloud.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,7 +25,7 @@ import fixtures
 import sqlalchemy as sa
 import testtools
 
-from hpc_nova_scheduler.devcloud import cli, control, services, stress
+from devcloud import cli, control, services, stress
 from tests import db_backends
 
 LAST_LINE = re.compile(

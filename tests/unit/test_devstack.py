@@ -10,8 +10,8 @@ from pathlib import Path
 
 import testtools
 
-from hpc_nova_scheduler.devcloud import config
-from hpc_nova_scheduler.devcloud.layout import Run
+from devcloud import config
+from devcloud.layout import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVSTACK = ROOT / "devstack"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import testtools
 
+from devcloud import checker
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.devcloud import checker
 
 GROUPS = {"h1": "xeon", "h2": "xeon", "h3": "epyc"}
 HARMFUL = frozenset({("CG", "MG")})

@@ -10,7 +10,7 @@ from pathlib import Path
 import fixtures
 import testtools
 
-from hpc_nova_scheduler.devcloud import cli, stress
+from devcloud import cli, stress
 
 # Lines as nova-scheduler logs them (shortened), and some it logs otherwise.
 LOG = """\

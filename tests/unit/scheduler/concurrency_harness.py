@@ -34,11 +34,11 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from devcloud import checker
 from hpc_nova_scheduler.core.criteria import InterferenceTable
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.devcloud import checker
 
 ALPHA = 100.0
 BETA = 60.0
@@ -546,8 +546,8 @@ def host_violations(
     """alpha, beta, ExtremeHPC dedication and the interference table, per host.
 
     The same checker that judges a stress on the real control plane
-    (:func:`hpc_nova_scheduler.devcloud.checker.host_violations`); processor
-    groups are checked per request by :func:`check`.
+    (:func:`devcloud.checker.host_violations`); processor groups are
+    checked per request by :func:`check`.
     """
     servers = [
         checker.Server(

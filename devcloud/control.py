@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hpc_nova_scheduler.devcloud import backends, config, operator, services, workload
-from hpc_nova_scheduler.devcloud.layout import Run, current, mark_current
+from devcloud import SOURCE_TREE, backends, config, operator, services, workload
+from devcloud.layout import Run, current, mark_current
 
 Say = Callable[[str], None]
 
@@ -74,8 +74,16 @@ def _setup_databases(run: Run, say: Say) -> None:
     services.run_command(run, [*hpc, "interference", "import", str(interferences)])
 
 
-def _gunicorn(run: Run, name: str, app: str, env: dict[str, str], workers: int) -> None:
+def _gunicorn(
+    run: Run, name: str, app: str, env: dict[str, str], workers: int, *, ours: bool = False
+) -> None:
+    """Serve ``app`` on the run's port for ``name``.
+
+    ``ours``: the application is one of :mod:`devcloud.wsgi`'s, which gunicorn
+    (started in the run's folder) finds only in the source tree.
+    """
     port = run.ports[name]
+    source = ["--pythonpath", str(SOURCE_TREE)] if ours else []
     service = services.spawn(
         run,
         name,
@@ -93,6 +101,7 @@ def _gunicorn(run: Run, name: str, app: str, env: dict[str, str], workers: int) 
             "120",
             # Several gunicorn masters run side by side.
             "--no-control-socket",
+            *source,
             app,
         ],
         env=env,
@@ -111,16 +120,18 @@ def _start_services(run: Run, say: Say) -> None:
     _gunicorn(
         run,
         "neutron",
-        "hpc_nova_scheduler.devcloud.wsgi:neutron()",
+        "devcloud.wsgi:neutron()",
         {"OS_NEUTRON_CONFIG_DIR": etc, "OS_NEUTRON_CONFIG_FILES": "neutron.conf;ml2_conf.ini"},
         1,
+        ours=True,
     )
     _gunicorn(
         run,
         "nova",
-        "hpc_nova_scheduler.devcloud.wsgi:nova()",
+        "devcloud.wsgi:nova()",
         {"OS_NOVA_CONFIG_DIR": etc, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"},
         2,
+        ours=True,
     )
     nova_conf = ["--config-file", str(run.path / "etc/nova.conf")]
     say(f"nova-conductor and nova-scheduler ({run.scheduler_workers} workers)")

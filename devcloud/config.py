@@ -17,7 +17,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-from hpc_nova_scheduler.devcloud.layout import Run
+from devcloud.layout import Run
 
 #: Nova's stock fake driver with a realistic size (10 vCPU, 8 GB).
 COMPUTE_DRIVER = "fake.MediumFakeDriver"

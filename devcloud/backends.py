@@ -15,7 +15,7 @@ import urllib.parse
 
 import sqlalchemy as sa
 
-from hpc_nova_scheduler.devcloud.layout import DATABASE_ROLES, Run
+from devcloud.layout import DATABASE_ROLES, Run
 
 #: Where the plugin's account may connect from: this machine, by TCP or socket.
 ACCOUNT_HOSTS = ("127.0.0.1", "localhost")

@@ -15,8 +15,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from hpc_nova_scheduler.devcloud import backends, services
-from hpc_nova_scheduler.devcloud.layout import Run
+from devcloud import backends, services
+from devcloud.layout import Run
 
 Say = Callable[[str], None]
 #: Seconds the plugin database refuses connections (the issue's 20 s).

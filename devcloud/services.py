@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from hpc_nova_scheduler.devcloud.layout import Run, Service
+from devcloud.layout import Run, Service
 
 
 class ServiceError(RuntimeError):

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from devcloud import SOURCE_TREE, backends, control, services
 from hpc_nova_scheduler.cmd import options
-from hpc_nova_scheduler.devcloud import backends, control, services
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / ".cloud"
+DEFAULT_ROOT = SOURCE_TREE / ".cloud"
 MYSQL = "mysql+pymysql://root@127.0.0.1"
 RABBIT = "rabbit://guest:guest@127.0.0.1:5672"
 
@@ -52,7 +52,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
-    from hpc_nova_scheduler.devcloud import stress
+    from devcloud import stress
 
     run = control.load_current(args.root)
     return stress.main(run, args, say=_say)
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     down = sub.add_parser("down", help="stop everything 'up' started and remove it")
     down.add_argument("--keep-logs", action="store_true", help="keep the run's folder")
     down.set_defaults(func=cmd_down)
-    from hpc_nova_scheduler.devcloud import stress
+    from devcloud import stress
 
     stress.add_arguments(sub, cmd_stress)
     return parser

@@ -16,8 +16,8 @@ import openstack
 from keystoneauth1 import noauth
 from keystoneauth1 import session as ks_session
 
-from hpc_nova_scheduler.devcloud.config import compute_host
-from hpc_nova_scheduler.devcloud.layout import Run
+from devcloud.config import compute_host
+from devcloud.layout import Run
 
 #: Hosts per rack, and processor groups alternating by pairs within a rack,
 #: so that racks mix groups and homogeneity is a real constraint.

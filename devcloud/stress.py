@@ -5,7 +5,7 @@ the application name as the ``hpc_app_name`` hint), waits for its servers
 to be ACTIVE or refused, keeps a few requests alive and deletes older ones,
 until the time is up. Then it waits for deletions to settle, reads every
 server from the compute API and the plugin's ``app_running`` table, and
-checks them (:mod:`hpc_nova_scheduler.devcloud.checker`). The last line is
+checks them (:mod:`devcloud.checker`). The last line is
 
     stress: R requests, S servers, V invariant violations, L record mismatches, T s
 
@@ -27,13 +27,13 @@ from pathlib import Path
 
 from openstack import exceptions as openstack_exceptions
 
+from devcloud import checker, config, control, faults, operator, workload
+from devcloud.layout import Run
 from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.core.criteria import InterferenceTable
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import InterferenceRecord
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.devcloud import checker, config, control, faults, operator, workload
-from hpc_nova_scheduler.devcloud.layout import Run
 
 Say = Callable[[str], None]
 #: Request kinds and their weights; None is a plain request (no hpc specs).

@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from devcloud.operator import FlavorSpec, create_flavor
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.devcloud.operator import FlavorSpec, create_flavor
 
 #: Application names of the trial; pairs below are measured harmful or not.
 APPLICATIONS = ("LU", "CG", "EP", "IS", "MG", "FT")

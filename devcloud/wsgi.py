@@ -3,7 +3,7 @@
 Both parse ``sys.argv`` as their own command line when the application
 loads (uwsgi passes ``--pyargv`` there); under gunicorn that would be
 gunicorn's options, which they refuse. Gunicorn calls these factories
-(``hpc_nova_scheduler.devcloud.wsgi:nova()``); the configuration comes from
+(``devcloud.wsgi:nova()``); the configuration comes from
 ``OS_NOVA_CONFIG_DIR`` / ``OS_NOVA_CONFIG_FILES`` (the paste file first)
 and ``OS_NEUTRON_CONFIG_DIR`` / ``OS_NEUTRON_CONFIG_FILES``.
 """
