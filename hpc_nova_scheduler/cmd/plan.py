@@ -18,7 +18,6 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import datafiles
     from hpc_nova_scheduler.core.errors import CannotPlace
     from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
-    from hpc_nova_scheduler.ivmp.model import IvmpExtended
     from hpc_nova_scheduler.planners import batchfile
     from hpc_nova_scheduler.planners.base import host_level
 
@@ -33,7 +32,7 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     else:
         records = common.database(args).list_profiles()
     batch = described.batch({r.name: r for r in records}, args.batch)
-    model = IvmpExtended()
+    model = planning.interference_model()
     try:
         model.check([Tenant.of(app.profile) for app in batch.apps])
     except MissingFeatures as error:

@@ -6,6 +6,10 @@ import argparse
 
 from hpc_nova_scheduler.cmd import common, options
 
+#: The interference model that ``plan`` reports each host's level by and
+#: ``rebalance`` values moves with: seed 004's, which ILS and MILP optimise.
+MODEL = "ivmp"
+
 
 def add_planner_arguments(parser: argparse.ArgumentParser, alpha_help: str) -> None:
     """``--alpha``, ``--multistart``, ``--time-limit`` and ``--seed``."""
@@ -27,21 +31,33 @@ def add_planner_arguments(parser: argparse.ArgumentParser, alpha_help: str) -> N
 
 
 def load_planner(args: argparse.Namespace, name: str):
-    """The planner ``name`` with the parameters of ``args``; a bad one is a CommandError."""
-    from hpc_nova_scheduler.ivmp.ils import IlsParameters
+    """The planner ``name`` with the options of ``args``; a bad one is a CommandError.
+
+    Every planner is given every shared option (``planners.base.OPTIONS``)
+    and uses those it knows, so that this names no planner.
+    """
     from hpc_nova_scheduler.planners import registry
+    from hpc_nova_scheduler.planners.base import check_alpha
 
     # alpha is checked whatever the planner: rebalance values moves with it too.
     try:
-        parameters = IlsParameters(alpha=args.alpha, multistart=args.multistart, seed=args.seed)
+        check_alpha(args.alpha)
     except ValueError as error:
         raise common.CommandError(f"--alpha: {error}") from None
-    extra: dict = {}
-    if name == "ils":
-        extra = {"parameters": parameters}
-    elif name == "milp":
-        extra = {"parameters": parameters, "time_limit": args.time_limit}
     try:
-        return registry.load(name, **extra)
+        return registry.load(
+            name,
+            alpha=args.alpha,
+            multistart=args.multistart,
+            seed=args.seed,
+            time_limit=args.time_limit,
+        )
     except registry.UnknownPlanner as error:
         raise common.CommandError(f"--planner: {error}") from None
+
+
+def interference_model():
+    """The model ``plan`` and ``rebalance`` judge hosts by: :data:`MODEL`."""
+    from hpc_nova_scheduler.interference import registry
+
+    return registry.load(MODEL)

@@ -60,12 +60,11 @@ def add_parser(sub) -> None:
 
 def propose(args: argparse.Namespace, conn, database, planner=None):
     """The pools of the live cloud and a plan for each, within ``--max-moves``."""
-    from hpc_nova_scheduler.ivmp.model import IvmpExtended
     from hpc_nova_scheduler.live import pools, view
     from hpc_nova_scheduler.planners import rebalance
 
     planner = planner or planning.load_planner(args, args.planner)
-    model = IvmpExtended()
+    model = planning.interference_model()
     try:
         cloud = view.read(conn)
     except view.CloudUnreadable as error:

@@ -310,16 +310,14 @@ def _batch_arrivals(args: argparse.Namespace) -> list:
     """One batch setting per --batch-planner, none without --batch-window."""
     if args.batch_window is None:
         return []
-    from hpc_nova_scheduler.ivmp.ils import IlsParameters
     from hpc_nova_scheduler.planners import registry
     from hpc_nova_scheduler.sim.batches import BatchArrivals
 
     found = []
     for name in args.batch_planner or [DEFAULT_BATCH_PLANNER]:
         # The searching planners draw from the replay's seed, so a run repeats.
-        extra = {"parameters": IlsParameters(seed=args.seed)} if name in ("ils", "milp") else {}
         try:
-            planner = registry.load(name, **extra)
+            planner = registry.load(name, seed=args.seed)
         except registry.UnknownPlanner as error:
             raise common.CommandError(f"--batch-planner: {error}") from None
         found.append(BatchArrivals(args.batch_window, planner, args.batch_size))

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import numpy as np
 
 from hpc_nova_scheduler.core.errors import CannotPlace
-from hpc_nova_scheduler.ivmp.ils import Cost, IlsParameters
+from hpc_nova_scheduler.ivmp.ils import Cost, IlsParameters, tuned
 from hpc_nova_scheduler.ivmp.model import IvmpModel
 from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
 
@@ -140,13 +141,15 @@ class ExactPlanner(Planner):
         parameters: IlsParameters | None = None,
         time_limit: float = TIME_LIMIT,
         max_columns: int = MAX_COLUMNS,
+        **options: Any,
     ) -> None:
+        self.parameters = tuned(parameters, options)
+        super().__init__(**options)
         if model is None:
             from hpc_nova_scheduler.ivmp.model import IvmpExtended
 
             model = IvmpExtended()
         self.model = model
-        self.parameters = parameters or IlsParameters()
         self.time_limit = float(time_limit)
         self.max_columns = int(max_columns)
         self.last: Exact | None = None

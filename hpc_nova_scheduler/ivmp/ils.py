@@ -38,6 +38,7 @@ import itertools
 import math
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from hpc_nova_scheduler.planners.base import (
     BatchApp,
     Placement,
     Planner,
+    check_alpha,
     omega,
 )
 
@@ -78,12 +80,20 @@ class IlsParameters:
     first_improvement: bool = False
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError("alpha weighs interference against hosts: from 0 to 1")
+        check_alpha(self.alpha)
         if not 0.0 < self.beta <= 1.0:
             raise ValueError("beta is a share of the applications left: above 0, at most 1")
         if self.penalty < 0 or self.iter_max_ils < 1 or self.multistart < 1:
             raise ValueError("penalty >= 0, iter_max_ils >= 1 and multistart >= 1")
+
+
+def tuned(parameters: IlsParameters | None, options: dict[str, Any]) -> IlsParameters:
+    """``parameters`` (the paper's by default) with the shared planner options
+    they hold (alpha, multistart, seed) taken out of ``options`` and applied."""
+    tuning = {
+        name: options.pop(name) for name in ("alpha", "multistart", "seed") if name in options
+    }
+    return dataclasses.replace(parameters or IlsParameters(), **tuning)
 
 
 class Cost:
@@ -743,14 +753,18 @@ class IteratedLocalSearch(Planner):
     summary = "seed 004: multistart ILS over the ivmp model, fewer hosts and less interference"
 
     def __init__(
-        self, model: InterferenceModel | None = None, parameters: IlsParameters | None = None
+        self,
+        model: InterferenceModel | None = None,
+        parameters: IlsParameters | None = None,
+        **options: Any,
     ) -> None:
+        self.parameters = tuned(parameters, options)
+        super().__init__(**options)
         if model is None:
             from hpc_nova_scheduler.ivmp.model import IvmpExtended
 
             model = IvmpExtended()
         self.model = model
-        self.parameters = parameters or IlsParameters()
 
     def place(self, batch: Batch) -> Placement:
         return ils(batch, self.model, self.parameters)[0]

@@ -7,21 +7,26 @@ batch, each pair shares one host and a pair slower together than apart
 a host each; an odd application out runs alone. Run times T are the
 profiles' ``solo_runtime`` where known, else 1 (then the weights compare
 slowdowns alone); degradations are the interference model's predicted
-slowdowns of each application next to the other (``ivmp`` by default).
+slowdowns of each application next to the other (the model registered as
+``ivmp`` by default).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from hpc_nova_scheduler.interference import registry
 from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
 from hpc_nova_scheduler.pairwise import matching
 from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
 from hpc_nova_scheduler.planners.binpacking import NoRoom
 
+#: The interference model whose predicted slowdowns weigh the pairs, unless
+#: one is given: seed 004's, found by name like any other model.
+DEFAULT_MODEL = "ivmp"
 #: The degradation (percent) of a pair that does not fit on one host: far
 #: beyond running in turn, so that the pair is never placed together.
 APART = 1e6
@@ -51,12 +56,9 @@ class Pairing(Planner):
 
     pair: ClassVar[Callable[[Sequence[float], np.ndarray], matching.Pairing]]
 
-    def __init__(self, model: InterferenceModel | None = None) -> None:
-        if model is None:
-            from hpc_nova_scheduler.ivmp.model import IvmpExtended
-
-            model = IvmpExtended()
-        self.model = model
+    def __init__(self, model: InterferenceModel | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self.model = model if model is not None else registry.load(DEFAULT_MODEL)
 
     def place(self, batch: Batch) -> Placement:
         for app in batch.apps:

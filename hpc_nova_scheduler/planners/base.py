@@ -13,13 +13,18 @@ import abc
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
 
 #: Room for rounding when loads are summed.
 SLACK = 1e-9
+#: The options every planner is built with, as keywords (``--alpha``,
+#: ``--multistart``, ``--seed`` and ``--time-limit`` of ``plan`` and
+#: ``rebalance``): a planner uses those it knows and passes the others on
+#: to :class:`Planner`, so that a command never names the planner it builds.
+OPTIONS = frozenset({"alpha", "multistart", "seed", "time_limit"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +94,14 @@ def host_level(model: InterferenceModel, apps: Sequence[BatchApp]) -> float:
     return model.predict([Tenant.of(app.profile) for app in apps]).score
 
 
+def check_alpha(alpha: float) -> float:
+    """Seed 004's weight of interference against hosts, which ILS, the MILP
+    and the rebalancer's valuing of moves share; ValueError outside [0, 1]."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha weighs interference against hosts: from 0 to 1")
+    return alpha
+
+
 def omega(batch: Batch, model: InterferenceModel) -> float:
     """The level of a full host: n copies of the batch's most aggressive application.
 
@@ -114,6 +127,12 @@ class Planner(abc.ABC):
     #: The name ``plan --planner`` selects it by.
     name: ClassVar[str]
     summary: ClassVar[str] = ""
+
+    def __init__(self, **options: Any) -> None:
+        """Take the shared :data:`OPTIONS` a planner has no use for; refuse any other."""
+        unknown = sorted(set(options) - OPTIONS)
+        if unknown:
+            raise TypeError(f"planner {self.name} has no option {', '.join(unknown)}")
 
     @abc.abstractmethod
     def place(self, batch: Batch) -> Placement:
