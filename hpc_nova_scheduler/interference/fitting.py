@@ -18,14 +18,10 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from stevedore import driver, extension
-
-from hpc_nova_scheduler import datafiles
+from hpc_nova_scheduler import datafiles, plugins
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference import validation
 from hpc_nova_scheduler.interference.base import InterferenceModel, MissingFeatures, Tenant
-
-NAMESPACE = "hpc_nova_scheduler.model_fitting"
 
 
 class FitError(Exception):
@@ -171,11 +167,12 @@ class MeasuredHosts(Fitting):
         return tuple(output)
 
 
+#: Each system's fitting, under the name of the model it fits.
+FITTINGS = plugins.Registry("hpc_nova_scheduler.model_fitting", Fitting, "fitting")
+
+
 def of(model: InterferenceModel) -> Fitting:
     """The fitting registered under ``model``'s name, else :class:`MeasuredHosts`."""
-    if model.name not in extension.ExtensionManager(NAMESPACE).names():
+    if model.name not in FITTINGS.names():
         return MeasuredHosts()
-    fitting = driver.DriverManager(NAMESPACE, model.name, invoke_on_load=True).driver
-    if not isinstance(fitting, Fitting):
-        raise TypeError(f"{model.name!r} in {NAMESPACE} is not a Fitting")
-    return fitting
+    return FITTINGS.load(model.name)
