@@ -1,5 +1,17 @@
-"""Placement logic shared by the Nova adapters, the simulator and the planners.
+"""Seed 003's placement engine, and the protocols every research system implements.
 
-Nothing under this package may import Nova: the simulator and the planners
-run without it.
+Seed 003 (Algorithm 1) is the engine every placement runs through:
+application classes and thresholds (:mod:`.criteria`), homogeneity, rack
+order and cosine bin packing (:mod:`.algorithm`), over a snapshot of the
+cloud as columns (:mod:`.cluster`, :mod:`.columns`), with the claim-time
+check (:mod:`.admission`). The Nova filter, the simulator and the planners
+all call it; none has a placement logic of its own.
+
+The research systems (``ivmp/``, ``pairwise/``, ``runtime/``) plug into it
+through protocols defined here: a :class:`~.judge.HostJudge` admits shared
+hosts by an interference model and says why it refuses one, and a planner
+that cannot place a batch raises a :class:`~.errors.CannotPlace`.
+
+Core imports no other folder of the package, and nothing of Nova: the
+simulator and the planners run without it (doc/architecture.rst).
 """
