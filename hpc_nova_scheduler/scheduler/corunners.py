@@ -305,9 +305,7 @@ class CoRunnerSource:
         if unlocated_rows:
             by_key = {host_key(hs): hs for hs in host_states}
             unlocated = {
-                vm.instance_uuid: by_key[_row_key(vm)]
-                for vm in unlocated_rows
-                if _row_key(vm) in by_key
+                vm.instance_uuid: by_key[vm.key] for vm in unlocated_rows if vm.key in by_key
             }
         asked: dict[str | None, list[str]] = {}
         for uuid, hs in {**unknown, **unlocated}.items():
@@ -331,7 +329,7 @@ class CoRunnerSource:
                 dedicate(host_key(located[uuid]), record)
             elif uuid in unlocated:
                 if uuid in scheduling or _in_flight(instances.get(uuid)):
-                    dedicate(_row_key(record), record)
+                    dedicate(record.key, record)
                 else:
                     knowledge.stale.append(uuid)
         for uuid, record in self._from_flavors.items():
@@ -376,9 +374,9 @@ class CoRunnerSource:
 
         # Records on a candidate host that Nova does not show there.
         unlocated = {
-            uuid: by_key[_row_key(row)]
+            uuid: by_key[row.key]
             for uuid, row in rows.items()
-            if uuid not in located and uuid not in exclude and _row_key(row) in by_key
+            if uuid not in located and uuid not in exclude and row.key in by_key
         }
         unknown = {
             uuid: hs
@@ -467,10 +465,6 @@ def _as_running(record: db_api.RunningVM, application_id: str | None) -> Running
         app_name=record.app_name,
         application_id=application_id,
     )
-
-
-def _row_key(row: db_api.RunningVM) -> str:
-    return row.host if row.nodename in (None, row.host) else f"{row.host}/{row.nodename}"
 
 
 def _in_flight(instance: Any) -> bool:

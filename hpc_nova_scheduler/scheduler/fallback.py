@@ -18,6 +18,10 @@ with the plugin's schema:
 Co-runners placed before the outage that no compute has reported yet are
 in neither: the filter keeps off hosts where Placement shows such
 consumers while it works from the copy.
+
+:class:`FailurePolicy` is what the filter does when a call to the plugin
+database fails: ``database_failure_policy = reject`` refuses HPC requests,
+``degrade`` goes on with the copy, or with Nova's data alone.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ import os
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 
 from nova import conf as nova_conf
 from oslo_concurrency import lockutils
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 
 LOG = logging.getLogger(__name__)
@@ -180,3 +186,71 @@ class FallbackStore:
 
 
 FALLBACK = FallbackStore()
+
+#: What a failed call to the plugin database raises.
+DATABASE_ERRORS = db_api.ERRORS
+
+
+class DatabaseDown(Exception):
+    """The plugin database failed and the policy says not to go on."""
+
+
+class FailurePolicy:
+    """``database_failure_policy``: what a request goes on with when the database fails."""
+
+    def __init__(self, store: FallbackStore) -> None:
+        self.store = store
+
+    def connect(
+        self, profile: ApplicationProfile, connect: Callable[[], db_api.Database]
+    ) -> db_api.Database | None:
+        """The database ``connect`` opens, or None where the policy allows going on without it."""
+        try:
+            return connect()
+        except DATABASE_ERRORS as error:
+            return self.failed(profile, error)
+
+    def failed(
+        self,
+        profile: ApplicationProfile,
+        error: Exception,
+        failed: db_api.Database | None = None,
+    ) -> db_api.Database | None:
+        """What to go on with when ``failed`` (the plugin database) fails.
+
+        Under ``reject`` an HPC request is refused (:class:`DatabaseDown`);
+        otherwise the request goes on with the fallback copy, or with Nova's
+        data alone (None) when there is no copy or the copy itself failed.
+        """
+        policy = CONF.hpc_scheduler.database_failure_policy
+        if profile.is_hpc and policy == hpc_conf.REJECT:
+            LOG.error(
+                "hpc-nova-scheduler: plugin database unavailable (%s); refusing this "
+                "%s request (database_failure_policy = reject)",
+                error,
+                profile.app_class,
+            )
+            raise DatabaseDown(str(error)) from error
+        copy = None if self.store.owns(failed) else self.store.database()
+        LOG.warning(
+            "hpc-nova-scheduler: %s unavailable (%s); placing this %s request from %s",
+            "the fallback copy" if self.store.owns(failed) else "plugin database",
+            error,
+            profile.app_class,
+            "the fallback copy and Nova's data" if copy is not None else "Nova's own data only",
+        )
+        return copy
+
+    def degraded(self, database: db_api.Database | None) -> bool:
+        """Whether the request goes on without the plugin database itself."""
+        return database is None or self.store.owns(database)
+
+    def hand_over(
+        self, database: db_api.Database, profile: ApplicationProfile
+    ) -> db_api.Database | None:
+        """The database, once what the copy holds from an outage is in it."""
+        try:
+            self.store.hand_over(database)
+        except DATABASE_ERRORS as error:
+            return self.failed(profile, error, database)
+        return database

@@ -14,6 +14,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
+from hpc_nova_scheduler.db.api import host_key as db_host_key
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -268,8 +269,7 @@ def _as_placement_answers(
 
 def host_key(host_state: Any) -> str:
     """A unique name for a host state: the host, with the node if it differs."""
-    node = getattr(host_state, "nodename", None)
-    return host_state.host if node in (None, host_state.host) else f"{host_state.host}/{node}"
+    return db_host_key(host_state.host, getattr(host_state, "nodename", None))
 
 
 def to_host(

@@ -19,7 +19,7 @@ from typing import Any
 
 from nova.scheduler import weights
 
-from hpc_nova_scheduler.scheduler import host_view, placement_filter
+from hpc_nova_scheduler.scheduler import host_view, request
 
 #: Far above any other weigher's reach (Nova's build-failure weigher uses
 #: 1e6), so that the plan's order survives every other multiplier. An int:
@@ -30,7 +30,7 @@ MULTIPLIER = 1_000_000_000
 class HpcPlanWeigher(weights.BaseHostWeigher):
     def __init__(self) -> None:
         super().__init__()
-        placement_filter.PLAN_WEIGHER.set()
+        request.PLAN_WEIGHER.set()
 
     def weight_multiplier(self, host_state: Any) -> int:
         return MULTIPLIER
@@ -39,7 +39,7 @@ class HpcPlanWeigher(weights.BaseHostWeigher):
         return self.weigh_objects([_Weighed(host_state)], weight_properties)[0]
 
     def weigh_objects(self, weighed_obj_list: list, weight_properties: Any) -> list[float]:
-        state = placement_filter.request_state(weight_properties)
+        state = request.request_state(weight_properties)
         if state is None or state.plan is None:
             # No weights at all: Nova adds each weigher's weights host by
             # host, formatting each for its log, and an empty list leaves

@@ -14,6 +14,7 @@ from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.scheduler import placement_filter
+from hpc_nova_scheduler.scheduler.request import PLAN_WEIGHER, Request, RequestState
 from tests import db_backends
 from tests.unit.scheduler import concurrency_harness as harness
 
@@ -27,13 +28,13 @@ class TestRounds(testtools.TestCase):
         super().setUp()
         self.filter = placement_filter.HpcPlacementFilter()
         plan = Plan(("a", "a", "b"), "g", ("r",))
-        self.state = placement_filter._RequestState(
+        self.state = RequestState(
             ApplicationProfile(), "app", plan=plan, remaining=plan.vms_per_host()
         )
         self.hosts = {name: hs(name) for name in "abc"}
 
     def round(self, uuid: str, order: str) -> list[str]:
-        spec = types.SimpleNamespace(instance_uuid=uuid)
+        spec = Request(instance_uuid=uuid)
         kept = self.filter._select(self.state, [self.hosts[n] for n in order], spec)
         return [h.host for h in kept]
 
@@ -60,17 +61,15 @@ class TestRounds(testtools.TestCase):
 
     def test_single_vm_requests_are_decided_at_once(self) -> None:
         plan = Plan(("c",), "g", ("r",))
-        state = placement_filter._RequestState(
-            ApplicationProfile(), "app", plan=plan, remaining=plan.vms_per_host()
-        )
-        spec = types.SimpleNamespace(instance_uuid="only")
+        state = RequestState(ApplicationProfile(), "app", plan=plan, remaining=plan.vms_per_host())
+        spec = Request(instance_uuid="only")
         kept = self.filter._select(state, [self.hosts[n] for n in "abc"], spec)
         self.assertEqual(["c"], [h.host for h in kept])
         self.assertEqual({"c": 0}, state.remaining)
 
     def test_requests_left_to_nova(self) -> None:
-        state = placement_filter._RequestState(ApplicationProfile(), "app", avoid=frozenset({"b"}))
-        spec = types.SimpleNamespace(instance_uuid="x")
+        state = RequestState(ApplicationProfile(), "app", avoid=frozenset({"b"}))
+        spec = Request(instance_uuid="x")
         self.assertEqual(
             ["a", "c"],
             [h.host for h in self.filter._select(state, list(self.hosts.values()), spec)],
@@ -84,13 +83,13 @@ class TestAlternatesInRounds(testtools.TestCase):
         super().setUp()
         self.filter = placement_filter.HpcPlacementFilter()
         plan = Plan(("a", "a", "b"), "g", ("r",))
-        self.state = placement_filter._RequestState(
+        self.state = RequestState(
             ApplicationProfile(), "app", plan=plan, remaining=plan.vms_per_host(), spares=("s",)
         )
         self.hosts = {name: hs(name, 0) for name in "abs"}
 
     def round(self, uuid: str, order: str) -> list[str]:
-        spec = types.SimpleNamespace(instance_uuid=uuid)
+        spec = Request(instance_uuid=uuid)
         kept = self.filter._select(self.state, [self.hosts[n] for n in order], spec)
         return [h.host for h in kept]
 
@@ -158,9 +157,9 @@ class TestExtremeHostsInPlacement(db_backends.DatabaseTestCase):
         harness.prepare_database(self.db_url)
         # These rounds take the first host as Nova would without the plan
         # weigher, which functional tests in this process may have loaded.
-        if placement_filter.PLAN_WEIGHER.is_set():
-            placement_filter.PLAN_WEIGHER.clear()
-            self.addCleanup(placement_filter.PLAN_WEIGHER.set)
+        if PLAN_WEIGHER.is_set():
+            PLAN_WEIGHER.clear()
+            self.addCleanup(PLAN_WEIGHER.set)
         conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
         conf.config(connection=self.db_url, fallback_connection="", group="hpc_scheduler")
         self.request = harness.Request(
@@ -169,7 +168,9 @@ class TestExtremeHostsInPlacement(db_backends.DatabaseTestCase):
         self.nova = harness.FakeNova([self.request])
         self.filter = harness.new_filter(self.nova)
         self.addCleanup(harness.dispose, self.filter)
-        self.occupancy = self.filter._occupancy = _Occupancy()
+        self.occupancy = _Occupancy()
+        # The filter's parts share its occupancy; what it answers is the test's.
+        self.filter._occupancy.foreign = self.occupancy.foreign
         self.hosts = harness.host_states()
 
     def rounds(self, before_last=None) -> list[str]:

@@ -13,7 +13,7 @@ from nova.scheduler import weights as nova_weights
 
 from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import ApplicationProfile
-from hpc_nova_scheduler.scheduler import placement_filter
+from hpc_nova_scheduler.scheduler import request
 from hpc_nova_scheduler.scheduler.plan_weigher import HpcPlanWeigher
 
 CONF = nova_conf.CONF
@@ -64,15 +64,13 @@ class TestPlanWeigher(testtools.TestCase):
     def test_a_request_it_did_not_plan_keeps_nova_weights_and_order(self) -> None:
         alone = self.weigh(self.nova_weighers)
         self.assertEqual(list("edcba"), [host for host, _ in alone])
-        placement_filter._remember(
-            self.spec, placement_filter._RequestState(ApplicationProfile(), "x")
-        )
+        request.remember(self.spec, request.RequestState(ApplicationProfile(), "x"))
         self.assertEqual(alone, self.weigh([*self.nova_weighers, HpcPlanWeigher()]))
         self.assertEqual(alone, self.weigh([HpcPlanWeigher(), *self.nova_weighers]))
 
     def test_planned_hosts_then_alternates_in_plan_order(self) -> None:
         plan = Plan(("a", "b"), "g", ("r",))
-        state = placement_filter._RequestState(
+        state = request.RequestState(
             ApplicationProfile(),
             "app",
             plan=plan,
@@ -80,7 +78,7 @@ class TestPlanWeigher(testtools.TestCase):
             planned_now=frozenset({"a", "b"}),
             spares=("c", "d"),
         )
-        placement_filter._remember(self.spec, state)
+        request.remember(self.spec, state)
         order = [host for host, _ in self.weigh([*self.nova_weighers, HpcPlanWeigher()])]
         # Between planned hosts Nova's weighers decide (b has more free RAM);
         # the alternates follow in the plan's order, whatever Nova prefers.

@@ -1,0 +1,139 @@
+"""One scheduling request as the plugin sees it, and what it decided for it.
+
+Nova hands the filter and the weigher a ``RequestSpec`` for every instance
+of a request. :class:`Request` is that spec read once, at the filter's
+entry, into plain values that the filter's helpers receive instead of the
+spec. :class:`RequestState` is what the filter decided for the request; the
+weigher reads it through :func:`request_state`, so neither imports the
+other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import weakref
+from typing import Any
+
+from hpc_nova_scheduler.core import profile as core_profile
+from hpc_nova_scheduler.core.algorithm import Plan
+from hpc_nova_scheduler.core.cluster import Resources
+from hpc_nova_scheduler.core.profile import ApplicationProfile
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import host_view
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What the plugin reads of a ``RequestSpec``, read once per round."""
+
+    #: The instance this round places (Nova sets it on the spec each round).
+    instance_uuid: str | None = None
+    project_id: str | None = None
+    #: The flavor's extra specs; None when the flavor cannot be read.
+    extra_specs: dict[str, str] | None = dataclasses.field(default_factory=dict)
+    hints: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The server group's uuid ("" for a group without one); None: no group.
+    group_uuid: str | None = None
+    #: The server group's members (empty: no group, or no members listed).
+    members: frozenset[str] = frozenset()
+    num_instances: int = 1
+    #: One VM's demand as Placement counts it; read for planned requests only.
+    demand: Resources | None = None
+
+    @property
+    def plain(self) -> bool:
+        """No ``hpc:`` extra spec and no application hint: a request left to Nova."""
+        return not self.hpc
+
+    @property
+    def hpc(self) -> bool:
+        """Whether the request asks for HPC placement (an unreadable flavor does)."""
+        if self.extra_specs is None:
+            return True
+        return (
+            core_profile.has_hpc_specs(self.extra_specs) or core_profile.HINT_APP_NAME in self.hints
+        )
+
+    @classmethod
+    def from_spec(cls, spec_obj: Any, planning: bool = False) -> Request:
+        """The request of ``spec_obj``; with its demand when ``planning`` an HPC one."""
+        try:
+            specs: dict | None = dict(spec_obj.flavor.extra_specs or {})
+        except Exception:
+            specs = None
+        hints = {}
+        if spec_obj.obj_attr_is_set("scheduler_hints") and spec_obj.scheduler_hints:
+            hints = dict(spec_obj.scheduler_hints)
+        group = spec_obj.instance_group if spec_obj.obj_attr_is_set("instance_group") else None
+        members: frozenset[str] = frozenset()
+        if group is not None and "members" in group:
+            members = frozenset(group.members or ())
+        request = cls(
+            instance_uuid=spec_obj.instance_uuid,
+            project_id=getattr(spec_obj, "project_id", None),
+            extra_specs=specs,
+            hints=hints,
+            group_uuid=group.uuid or "" if group is not None else None,
+            members=members,
+            num_instances=max(1, spec_obj.num_instances),
+        )
+        if planning and request.hpc and specs is not None:
+            request = dataclasses.replace(request, demand=host_view.demand(spec_obj))
+        return request
+
+
+@dataclasses.dataclass
+class RequestState:
+    """What the filter decided for one scheduling request."""
+
+    profile: ApplicationProfile
+    application_id: str
+    plan: Plan | None = None
+    refusal: str | None = None
+    #: For requests left to Nova: the hosts they must avoid.
+    avoid: frozenset[str] = frozenset()
+    database: db_api.Database | None = None
+    #: VMs the plan still puts on each host.
+    remaining: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The instance of the previous round, whose host Nova has chosen since.
+    pending: str | None = None
+    #: The hosts kept for each instance, so that a repeated round (Nova
+    #: filters again when it looks for alternates) gets the same answer.
+    answers: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    #: The claim of the plan in the plugin database, if one was written.
+    claim_id: str | None = None
+    #: Alternate hosts, best first, offered behind the planned ones.
+    spares: tuple[str, ...] = ()
+    #: The planned hosts offered in the current round (the weigher puts
+    #: them first).
+    planned_now: frozenset[str] = frozenset()
+    #: Instances on each offered host when the pending instance was offered
+    #: them: the host Nova claimed for it is the one that gained one.
+    seen: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: For ExtremeHPC: the plan's host states, and the VMs of the
+    #: application that may share them (checked against Placement).
+    dedicated: dict[str, Any] = dataclasses.field(default_factory=dict)
+    own_vms: frozenset[str] = frozenset()
+
+
+#: The state of every request being scheduled. Nova hands the filter the
+#: same RequestSpec object for every instance of a request, and drops it when
+#: the request is done. Requests run in threads of their own.
+REQUESTS: weakref.WeakKeyDictionary[Any, RequestState] = weakref.WeakKeyDictionary()
+_REQUESTS_LOCK = threading.Lock()
+
+#: Set when nova-scheduler loads ``HpcPlanWeigher``: only then are alternates
+#: offered, since without it Nova's weighers could prefer one to a planned host.
+PLAN_WEIGHER = threading.Event()
+
+
+def request_state(spec_obj: Any) -> RequestState | None:
+    """What the filter decided for the request of ``spec_obj``, if anything."""
+    with _REQUESTS_LOCK:
+        return REQUESTS.get(spec_obj)
+
+
+def remember(spec_obj: Any, state: RequestState) -> None:
+    with _REQUESTS_LOCK:
+        REQUESTS[spec_obj] = state
