@@ -26,12 +26,9 @@ def _interference_model(args: argparse.Namespace):
                 f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
             ) from None
     if args.interference != "none" and args.interference in registry.names():
-        if registry.is_stored_kind(args.interference):
-            return _fitted(args.interference, args.interference_file, "--interference")
-        try:
-            return registry.load(args.interference, **options)
-        except (TypeError, ValueError) as error:
-            raise common.CommandError(f"--interference {args.interference}: {error}") from None
+        return _resolved(
+            args.interference, "--interference", path=args.interference_file, params=options
+        )
     try:
         return interference.load(args.interference, **options)
     except ValueError as error:
@@ -41,35 +38,36 @@ def _interference_model(args: argparse.Namespace):
 
 def _admission_model(args: argparse.Namespace):
     """The interference model that admits hosts, or None for the cache thresholds."""
-    from hpc_nova_scheduler.interference import registry
-
-    if args.admission_model == "cache-score":
-        return None
-    try:
-        if registry.is_stored_kind(args.admission_model):
-            return _fitted(args.admission_model, args.admission_file, "--admission-model")
-        return registry.load(args.admission_model)
-    except registry.UnknownModel as error:
-        raise common.CommandError(f"--admission-model: {error}") from None
+    return _resolved(
+        args.admission_model, "--admission-model", path=args.admission_file, admission=True
+    )
 
 
-def _fitted(kind: str, path: str | None, option: str):
-    """A learned model read from the file ``model fit --save`` wrote."""
-    from hpc_nova_scheduler.interference import registry
+def _resolved(name: str, option: str, path: str | None, params=None, admission: bool = False):
+    """The model ``option`` names, by the resolver's rule; a fitted one from ``path``.
+
+    The simulator has no plugin database: a fitted kind needs its file.
+    """
+    from hpc_nova_scheduler.interference import registry, resolver
     from hpc_nova_scheduler.interference.stored import StoredModelError
 
     file_option = "--interference-file" if option == "--interference" else "--admission-file"
-    if not path:
-        raise common.CommandError(
-            f"{option} {kind} is a fitted model: give {file_option} FILE "
-            f"(written by 'model fit --model {kind} ... --save FILE')"
-        )
+    resolve = resolver.admission_model if admission else resolver.model
     try:
-        return registry.from_file(kind, path)
+        return resolve(name, params=params, path=path, fitted=True)
+    except resolver.NotFitted:
+        raise common.CommandError(
+            f"{option} {name} is a fitted model: give {file_option} FILE "
+            f"(written by 'model fit --model {name} ... --save FILE')"
+        ) from None
+    except registry.UnknownModel as error:
+        raise common.CommandError(f"{option}: {error}") from None
     except OSError as error:
         raise common.CommandError(f"{file_option} {path}: {error.strerror}") from None
     except StoredModelError as error:
         raise common.CommandError(f"{file_option} {path}: {error}") from None
+    except (TypeError, ValueError) as error:
+        raise common.CommandError(f"{option} {name}: {error}") from None
 
 
 def _has(profile, feature: str) -> bool:
