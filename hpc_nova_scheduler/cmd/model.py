@@ -34,14 +34,14 @@ def _param(text: str) -> tuple[str, float | list[float]]:
 
 
 def _model(args: argparse.Namespace):
-    from hpc_nova_scheduler.interference import registry
+    from hpc_nova_scheduler.interference import registry, resolver
 
     params = dict(args.param or [])
     for whole in ("max_apps", "trees", "seed", "min_leaf"):
         if whole in params:
             params[whole] = int(params[whole])
     try:
-        model = registry.load(args.model, **params)
+        model = resolver.model(args.model, params=params)
     except registry.UnknownModel as error:
         raise common.CommandError(str(error)) from None
     except (TypeError, ValueError) as error:
@@ -56,13 +56,13 @@ def _model(args: argparse.Namespace):
         where = f"--load {load}" if load else f"--stored {stored}"
         try:
             if load:
-                return registry.from_file(args.model, load)
+                return resolver.model(args.model, path=load)
             found = common.database(args).stored_model(stored)
             if found is None:
                 raise common.CommandError(f"{where}: no model stored under that name")
-            if found.kind != args.model:
-                raise common.CommandError(f"{where}: a {found.kind} model, not {args.model}")
-            model = registry.from_stored(args.model, found.data)
+            model = resolver.from_record(found, kind=args.model)
+        except registry.UnknownModel as error:  # a model of another kind
+            raise common.CommandError(f"{where}: {error}") from None
         except OSError as error:
             raise common.CommandError(f"{where}: {error.strerror}") from None
         except StoredModelError as error:
