@@ -30,8 +30,9 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
-from hpc_nova_scheduler.scheduler.corunners import claimed_vms, look_up
+from hpc_nova_scheduler.scheduler.corunners import claimed_vms
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
+from hpc_nova_scheduler.scheduler.nova_instances import look_up
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.request import RequestState
 

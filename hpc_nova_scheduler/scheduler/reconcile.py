@@ -25,7 +25,8 @@ from nova import objects
 
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler.corunners import NovaInstances, hinted_names, record_from_flavor
+from hpc_nova_scheduler.scheduler.corunners import record_from_flavor
+from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names
 
 _BATCH = 500
 
