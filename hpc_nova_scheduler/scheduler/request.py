@@ -71,16 +71,25 @@ class Request:
             members = frozenset(group.members or ())
         request = cls(
             instance_uuid=spec_obj.instance_uuid,
-            project_id=getattr(spec_obj, "project_id", None),
+            project_id=_field(spec_obj, "project_id", None),
             extra_specs=specs,
             hints=hints,
             group_uuid=group.uuid or "" if group is not None else None,
             members=members,
-            num_instances=max(1, spec_obj.num_instances),
+            num_instances=max(1, _field(spec_obj, "num_instances", 1)),
         )
         if planning and request.hpc and specs is not None:
             request = dataclasses.replace(request, demand=host_view.demand(spec_obj))
         return request
+
+
+def _field(spec_obj: Any, name: str, default: Any) -> Any:
+    """A field of the spec, or ``default`` where it is not set: a request left to
+    Nova must not fail on a field only planned requests need."""
+    try:
+        return getattr(spec_obj, name)
+    except Exception:  # an unset versioned-object field raises NotImplementedError
+        return default
 
 
 @dataclasses.dataclass
