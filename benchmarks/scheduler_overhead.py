@@ -77,7 +77,7 @@ class _Aggregate:
         self.metadata = metadata
 
 
-def host_states(count: int) -> tuple[list, list[db_api.RunningVM]]:
+def host_states(count: int) -> tuple[list, list[db_api.RunningRecord]]:
     """``count`` hosts in racks of 32, two processor groups; some busy."""
     now = datetime.datetime.now(datetime.UTC)
     racks = [_Aggregate({"hpc:rack": f"rack-{r}"}) for r in range((count + 31) // 32)]
@@ -113,7 +113,7 @@ def host_states(count: int) -> tuple[list, list[db_api.RunningVM]]:
                 vm = f"{name}-vm{j}"
                 state.instances[vm] = None
                 running.append(
-                    db_api.RunningVM(
+                    db_api.RunningRecord(
                         vm, name, AppClass.ASYNC_HPC, 5.0, "EP.B", request_id=f"app-{i}"
                     )
                 )

@@ -98,7 +98,7 @@ def host_violations(
 
 
 def record_mismatches(
-    servers: Iterable[Server], alive: set[str], rows: Iterable[db_api.RunningVM]
+    servers: Iterable[Server], alive: set[str], rows: Iterable[db_api.RunningRecord]
 ) -> list[str]:
     """app_running against Nova: HPC servers recorded where they run, no row
     for a server that no longer exists."""

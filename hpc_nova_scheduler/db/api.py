@@ -83,7 +83,7 @@ class StoredModel:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunningVM:
+class RunningRecord:
     """One row of ``app_running``."""
 
     instance_uuid: str
@@ -132,7 +132,7 @@ class ClaimView:
     """What runs and is claimed, read under the claim's locks."""
 
     #: Rows on the claim's hosts, and every row of the application.
-    running: list[RunningVM]
+    running: list[RunningRecord]
     #: Live claims on the claim's hosts, and every live claim of the application.
     claims: list[Claim]
 
@@ -155,7 +155,7 @@ _CLASSES = {member.value: member for member in AppClass}
 
 #: The columns of ``app_running`` and ``app_claim`` that the scheduler reads
 #: as plain tuples (no ORM objects on its hot path), in the order of the
-#: fields of :class:`RunningVM` and :class:`Claim` they fill.
+#: fields of :class:`RunningRecord` and :class:`Claim` they fill.
 _RUNNING_FIELDS = (
     "instance_uuid",
     "host",
@@ -189,11 +189,11 @@ def _running_columns() -> tuple:
     return tuple(table.c[name] for name in _RUNNING_FIELDS)
 
 
-def _running_from_tuple(row) -> RunningVM:
+def _running_from_tuple(row) -> RunningRecord:
     values = dict(zip(_RUNNING_FIELDS, row, strict=True))
     values["app_class"] = _CLASSES.get(values["app_class"]) or AppClass.parse(values["app_class"])
     values["placed_at"] = values.pop("created_at")
-    return RunningVM(**values)
+    return RunningRecord(**values)
 
 
 def _claim_columns() -> tuple:
@@ -338,7 +338,7 @@ def _upsert(session, model: type, keys: Sequence[str], rows: Sequence[dict], whe
     return result
 
 
-def _running_row(vm: RunningVM) -> dict:
+def _running_row(vm: RunningRecord) -> dict:
     columns = {
         "instance_uuid": vm.instance_uuid,
         "host": vm.host,
@@ -354,7 +354,7 @@ def _running_row(vm: RunningVM) -> dict:
     return columns
 
 
-def _upsert_running(session, vms: Sequence[RunningVM]) -> None:
+def _upsert_running(session, vms: Sequence[RunningRecord]) -> None:
     rows = [_running_row(vm) for vm in vms]
     where = models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
     _upsert(session, models.AppRunning, ("instance_uuid",), rows, where)
@@ -561,7 +561,9 @@ class Database:
             live = claims.c.expires_at >= timeutils.utcnow()
             return session.execute(select(claims.c.id).where(live).limit(1)).first() is not None
 
-    def hand_over(self, receive: Callable[[list[RunningVM], list[Claim]], None]) -> tuple[int, int]:
+    def hand_over(
+        self, receive: Callable[[list[RunningRecord], list[Claim]], None]
+    ) -> tuple[int, int]:
         """Pass every row and live claim to ``receive``, then forget them.
 
         Forgotten only if ``receive`` returns, and only what it was given:
@@ -590,7 +592,7 @@ class Database:
 
     @_retry_on_deadlock
     def adopt(
-        self, rows: Sequence[RunningVM], claims: Sequence[Claim], *, ttl: float
+        self, rows: Sequence[RunningRecord], claims: Sequence[Claim], *, ttl: float
     ) -> tuple[int, int]:
         """Take rows and claims handed over from the fallback copy.
 
@@ -630,7 +632,7 @@ class Database:
     # -- running applications --------------------------------------------
 
     @_retry_on_deadlock
-    def record_running(self, vms: Sequence[RunningVM]) -> None:
+    def record_running(self, vms: Sequence[RunningRecord]) -> None:
         """Insert or refresh ``app_running`` rows, keyed by instance."""
         with self._writer() as session:
             _upsert_running(session, vms)
@@ -644,7 +646,7 @@ class Database:
                 )
             ).rowcount
 
-    def list_running(self, hosts: Iterable[str] | None = None) -> list[RunningVM]:
+    def list_running(self, hosts: Iterable[str] | None = None) -> list[RunningRecord]:
         table = models.AppRunning.__table__
         query = select(*_running_columns()).order_by(table.c.host, table.c.instance_uuid)
         if hosts is not None:
@@ -652,7 +654,9 @@ class Database:
         with self._reader() as session:
             return [_running_from_tuple(row) for row in session.execute(query)]
 
-    def running_for(self, hosts: Iterable[str], instance_uuids: Iterable[str]) -> list[RunningVM]:
+    def running_for(
+        self, hosts: Iterable[str], instance_uuids: Iterable[str]
+    ) -> list[RunningRecord]:
         """Rows on any of ``hosts`` or for any of ``instance_uuids``.
 
         The scheduler asks this for every candidate host of every request,
@@ -660,7 +664,7 @@ class Database:
         """
         table = models.AppRunning.__table__
         columns = _running_columns()
-        found: dict[str, RunningVM] = {}
+        found: dict[str, RunningRecord] = {}
         with self._reader() as session:
             for chunk in _chunks(sorted(set(hosts))):
                 for row in session.execute(select(*columns).where(table.c.host.in_(chunk))):
@@ -758,7 +762,7 @@ class Database:
             )
         ]
         running_table = models.AppRunning.__table__
-        found: dict[str, RunningVM] = {}
+        found: dict[str, RunningRecord] = {}
         for chunk in _chunks(hosts):
             for row in session.execute(
                 select(*_running_columns()).where(running_table.c.host.in_(chunk))
@@ -781,7 +785,7 @@ class Database:
         wanted = set(hosts)
         return [claim for claim in claims if claim.host in wanted]
 
-    def of_class(self, app_class: AppClass) -> tuple[list[RunningVM], list[Claim]]:
+    def of_class(self, app_class: AppClass) -> tuple[list[RunningRecord], list[Claim]]:
         """Every row and live claim of one class (ExtremeHPC ones are few).
 
         Claims are read first, in the same transaction: a VM moves from its
@@ -799,7 +803,7 @@ class Database:
         return rows, claimed
 
     @_retry_on_deadlock
-    def record_placed(self, vm: RunningVM, claim_id: str) -> None:
+    def record_placed(self, vm: RunningRecord, claim_id: str) -> None:
         """Record a VM the claim ``claim_id`` planned, and take it off the claim.
 
         Both in one transaction, so that a reader counts the VM exactly

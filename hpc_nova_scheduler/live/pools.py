@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.db.api import RunningVM
+from hpc_nova_scheduler.db.api import RunningRecord
 from hpc_nova_scheduler.interference.base import InterferenceModel, MissingFeatures, Tenant
 from hpc_nova_scheduler.live.view import CloudView, ComputeNode
 from hpc_nova_scheduler.planners.rebalance import Pool, Unit
@@ -46,7 +46,7 @@ def _label(host: ComputeNode) -> str:
 def _why_not(
     host: ComputeNode,
     view: CloudView,
-    rows: Mapping[str, RunningVM],
+    rows: Mapping[str, RunningRecord],
     profiles: Mapping[str, ProfileRecord],
     model: InterferenceModel,
     statuses: Sequence[str],
@@ -76,7 +76,7 @@ def _why_not(
 
 def build(
     view: CloudView,
-    running: Sequence[RunningVM],
+    running: Sequence[RunningRecord],
     profiles: Mapping[str, ProfileRecord],
     model: InterferenceModel,
     migration: str = "live",

@@ -58,7 +58,7 @@ class PlanContext:
     groups: dict[str, str] = dataclasses.field(default_factory=dict)
     project_id: str | None = None
 
-    def _as_vm(self, row: db_api.RunningVM) -> RunningVM:
+    def _as_vm(self, row: db_api.RunningRecord) -> RunningVM:
         application_id = self.request.application_id
         own = row.instance_uuid in self.own or row.request_id == application_id
         return RunningVM(

@@ -68,11 +68,11 @@ class Knowledge:
     """Co-runners per host key, and what to write back to ``app_running``."""
 
     vms: dict[str, list[RunningVM]]
-    backfill: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
+    backfill: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
     stale: list[str] = dataclasses.field(default_factory=list)
     #: Records whose instance now runs on another host (rebuilt on an
     #: alternate, or moved), rewritten to keep their application.
-    moved: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
+    moved: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
 
 
 def _serialised(method):
@@ -92,7 +92,7 @@ def record_from_flavor(
     extra_specs: Mapping[str, Any] | None,
     project_id: str | None,
     hinted_name: str | None = None,
-) -> db_api.RunningVM:
+) -> db_api.RunningRecord:
     """The app_running row of a VM the plugin did not place, from its flavor.
 
     ``hinted_name`` is the ``hpc_app_name`` hint it was booted with, which
@@ -103,7 +103,7 @@ def record_from_flavor(
     if app_name is None and hinted_name is not None:
         with contextlib.suppress(core_profile.ProfileError):
             app_name = core_profile.parse_app_name(hinted_name, key=core_profile.HINT_APP_NAME)
-    return db_api.RunningVM(
+    return db_api.RunningRecord(
         instance_uuid=uuid,
         host=host,
         nodename=nodename,
@@ -119,7 +119,7 @@ class CoRunnerSource:
 
     def __init__(self, nova: NovaInstances | None = None) -> None:
         self.nova = nova or NovaInstances()
-        self._from_flavors: dict[str, db_api.RunningVM] = {}
+        self._from_flavors: dict[str, db_api.RunningRecord] = {}
         #: Instances known to have an app_running row, so requests left to
         #: Nova need not read every row to find the few that are missing.
         self._recorded: set[str] = set()
@@ -127,7 +127,7 @@ class CoRunnerSource:
 
     def _learn_flavors(
         self, unknown: Mapping[str, Any], instances: Mapping[str, Any]
-    ) -> list[db_api.RunningVM]:
+    ) -> list[db_api.RunningRecord]:
         learned = []
         unnamed = [
             uuid
@@ -173,7 +173,7 @@ class CoRunnerSource:
             instances = getattr(hs, "instances", None)
             if instances:
                 located.update(dict.fromkeys(instances, hs))
-        extreme_rows: list[db_api.RunningVM] = []
+        extreme_rows: list[db_api.RunningRecord] = []
         extreme_claims: list[db_api.Claim] = []
         if database is not None:
             extreme_rows, extreme_claims = database.of_class(core_profile.AppClass.EXTREME_HPC)
@@ -213,7 +213,7 @@ class CoRunnerSource:
             knowledge.backfill = learned
             self._recorded.update(vm.instance_uuid for vm in learned)
 
-        def dedicate(key: str, record: db_api.RunningVM) -> None:
+        def dedicate(key: str, record: db_api.RunningRecord) -> None:
             knowledge.vms.setdefault(key, []).append(_as_running(record, record.request_id))
 
         for record in extreme_rows:
@@ -258,7 +258,7 @@ class CoRunnerSource:
         """
         exclude, own = set(exclude), set(own)
         by_key, located = _locate(host_states)
-        rows: dict[str, db_api.RunningVM] = {}
+        rows: dict[str, db_api.RunningRecord] = {}
         claims: list[db_api.Claim] = []
         if database is not None:
             names = {hs.host for hs in host_states}
@@ -292,7 +292,7 @@ class CoRunnerSource:
             self._recorded.update(rows)
             self._recorded.update(vm.instance_uuid for vm in knowledge.backfill)
 
-        def as_vm(record: db_api.RunningVM) -> RunningVM:
+        def as_vm(record: db_api.RunningRecord) -> RunningVM:
             own_vm = record.instance_uuid in own
             return _as_running(record, application_id if own_vm else record.request_id)
 
@@ -303,7 +303,7 @@ class CoRunnerSource:
             if record is None:
                 # Gone from Nova's database since the host state was read:
                 # it still holds its slot, nothing more is known.
-                record = db_api.RunningVM(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
+                record = db_api.RunningRecord(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
             knowledge.vms[host_key(hs)].append(as_vm(record))
 
         for uuid, hs in unlocated.items():
@@ -352,7 +352,7 @@ def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return by_key, located
 
 
-def _as_running(record: db_api.RunningVM, application_id: str | None) -> RunningVM:
+def _as_running(record: db_api.RunningRecord, application_id: str | None) -> RunningVM:
     return RunningVM(
         uuid=record.instance_uuid,
         app_class=record.app_class,

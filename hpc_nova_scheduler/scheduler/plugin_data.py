@@ -56,7 +56,7 @@ class PluginData:
     @staticmethod
     def existing_record(
         database: db_api.Database | None, instance_uuid: str | None
-    ) -> db_api.RunningVM | None:
+    ) -> db_api.RunningRecord | None:
         """The record of an instance being moved (None for a new one)."""
         if database is None or not instance_uuid:
             return None

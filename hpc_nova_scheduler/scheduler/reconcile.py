@@ -46,9 +46,11 @@ class Found:
 
 @dataclasses.dataclass
 class Changes:
-    stale: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
-    moved: list[tuple[db_api.RunningVM, str, str | None]] = dataclasses.field(default_factory=list)
-    missing: list[db_api.RunningVM] = dataclasses.field(default_factory=list)
+    stale: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
+    moved: list[tuple[db_api.RunningRecord, str, str | None]] = dataclasses.field(
+        default_factory=list
+    )
+    missing: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.stale or self.moved or self.missing)
@@ -136,7 +138,7 @@ class NovaView:
         return found
 
 
-def plan(rows: Iterable[db_api.RunningVM], nova: NovaView) -> Changes:
+def plan(rows: Iterable[db_api.RunningRecord], nova: NovaView) -> Changes:
     rows = list(rows)
     changes = Changes()
     found, scheduling = nova.look_up([row.instance_uuid for row in rows])

@@ -145,7 +145,7 @@ class Rounds:
         if state.database is None or not instance_uuid:
             return
         profile = state.profile
-        vm = db_api.RunningVM(
+        vm = db_api.RunningRecord(
             instance_uuid=instance_uuid,
             host=host_state.host,
             nodename=host_state.nodename,

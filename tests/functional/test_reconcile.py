@@ -14,7 +14,7 @@ class TestReconcile(base.HpcTestCase):
     RACKS = {"r1": ["n1", "n2", "n3", "n4"]}
     CPU_GROUPS = {"g": ["n1", "n2", "n3", "n4"]}
 
-    def rows(self) -> dict[str, db_api.RunningVM]:
+    def rows(self) -> dict[str, db_api.RunningRecord]:
         return {vm.instance_uuid: vm for vm in self.database.list_running()}
 
     def test_stale_moved_and_missing_records(self) -> None:
@@ -58,7 +58,7 @@ class TestReconcile(base.HpcTestCase):
         )
 
     def test_a_record_of_an_instance_nova_never_had_is_stale(self) -> None:
-        unknown = db_api.RunningVM(
+        unknown = db_api.RunningRecord(
             "11111111-2222-3333-4444-555555555555", "n1", AppClass.SYNC_HPC, 5.0
         )
         self.database.record_running([unknown])

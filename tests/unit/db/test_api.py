@@ -112,7 +112,7 @@ class DatabaseTests:
         self.assertEqual([], self.database.list_interferences(["Z"]))
 
     def test_running_vms_are_keyed_by_instance(self) -> None:
-        first = db_api.RunningVM(
+        first = db_api.RunningRecord(
             "uuid-1",
             "host1",
             AppClass.SYNC_HPC,
@@ -121,9 +121,9 @@ class DatabaseTests:
             request_id="req-1",
             project_id="p1",
         )
-        second = db_api.RunningVM("uuid-2", "host2", AppClass.NON_HPC, 0.0)
+        second = db_api.RunningRecord("uuid-2", "host2", AppClass.NON_HPC, 0.0)
         self.database.record_running([first, second])
-        moved = db_api.RunningVM(
+        moved = db_api.RunningRecord(
             "uuid-1",
             "host3",
             AppClass.SYNC_HPC,

@@ -56,9 +56,9 @@ class ClaimTests:
     def test_the_view_holds_the_hosts_and_the_application(self) -> None:
         self.database.record_running(
             [
-                db_api.RunningVM("a", "n1", AppClass.SYNC_HPC, 5.0, request_id="x"),
-                db_api.RunningVM("b", "n9", AppClass.SYNC_HPC, 5.0, request_id="app"),
-                db_api.RunningVM("c", "n9", AppClass.SYNC_HPC, 5.0, request_id="y"),
+                db_api.RunningRecord("a", "n1", AppClass.SYNC_HPC, 5.0, request_id="x"),
+                db_api.RunningRecord("b", "n9", AppClass.SYNC_HPC, 5.0, request_id="app"),
+                db_api.RunningRecord("c", "n9", AppClass.SYNC_HPC, 5.0, request_id="y"),
             ]
         )
         self.database.claim([claim("c0", "n8", app="app")], lambda view: None, ttl=60)
@@ -73,7 +73,7 @@ class ClaimTests:
             lambda v: None,
             ttl=60,
         )
-        vm = db_api.RunningVM(
+        vm = db_api.RunningRecord(
             "u1", "n1", AppClass.ASYNC_HPC, SCORE, nodename="n1", request_id="app"
         )
         self.database.record_placed(vm, "c1")
@@ -82,7 +82,7 @@ class ClaimTests:
             {(c.host, c.vms, c.spare) for c in self.database.live_claims()},
         )
         self.database.record_placed(
-            db_api.RunningVM("u2", "n1", AppClass.ASYNC_HPC, SCORE, nodename="n1"), "c1"
+            db_api.RunningRecord("u2", "n1", AppClass.ASYNC_HPC, SCORE, nodename="n1"), "c1"
         )
         # Used up on n1; the spare slot on n2 stays until the builds settle.
         self.assertEqual(

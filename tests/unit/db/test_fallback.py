@@ -29,12 +29,12 @@ class FallbackTests:
         self.copy.sync()
 
     def test_rows_and_live_claims_move_over_and_leave_the_copy(self) -> None:
-        newer = db_api.RunningVM("kept", "n1", AppClass.SYNC_HPC, 5.0, request_id="main")
+        newer = db_api.RunningRecord("kept", "n1", AppClass.SYNC_HPC, 5.0, request_id="main")
         self.database.record_running([newer])
         self.copy.record_running(
             [
-                db_api.RunningVM("placed", "n2", AppClass.ASYNC_HPC, 9.0, app_name="B"),
-                db_api.RunningVM("kept", "n3", AppClass.SYNC_HPC, 5.0, request_id="copy"),
+                db_api.RunningRecord("placed", "n2", AppClass.ASYNC_HPC, 9.0, app_name="B"),
+                db_api.RunningRecord("kept", "n3", AppClass.SYNC_HPC, 5.0, request_id="copy"),
             ]
         )
         self.copy.claim([claim("live", "n4", vms=2)], lambda view: None, ttl=60)
@@ -70,7 +70,7 @@ class FallbackTests:
         self.assertEqual((0, 0), self.copy.hand_over(self.fail))
 
     def test_a_failed_hand_over_keeps_everything_in_the_copy(self) -> None:
-        self.copy.record_running([db_api.RunningVM("placed", "n2", AppClass.ASYNC_HPC, 9.0)])
+        self.copy.record_running([db_api.RunningRecord("placed", "n2", AppClass.ASYNC_HPC, 9.0)])
         self.copy.claim([claim("live")], lambda view: None, ttl=60)
 
         def refuse(rows, claims):

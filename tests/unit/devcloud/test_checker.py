@@ -68,8 +68,8 @@ class TestRecords(testtools.TestCase):
             checker.Server("3", "h1", plain),
         ]
         rows = [
-            db_api.RunningVM("2", "h3", AppClass.SYNC_HPC, 10.0),
-            db_api.RunningVM("9", "h1", AppClass.ASYNC_HPC, 10.0),
+            db_api.RunningRecord("2", "h3", AppClass.SYNC_HPC, 10.0),
+            db_api.RunningRecord("9", "h1", AppClass.ASYNC_HPC, 10.0),
         ]
         found = checker.record_mismatches(servers, {"1", "2", "3"}, rows)
         self.assertEqual(

@@ -6,7 +6,7 @@ import testtools
 
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.db.api import RunningVM
+from hpc_nova_scheduler.db.api import RunningRecord
 from hpc_nova_scheduler.ivmp.model import IvmpExtended
 from hpc_nova_scheduler.live import pools
 from hpc_nova_scheduler.live.view import CloudView, ComputeNode, Server
@@ -28,8 +28,8 @@ def server(sid: str, on: str, vcpus: int = 2, status: str = "ACTIVE", task=None)
 
 def row(
     sid: str, on: str, app: str | None = "A", request: str | None = "req", cls=None
-) -> RunningVM:
-    return RunningVM(sid, on, cls or AppClass.ASYNC_HPC, 0.0, app_name=app, request_id=request)
+) -> RunningRecord:
+    return RunningRecord(sid, on, cls or AppClass.ASYNC_HPC, 0.0, app_name=app, request_id=request)
 
 
 def build(hosts, servers, rows, migration="live"):

@@ -570,7 +570,7 @@ def host_violations(
 def check(
     requests: Sequence[Request],
     outcomes: Sequence[Outcome],
-    rows: Sequence[db_api.RunningVM],
+    rows: Sequence[db_api.RunningRecord],
 ) -> tuple[list[str], dict[str, int]]:
     """Every violation of the invariants, and counts for the record."""
     harmful = harmful_pairs()
@@ -616,7 +616,7 @@ def check(
 
     # The final app_running table: nothing lost, nothing unknown, invariants.
     final = [o for o in accepted if o.deleted_at is None]
-    rows_by_uuid: dict[str, db_api.RunningVM] = {}
+    rows_by_uuid: dict[str, db_api.RunningRecord] = {}
     for row in rows:
         if row.instance_uuid not in request_of:
             violations.append(f"app_running has an unknown instance {row.instance_uuid}")

@@ -72,7 +72,7 @@ class TestCollect(testtools.TestCase):
         request_id: str | None = "app",
     ) -> None:
         self.database.record_running(
-            [db_api.RunningVM(uuid, host, app_class, 10.0, "LU", request_id=request_id)]
+            [db_api.RunningRecord(uuid, host, app_class, 10.0, "LU", request_id=request_id)]
         )
 
     def test_vm_placed_by_another_scheduler_counts_before_its_compute_reports(self) -> None:
