@@ -34,7 +34,7 @@ def _param(text: str) -> tuple[str, float | list[float]]:
 
 
 def _model(args: argparse.Namespace):
-    from hpc_nova_scheduler.interference import registry, resolver
+    from hpc_nova_scheduler.interference import model_registry, resolver
 
     params = dict(args.param or [])
     for whole in ("max_apps", "trees", "seed", "min_leaf"):
@@ -42,7 +42,7 @@ def _model(args: argparse.Namespace):
             params[whole] = int(params[whole])
     try:
         model = resolver.model(args.model, params=params)
-    except registry.UnknownModel as error:
+    except model_registry.UnknownModel as error:
         raise common.CommandError(str(error)) from None
     except (TypeError, ValueError) as error:
         raise common.CommandError(f"--param for model {args.model}: {error}") from None
@@ -50,7 +50,7 @@ def _model(args: argparse.Namespace):
     if load or stored:
         from hpc_nova_scheduler.interference.stored import StoredModelError
 
-        if not registry.is_stored_kind(args.model):
+        if not model_registry.is_stored_kind(args.model):
             option = "--load" if load else "--stored"
             raise common.CommandError(f"{option}: model {args.model} is not fitted and stored")
         where = f"--load {load}" if load else f"--stored {stored}"
@@ -61,7 +61,7 @@ def _model(args: argparse.Namespace):
             if found is None:
                 raise common.CommandError(f"{where}: no model stored under that name")
             model = resolver.from_record(found, kind=args.model)
-        except registry.UnknownModel as error:  # a model of another kind
+        except model_registry.UnknownModel as error:  # a model of another kind
             raise common.CommandError(f"{where}: {error}") from None
         except OSError as error:
             raise common.CommandError(f"{where}: {error.strerror}") from None
@@ -95,7 +95,7 @@ def _source(args: argparse.Namespace) -> str:
 
 
 def cmd_model_list(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler.interference import registry
+    from hpc_nova_scheduler.interference import model_registry
 
     if args.stored:
         common.table(
@@ -114,8 +114,8 @@ def cmd_model_list(args: argparse.Namespace, out: TextIO) -> int:
         )
         return 0
     rows = []
-    for name in registry.names():
-        model = registry.load(name)
+    for name in model_registry.names():
+        model = model_registry.load(name)
         rows.append((name, ", ".join(model.features), model.summary))
     common.table(("model", "profile features", "what it predicts"), rows, out)
     return 0

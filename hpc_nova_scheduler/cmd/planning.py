@@ -36,7 +36,7 @@ def load_planner(args: argparse.Namespace, name: str):
     Every planner is given every shared option (``planners.base.OPTIONS``)
     and uses those it knows, so that this names no planner.
     """
-    from hpc_nova_scheduler.planners import registry
+    from hpc_nova_scheduler.planners import planner_registry
     from hpc_nova_scheduler.planners.base import check_alpha
 
     # alpha is checked whatever the planner: rebalance values moves with it too.
@@ -45,19 +45,19 @@ def load_planner(args: argparse.Namespace, name: str):
     except ValueError as error:
         raise common.CommandError(f"--alpha: {error}") from None
     try:
-        return registry.load(
+        return planner_registry.load(
             name,
             alpha=args.alpha,
             multistart=args.multistart,
             seed=args.seed,
             time_limit=args.time_limit,
         )
-    except registry.UnknownPlanner as error:
+    except planner_registry.UnknownPlanner as error:
         raise common.CommandError(f"--planner: {error}") from None
 
 
 def interference_model():
     """The model ``plan`` and ``rebalance`` judge hosts by: :data:`MODEL`."""
-    from hpc_nova_scheduler.interference import registry
+    from hpc_nova_scheduler.interference import model_registry
 
-    return registry.load(MODEL)
+    return model_registry.load(MODEL)

@@ -11,7 +11,7 @@ from hpc_nova_scheduler.cmd import common, options, trace
 
 def _interference_model(args: argparse.Namespace):
     """The ground truth: a shared interference model, or a simulator-only one."""
-    from hpc_nova_scheduler.interference import registry
+    from hpc_nova_scheduler.interference import model_registry
     from hpc_nova_scheduler.sim import interference
 
     options = {}
@@ -25,14 +25,14 @@ def _interference_model(args: argparse.Namespace):
             raise common.CommandError(
                 f"--interference-param {item!r}: expected KEY=NUMBER, e.g. knee=60"
             ) from None
-    if args.interference != "none" and args.interference in registry.names():
+    if args.interference != "none" and args.interference in model_registry.names():
         return _resolved(
             args.interference, "--interference", path=args.interference_file, params=options
         )
     try:
         return interference.load(args.interference, **options)
     except ValueError as error:
-        known = sorted({*interference.names(), *registry.names()})
+        known = sorted({*interference.names(), *model_registry.names()})
         raise common.CommandError(f"{error}; models: {', '.join(known)}") from None
 
 
@@ -48,7 +48,7 @@ def _resolved(name: str, option: str, path: str | None, params=None, admission: 
 
     The simulator has no plugin database: a fitted kind needs its file.
     """
-    from hpc_nova_scheduler.interference import registry, resolver
+    from hpc_nova_scheduler.interference import model_registry, resolver
     from hpc_nova_scheduler.interference.stored import StoredModelError
 
     file_option = "--interference-file" if option == "--interference" else "--admission-file"
@@ -60,7 +60,7 @@ def _resolved(name: str, option: str, path: str | None, params=None, admission: 
             f"{option} {name} is a fitted model: give {file_option} FILE "
             f"(written by 'model fit --model {name} ... --save FILE')"
         ) from None
-    except registry.UnknownModel as error:
+    except model_registry.UnknownModel as error:
         raise common.CommandError(f"{option}: {error}") from None
     except OSError as error:
         raise common.CommandError(f"{file_option} {path}: {error.strerror}") from None
@@ -308,15 +308,15 @@ def _batch_arrivals(args: argparse.Namespace) -> list:
     """One batch setting per --batch-planner, none without --batch-window."""
     if args.batch_window is None:
         return []
-    from hpc_nova_scheduler.planners import registry
+    from hpc_nova_scheduler.planners import planner_registry
     from hpc_nova_scheduler.sim.batches import BatchArrivals
 
     found = []
     for name in args.batch_planner or [DEFAULT_BATCH_PLANNER]:
         # The searching planners draw from the replay's seed, so a run repeats.
         try:
-            planner = registry.load(name, seed=args.seed)
-        except registry.UnknownPlanner as error:
+            planner = planner_registry.load(name, seed=args.seed)
+        except planner_registry.UnknownPlanner as error:
             raise common.CommandError(f"--batch-planner: {error}") from None
         found.append(BatchArrivals(args.batch_window, planner, args.batch_size))
     return found
@@ -338,9 +338,9 @@ def _batches_note(args: argparse.Namespace) -> str:
 
 
 def _planner_name(name: str) -> str:
-    from hpc_nova_scheduler.planners import registry
+    from hpc_nova_scheduler.planners import planner_registry
 
-    known = registry.names()
+    known = planner_registry.names()
     if name not in known:
         raise argparse.ArgumentTypeError(
             f"unknown planner {name!r}; choose from {', '.join(known)}"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference import model_registry
 from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.interference.cache_score import CacheScoreModel
 
@@ -41,13 +41,13 @@ class StoredRecord(Protocol):
 Lookup = Callable[[str], StoredRecord | None]
 
 
-class NotFitted(registry.UnknownModel):
+class NotFitted(model_registry.UnknownModel):
     """A fitted kind was named, without its fitted model."""
 
 
 def is_plain(name: str) -> bool:
     """Whether ``name`` is a registered model that is built, not fitted."""
-    return name in registry.names() and not registry.is_stored_kind(name)
+    return name in model_registry.names() and not model_registry.is_stored_kind(name)
 
 
 def from_record(record: StoredRecord, kind: str | None = None) -> InterferenceModel:
@@ -57,8 +57,8 @@ def from_record(record: StoredRecord, kind: str | None = None) -> InterferenceMo
     that are no such model.
     """
     if kind is not None and record.kind != kind:
-        raise registry.UnknownModel(f"a {record.kind} model, not {kind}")
-    return registry.from_stored(record.kind, record.data)
+        raise model_registry.UnknownModel(f"a {record.kind} model, not {kind}")
+    return model_registry.from_stored(record.kind, record.data)
 
 
 def model(
@@ -79,20 +79,20 @@ def model(
     model.
     """
     if is_plain(name):
-        return registry.load(name, **(params or {}))
+        return model_registry.load(name, **(params or {}))
     if path is not None:
-        return registry.from_file(name, path)
+        return model_registry.from_file(name, path)
     record = lookup(name) if lookup is not None else None
     if record is not None:
         return from_record(record)
-    if name in registry.names():
+    if name in model_registry.names():
         if fitted:
             raise NotFitted(f"{name} is a fitted model")
-        return registry.load(name, **(params or {}))
-    known = ", ".join(registry.names())
+        return model_registry.load(name, **(params or {}))
+    known = ", ".join(model_registry.names())
     if lookup is None:
-        raise registry.UnknownModel(f"unknown interference model {name!r}; known: {known}")
-    raise registry.UnknownModel(
+        raise model_registry.UnknownModel(f"unknown interference model {name!r}; known: {known}")
+    raise model_registry.UnknownModel(
         f"no interference model {name!r}: not registered ({known}) "
         "nor stored in the plugin database"
     )

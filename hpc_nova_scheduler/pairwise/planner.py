@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference import model_registry
 from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
 from hpc_nova_scheduler.pairwise import matching
 from hpc_nova_scheduler.planners.base import SLACK, Batch, Placement, Planner
@@ -58,7 +58,7 @@ class Pairing(Planner):
 
     def __init__(self, model: InterferenceModel | None = None, **options: Any) -> None:
         super().__init__(**options)
-        self.model = model if model is not None else registry.load(DEFAULT_MODEL)
+        self.model = model if model is not None else model_registry.load(DEFAULT_MODEL)
 
     def place(self, batch: Batch) -> Placement:
         for app in batch.apps:

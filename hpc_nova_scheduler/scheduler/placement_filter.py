@@ -52,12 +52,12 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference import model_registry
 from hpc_nova_scheduler.scheduler import claims, host_view, refusals
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
 from hpc_nova_scheduler.scheduler.fallback import DatabaseDown, FailurePolicy, FallbackStore
-from hpc_nova_scheduler.scheduler.models import ModelCache
+from hpc_nova_scheduler.scheduler.model_cache import ModelCache
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.plugin_data import PluginData
 from hpc_nova_scheduler.scheduler.request import (
@@ -259,7 +259,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         )
         try:
             model = self._models.model(state.database)
-        except registry.UnknownModel as error:
+        except model_registry.UnknownModel as error:
             LOG.error("hpc-nova-scheduler: refusing request: %s", error)
             state.refusal = f"[hpc_scheduler] interference_model: {error}"
             return state

@@ -9,7 +9,7 @@ import testtools
 import yaml
 
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.interference import fitting, registry
+from hpc_nova_scheduler.interference import fitting, model_registry
 
 PROFILES = {
     "a": ProfileRecord("a", cache_score=30),
@@ -32,11 +32,11 @@ class TestFitting(testtools.TestCase):
         return fitting.Measurements(self.dataset, "the test's profiles", lambda: profiles)
 
     def test_every_registered_model_has_a_fitting(self) -> None:
-        for name in registry.names():
-            self.assertIsInstance(fitting.of(registry.load(name)), fitting.Fitting, name)
+        for name in model_registry.names():
+            self.assertIsInstance(fitting.of(model_registry.load(name)), fitting.Fitting, name)
 
     def test_a_model_without_its_own_is_evaluated_over_hosts_and_not_refitted(self) -> None:
-        model = registry.load("cache-score")
+        model = model_registry.load("cache-score")
         found = fitting.of(model)
         self.assertIsInstance(found, fitting.MeasuredHosts)
         self.assertFalse(found.keeps)
@@ -49,7 +49,7 @@ class TestFitting(testtools.TestCase):
         self.assertEqual(1, len(found.evaluate(model, self.data(), verbose=False)))
 
     def test_a_missing_profile_names_the_dataset_line(self) -> None:
-        model = registry.load("cache-score")
+        model = model_registry.load("cache-score")
         error = self.assertRaises(
             fitting.FitError, fitting.of(model).evaluate, model, self.data({}), False
         )

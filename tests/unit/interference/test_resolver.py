@@ -6,7 +6,7 @@ import dataclasses
 
 import testtools
 
-from hpc_nova_scheduler.interference import registry, resolver
+from hpc_nova_scheduler.interference import model_registry, resolver
 from hpc_nova_scheduler.interference.base import InterferenceModel
 
 
@@ -42,20 +42,25 @@ class TestResolver(testtools.TestCase):
             return Record("ivmp")
 
         # ivmp is no stored kind: its bytes are refused, but they were looked up.
-        error = self.assertRaises(registry.UnknownModel, resolver.model, "mine", lookup=lookup)
+        error = self.assertRaises(
+            model_registry.UnknownModel, resolver.model, "mine", lookup=lookup
+        )
         self.assertEqual(["mine"], asked)
         self.assertIn("are not stored", str(error))
 
     def test_a_stored_model_of_another_kind_is_refused(self) -> None:
         error = self.assertRaises(
-            registry.UnknownModel, resolver.from_record, Record("runtime-trees"), "pair-forest"
+            model_registry.UnknownModel,
+            resolver.from_record,
+            Record("runtime-trees"),
+            "pair-forest",
         )
         self.assertEqual("a runtime-trees model, not pair-forest", str(error))
 
     def test_a_name_that_means_nothing(self) -> None:
-        error = self.assertRaises(registry.UnknownModel, resolver.model, "magic")
+        error = self.assertRaises(model_registry.UnknownModel, resolver.model, "magic")
         self.assertIn("unknown interference model 'magic'", str(error))
         error = self.assertRaises(
-            registry.UnknownModel, resolver.model, "magic", lookup=lambda name: None
+            model_registry.UnknownModel, resolver.model, "magic", lookup=lambda name: None
         )
         self.assertIn("nor stored in the plugin database", str(error))

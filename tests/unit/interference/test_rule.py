@@ -14,7 +14,7 @@ from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import residents
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.interference import registry
+from hpc_nova_scheduler.interference import model_registry
 from hpc_nova_scheduler.interference.base import Tenant
 from hpc_nova_scheduler.interference.rule import ModelRule
 
@@ -42,7 +42,7 @@ def request(name: str | None, app: str, count: int = 2, cls=AppClass.SYNC_HPC):
 
 
 def rule(model: str = "ivmp-base", tolerance: float = 10.0) -> ModelRule:
-    return ModelRule(registry.load(model), tolerance, PROFILES)
+    return ModelRule(model_registry.load(model), tolerance, PROFILES)
 
 
 def place(cluster: ClusterState, req: PlacementRequest, model_rule: ModelRule) -> algorithm.Plan:
@@ -166,7 +166,7 @@ class TestInvariant(testtools.TestCase):
 
 class TestModelNotReady(testtools.TestCase):
     def test_an_unfitted_model_refuses_shared_hosts_and_does_not_raise(self) -> None:
-        judge = ModelRule(registry.load("pair-forest"), 10.0, PROFILES)
+        judge = ModelRule(model_registry.load("pair-forest"), 10.0, PROFILES)
         reason = judge.refusal([("FFT.I1.P4", 1), ("HPL.I1.P6", 1)])
         self.assertIn("is not fitted", reason)
         self.assertIsNone(judge.refusal([("FFT.I1.P4", 4)]))
@@ -195,7 +195,7 @@ class TestBatch(testtools.TestCase):
 
     def test_hosts_alike_are_asked_about_once(self) -> None:
         asked: list[int] = []
-        model = registry.load("ivmp-base")
+        model = model_registry.load("ivmp-base")
         real = model.predict_many
 
         def counting(hosts):

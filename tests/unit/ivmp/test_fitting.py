@@ -10,7 +10,7 @@ import testtools
 import yaml
 
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.interference import fitting, registry
+from hpc_nova_scheduler.interference import fitting, model_registry
 from hpc_nova_scheduler.interference.base import Tenant
 from hpc_nova_scheduler.ivmp import model as ivmp
 from hpc_nova_scheduler.ivmp.fitting import IvmpFitting
@@ -44,7 +44,7 @@ class TestIvmpFitting(testtools.TestCase):
 
     def test_registered_for_both_models(self) -> None:
         for name in ("ivmp", "ivmp-base"):
-            found = fitting.of(registry.load(name))
+            found = fitting.of(model_registry.load(name))
             self.assertIsInstance(found, IvmpFitting)
             self.assertFalse(found.keeps, "the outcome is the printed coefficients")
 

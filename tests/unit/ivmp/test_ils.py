@@ -106,21 +106,21 @@ class TestIls(testtools.TestCase):
             self.assertRaises(ValueError, ils.IlsParameters, **bad)
 
     def test_planners_take_the_shared_options_by_name(self) -> None:
-        from hpc_nova_scheduler.planners import registry
+        from hpc_nova_scheduler.planners import planner_registry
 
         # plan and rebalance give every planner every shared option.
         shared = {"alpha": 0.3, "multistart": 4, "seed": 7, "time_limit": 5.0}
-        found = registry.load("ils", **shared)
+        found = planner_registry.load("ils", **shared)
         self.assertEqual(ils.IlsParameters(alpha=0.3, multistart=4, seed=7), found.parameters)
-        exact = registry.load("milp", **shared)
+        exact = planner_registry.load("milp", **shared)
         self.assertEqual(found.parameters, exact.parameters)
         self.assertEqual(5.0, exact.time_limit)
         given = ils.IteratedLocalSearch(parameters=ils.IlsParameters(beta=0.2), seed=3)
         self.assertEqual(ils.IlsParameters(beta=0.2, seed=3), given.parameters)
-        self.assertEqual(ils.IlsParameters(), registry.load("ils").parameters)
-        error = self.assertRaises(TypeError, registry.load, "ils", seeds=3)
+        self.assertEqual(ils.IlsParameters(), planner_registry.load("ils").parameters)
+        error = self.assertRaises(TypeError, planner_registry.load, "ils", seeds=3)
         self.assertEqual("planner ils has no option seeds", str(error))
-        self.assertRaises(ValueError, registry.load, "ils", alpha=1.5)
+        self.assertRaises(ValueError, planner_registry.load, "ils", alpha=1.5)
 
     def test_running_sums_equal_the_model_after_any_moves(self) -> None:
         import random

@@ -8,7 +8,7 @@ import fixtures
 import testtools
 import yaml
 
-from hpc_nova_scheduler.interference import fitting, registry
+from hpc_nova_scheduler.interference import fitting, model_registry
 from hpc_nova_scheduler.pairwise import forest
 from hpc_nova_scheduler.pairwise.fitting import ForestFitting
 from tests.unit.pairwise.test_forest import applications, records
@@ -34,7 +34,7 @@ class TestForestFitting(testtools.TestCase):
         self.data = fitting.Measurements(self.dataset, "profiles", lambda: by_name)
 
     def test_registered_and_kept(self) -> None:
-        found = fitting.of(registry.load("pair-forest"))
+        found = fitting.of(model_registry.load("pair-forest"))
         self.assertIsInstance(found, ForestFitting)
         self.assertTrue(found.keeps)
 

@@ -11,7 +11,7 @@ import testtools
 import yaml
 
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord
-from hpc_nova_scheduler.interference import registry, stored
+from hpc_nova_scheduler.interference import model_registry, stored
 from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
 from hpc_nova_scheduler.pairwise import forest
 from tests.unit.cmd.test_cli import run
@@ -72,7 +72,7 @@ class TestForest(testtools.TestCase):
         self.assertTrue(all(s >= 0 for s in prediction.slowdowns))
 
     def test_not_fitted_and_missing_counters_are_named(self) -> None:
-        model = registry.load("pair-forest")
+        model = model_registry.load("pair-forest")
         two = [Tenant.of(p) for p in self.apps[:2]]
         self.assertRaises(forest.NotFitted, model.predict, two)
         fitted = model.fit(self.samples)

@@ -41,13 +41,13 @@ class TestPairingPlanner(testtools.TestCase):
         self.assertTrue(placement.feasible(b))
 
     def test_the_default_model_is_found_by_name(self) -> None:
-        from hpc_nova_scheduler.planners import registry
+        from hpc_nova_scheduler.planners import planner_registry
 
-        planner = registry.load("blossom", alpha=0.5, multistart=2, seed=1, time_limit=3.0)
+        planner = planner_registry.load("blossom", alpha=0.5, multistart=2, seed=1, time_limit=3.0)
         self.assertEqual("ivmp", planner.model.name)
         self.assertIsInstance(planner.model, IvmpExtended)
         self.assertIs(MODEL, pairing.GreedyPairing(MODEL).model)
-        self.assertRaises(TypeError, registry.load, "greedy", model_name="ivmp")
+        self.assertRaises(TypeError, planner_registry.load, "greedy", model_name="ivmp")
 
     def test_too_few_hosts_is_said(self) -> None:
         b = batch(["PKTM.I1.P4", "DGEMM.I2.P4", "HPL.I1.P4"], hosts=1)

@@ -8,7 +8,7 @@ import fixtures
 import testtools
 
 from hpc_nova_scheduler import datafiles
-from hpc_nova_scheduler.interference import fitting, registry
+from hpc_nova_scheduler.interference import fitting, model_registry
 from hpc_nova_scheduler.runtime import trees
 from hpc_nova_scheduler.runtime.fitting import PAPER_ERRORS, TreesFitting
 from tests.unit.runtime.test_trees import dataset, profiles
@@ -26,7 +26,7 @@ class TestTreesFitting(testtools.TestCase):
         return fitting.Measurements(path, "profiles", profiles)
 
     def test_registered_and_kept(self) -> None:
-        found = fitting.of(registry.load("runtime-trees"))
+        found = fitting.of(model_registry.load("runtime-trees"))
         self.assertIsInstance(found, TreesFitting)
         self.assertTrue(found.keeps)
 

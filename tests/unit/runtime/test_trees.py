@@ -12,7 +12,7 @@ import testtools
 
 from hpc_nova_scheduler import datafiles
 from hpc_nova_scheduler.core.records import ProfileRecord, SoloRun
-from hpc_nova_scheduler.interference import registry, stored
+from hpc_nova_scheduler.interference import model_registry, stored
 from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
 from hpc_nova_scheduler.runtime import shaped, trees
 from tests.unit.cmd.test_cli import run
@@ -46,10 +46,10 @@ def tenant(name: str, vms: int = 1, host_type: str | None = "T1") -> Tenant:
 
 class TestRuntimeTrees(testtools.TestCase):
     def test_registered_and_host_typed(self) -> None:
-        model = registry.load("runtime-trees")
+        model = model_registry.load("runtime-trees")
         self.assertIsInstance(model, trees.RuntimeTrees)
         self.assertTrue(model.host_typed)
-        self.assertTrue(registry.is_stored_kind("runtime-trees"))
+        self.assertTrue(model_registry.is_stored_kind("runtime-trees"))
 
     def test_the_paper_s_learner(self) -> None:
         model = fitted()
@@ -96,7 +96,9 @@ class TestRuntimeTrees(testtools.TestCase):
 
     def test_what_it_cannot_judge_is_named(self) -> None:
         model = fitted()
-        self.assertRaises(trees.NotFitted, registry.load("runtime-trees").predict, [tenant("CG")])
+        self.assertRaises(
+            trees.NotFitted, model_registry.load("runtime-trees").predict, [tenant("CG")]
+        )
         error = self.assertRaises(
             MissingFeatures, model.predict, [tenant("CG", host_type=None), tenant("NAMD")]
         )

@@ -9,7 +9,7 @@ import testtools
 from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.core.algorithm import PACKING_MOST_FREE_PES, Policy
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.planners import registry
+from hpc_nova_scheduler.planners import planner_registry
 from hpc_nova_scheduler.planners.base import Batch, BatchApp
 from hpc_nova_scheduler.sim import batches, settings, simulator
 from hpc_nova_scheduler.sim.cloud import PlannedCloud
@@ -20,7 +20,7 @@ MDOBP = settings.Scenario("mdobp")
 
 
 def arrivals(planner: str = "ffd", window: float = 60.0) -> batches.BatchArrivals:
-    return batches.BatchArrivals(window, registry.load(planner))
+    return batches.BatchArrivals(window, planner_registry.load(planner))
 
 
 def ivmp_profiles() -> list[ProfileRecord]:
@@ -75,7 +75,7 @@ class TestWindows(testtools.TestCase):
 
 class TestPlanning(testtools.TestCase):
     def test_the_longest_prefix_that_fits(self) -> None:
-        ffd = registry.load("ffd")
+        ffd = planner_registry.load("ffd")
         apps = [app(0.75), app(0.5), app(0.5), app(0.75), app(0.25)]
         count, placement = batches.longest_prefix(ffd, apps, 2)
         # The first four need 2.5 hosts: three are planned (0.75 + 0.25 is not
@@ -86,7 +86,7 @@ class TestPlanning(testtools.TestCase):
 
     def test_bisection_when_the_volume_fits_but_the_packing_does_not(self) -> None:
         # Three 0.6s hold 1.8 <= 2 hosts by volume, yet only two fit.
-        count, placement = batches.longest_prefix(registry.load("ff"), [app(0.6)] * 3, 2)
+        count, placement = batches.longest_prefix(planner_registry.load("ff"), [app(0.6)] * 3, 2)
         self.assertEqual(2, count)
         self.assertEqual(2, placement.hosts_used)
 
@@ -107,7 +107,7 @@ class TestPlanning(testtools.TestCase):
         )
         self.assertEqual([], left)
         # FFD: the 3-core job and the 1-core one share the first host, the two halves the next.
-        ffd = registry.load("ffd").place(Batch(tuple(app_of(e, None) for e in entries), 3))
+        ffd = planner_registry.load("ffd").place(Batch(tuple(app_of(e, None) for e in entries), 3))
         expected = {e[0].job_id: [1, 2][h] for e, h in zip(entries, ffd.host_of, strict=True)}
         self.assertEqual(expected, {entry[0].job_id: row for entry, row in planned})
         self.assertEqual({3: 1, 4: 1, 1: 2, 2: 2}, expected)
@@ -122,7 +122,7 @@ class TestPlanning(testtools.TestCase):
         entries = [(job(i, 0, 10, 1), 0.0, 0.0) for i in range(1, 6)]
         kinds = batches.kinds_of(SHAPE.host_kinds())
         planned, left = batches.plan_window(
-            batches.BatchArrivals(60.0, registry.load("ffd"), max_batch=2),
+            batches.BatchArrivals(60.0, planner_registry.load("ffd"), max_batch=2),
             entries,
             kinds,
             {0, 1, 2},
@@ -274,6 +274,6 @@ class TestReplay(testtools.TestCase):
 
 
 def registry_model(name: str):
-    from hpc_nova_scheduler.interference import registry as models
+    from hpc_nova_scheduler.interference import model_registry as models
 
     return models.load(name)

@@ -143,7 +143,7 @@ class TestSharedModels(testtools.TestCase):
 
     def test_admission_by_the_truth_keeps_every_job_within_the_tolerance(self) -> None:
         from hpc_nova_scheduler import datafiles, resources
-        from hpc_nova_scheduler.interference import registry
+        from hpc_nova_scheduler.interference import model_registry
 
         profiles = [
             p
@@ -152,7 +152,7 @@ class TestSharedModels(testtools.TestCase):
             )
             if p.sllc_score is not None
         ]
-        truth = registry.load("ivmp-base")
+        truth = model_registry.load("ivmp-base")
         for tolerance in (3.0, 15.0):
             judged = scenarios.build(
                 "hpc-aware",

@@ -18,7 +18,7 @@ from oslo_log import log as logging
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.interference import registry, resolver
+from hpc_nova_scheduler.interference import model_registry, resolver
 from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
@@ -83,13 +83,17 @@ class ModelCache:
             LOG.warning("hpc-nova-scheduler: cannot read stored model %s: %s", name, error)
             if cached is not None:
                 return cached
-            raise registry.UnknownModel(f"stored model {name!r} cannot be read: {error}") from None
+            raise model_registry.UnknownModel(
+                f"stored model {name!r} cannot be read: {error}"
+            ) from None
         if stored is None:  # deleted since its stamp was read
-            raise registry.UnknownModel(f"stored model {name!r} is gone")
+            raise model_registry.UnknownModel(f"stored model {name!r} is gone")
         try:
             model = resolver.from_record(stored)
         except Exception as error:  # a damaged or untrusted stored model must not stop Nova
-            raise registry.UnknownModel(f"stored model {name!r} cannot be read: {error}") from None
+            raise model_registry.UnknownModel(
+                f"stored model {name!r} cannot be read: {error}"
+            ) from None
         LOG.info(
             "hpc-nova-scheduler: interference model %s (%s) read from the plugin database, "
             "made with %s",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import testtools
 
 from hpc_nova_scheduler.ivmp import ils
-from hpc_nova_scheduler.planners import registry
+from hpc_nova_scheduler.planners import planner_registry
 from hpc_nova_scheduler.planners.base import Batch
 from tests.unit.ivmp.test_ils import PROFILES, app
 
@@ -14,17 +14,17 @@ class TestRegistry(testtools.TestCase):
     def test_every_planner_places_a_batch(self) -> None:
         self.assertEqual(
             ["bf", "bfd", "blossom", "ff", "ffd", "greedy", "ils", "milp", "wf", "wfd"],
-            registry.names(),
+            planner_registry.names(),
         )
         batch = Batch(tuple(app(p) for p in PROFILES[:9]), 9)
-        for name in registry.names():
+        for name in planner_registry.names():
             params = {"parameters": ils.IlsParameters(multistart=2)} if name == "ils" else {}
-            planner = registry.load(name, **params)
+            planner = planner_registry.load(name, **params)
             self.assertEqual(name, planner.name)
             placement = planner.place(batch)
             self.assertTrue(placement.feasible(batch), name)
             self.assertEqual(9, len(placement.host_of))
 
     def test_unknown_names_are_said(self) -> None:
-        error = self.assertRaises(registry.UnknownPlanner, registry.load, "nope")
+        error = self.assertRaises(planner_registry.UnknownPlanner, planner_registry.load, "nope")
         self.assertIn("known: bf, bfd", str(error))
