@@ -55,7 +55,7 @@ def _resolved(name: str, option: str, path: str | None, params=None, admission: 
     resolve = resolver.admission_model if admission else resolver.model
     try:
         return resolve(name, params=params, path=path, fitted=True)
-    except resolver.NotFitted:
+    except resolver.NoFittedModel:
         raise common.CommandError(
             f"{option} {name} is a fitted model: give {file_option} FILE "
             f"(written by 'model fit --model {name} ... --save FILE')"

@@ -73,6 +73,10 @@ class ModelNotReady(Exception):
     """The model cannot predict yet (for example, a learned model not fitted)."""
 
 
+class NotFitted(ModelNotReady):
+    """A learned model was asked to predict before it was fitted."""
+
+
 class InterferenceModel(abc.ABC):
     """Predicts the slowdowns of applications that share one host."""
 

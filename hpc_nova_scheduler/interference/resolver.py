@@ -10,7 +10,7 @@ One rule, wherever a model is named (``[hpc_scheduler] interference_model``,
   is given, or else from the plugin database, stored under the name;
 - a registered fitted kind with neither is the kind unfitted, which refuses
   every shared host and says why (or, where a fitted model is required,
-  :class:`NotFitted`).
+  :class:`NoFittedModel`).
 
 The database is reached through a lookup function, so that this module
 stays free of Nova and of the database layer: nova-scheduler adds its own
@@ -41,7 +41,7 @@ class StoredRecord(Protocol):
 Lookup = Callable[[str], StoredRecord | None]
 
 
-class NotFitted(model_registry.UnknownModel):
+class NoFittedModel(model_registry.UnknownModel):
     """A fitted kind was named, without its fitted model."""
 
 
@@ -73,7 +73,7 @@ def model(
 
     ``params`` build a model that is not fitted; ``path`` is the file a
     fitted kind is read from; ``lookup`` finds it in the plugin database;
-    ``fitted`` refuses a fitted kind found in neither (:class:`NotFitted`).
+    ``fitted`` refuses a fitted kind found in neither (:class:`NoFittedModel`).
     Raises UnknownModel for a name that means nothing, OSError for a file
     that cannot be read, and StoredModelError for one that holds no such
     model.
@@ -87,7 +87,7 @@ def model(
         return from_record(record)
     if name in model_registry.names():
         if fitted:
-            raise NotFitted(f"{name} is a fitted model")
+            raise NoFittedModel(f"{name} is a fitted model")
         return model_registry.load(name, **(params or {}))
     known = ", ".join(model_registry.names())
     if lookup is None:

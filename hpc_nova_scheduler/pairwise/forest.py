@@ -34,7 +34,7 @@ from hpc_nova_scheduler.interference import stored, validation
 from hpc_nova_scheduler.interference.base import (
     InterferenceModel,
     MissingFeatures,
-    ModelNotReady,
+    NotFitted,
     Prediction,
     Tenant,
 )
@@ -57,10 +57,6 @@ GENERIC_COUNTERS = (
 TREES = 22
 REDUCED_TREES = 6
 KIND = "pair-forest"
-
-
-class NotFitted(ModelNotReady):
-    pass
 
 
 @dataclasses.dataclass(frozen=True)

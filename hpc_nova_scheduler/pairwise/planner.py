@@ -51,7 +51,7 @@ def degradations(batch: Batch, model: InterferenceModel) -> np.ndarray:
     return table
 
 
-class Pairing(Planner):
+class PairingPlanner(Planner):
     """Base of the two strategies: ``pair`` is blossom or greedy."""
 
     pair: ClassVar[Callable[[Sequence[float], np.ndarray], matching.Pairing]]
@@ -83,13 +83,13 @@ class Pairing(Planner):
         return Placement(tuple(host_of))
 
 
-class BlossomPairing(Pairing):
+class BlossomPairing(PairingPlanner):
     name = "blossom"
     summary = "seed 001: pairs by minimum-weight perfect matching (blossom), one pair a host"
     pair = staticmethod(matching.blossom)
 
 
-class GreedyPairing(Pairing):
+class GreedyPairing(PairingPlanner):
     name = "greedy"
     summary = "seed 001: pairs in increasing predicted cost (greedy), one pair a host"
     pair = staticmethod(matching.greedy)

@@ -51,7 +51,7 @@ from hpc_nova_scheduler.interference import stored, validation
 from hpc_nova_scheduler.interference.base import (
     InterferenceModel,
     MissingFeatures,
-    ModelNotReady,
+    NotFitted,
     Prediction,
     Tenant,
 )
@@ -64,10 +64,6 @@ MIN_LEAF = 2
 PRUNE = 0.001
 #: Seed 000's metrics: CPU idle and user (%), network and disk traffic (MB/s).
 SEED_METRICS = ("cpu_idle", "cpu_user", "net_recv", "net_send", "disk_read", "disk_write")
-
-
-class NotFitted(ModelNotReady):
-    pass
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,7 @@ class TestResolver(testtools.TestCase):
 
     def test_a_fitted_kind_without_its_model(self) -> None:
         self.assertFalse(resolver.is_plain("pair-forest"))
-        self.assertRaises(resolver.NotFitted, resolver.model, "pair-forest", fitted=True)
+        self.assertRaises(resolver.NoFittedModel, resolver.model, "pair-forest", fitted=True)
         # Unfitted, it refuses shared hosts; `model fit` starts from it.
         self.assertEqual("pair-forest", resolver.model("pair-forest").name)
 
