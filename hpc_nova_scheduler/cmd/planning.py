@@ -54,6 +54,9 @@ def load_planner(args: argparse.Namespace, name: str):
         )
     except planner_registry.UnknownPlanner as error:
         raise common.CommandError(f"--planner: {error}") from None
+    except TypeError as error:
+        # A planner of another package that does not take the shared options.
+        raise common.CommandError(f"--planner {name}: {error}") from None
 
 
 def interference_model():

@@ -31,9 +31,14 @@ def _interference_model(args: argparse.Namespace):
         )
     try:
         return interference.load(args.interference, **options)
-    except ValueError as error:
+    except interference.UnknownSlowdown:
+        # Either namespace may name the ground truth: list both, once.
         known = sorted({*interference.names(), *model_registry.names()})
-        raise common.CommandError(f"{error}; models: {', '.join(known)}") from None
+        raise common.CommandError(
+            f"unknown interference model {args.interference!r}; known: {', '.join(known)}"
+        ) from None
+    except ValueError as error:
+        raise common.CommandError(str(error)) from None
 
 
 def _admission_model(args: argparse.Namespace):

@@ -309,6 +309,9 @@ class _Planner:
         self.rule = None if self.extreme else rule
         #: Why the model refused each host it refused (row -> reason).
         self.judged: dict[int, str] = {}
+        #: Hosts other applications hold as ExtremeHPC (row -> owner), built
+        #: when a refusal first names one.
+        self._owners: dict[int, str] | None = None
         if self.rule is not None:
             self.fixed_ok &= self._model_admits(self.rule)
 
@@ -536,6 +539,8 @@ class _Planner:
                     "ExtremeHPC",
                     f"{others} VM(s) of other applications; ExtremeHPC needs the host to itself",
                 )
+        if not self.dims.any():
+            return Refusal(host, "resources", "the flavor asks for no VCPU, memory or disk")
         if self.copies[row] < 1:
             free, demand = columns.free[row], self.demand
             short = next((d for d in range(len(demand)) if demand[d] > free[d] + _SLACK), 0)
@@ -571,14 +576,29 @@ class _Planner:
 
     def _owner(self, row: int) -> str:
         """The other application whose ExtremeHPC VMs hold host ``row``: its name, or id."""
+        if self._owners is None:
+            self._owners = self._extreme_owners()
+        return self._owners.get(row, "another application")
+
+    def _extreme_owners(self) -> dict[int, str]:
+        """Each host another application holds as ExtremeHPC, with that application.
+
+        Built once for all hosts: asked host by host, the search would scan
+        every application for every host a refused request explains.
+        """
+        names: dict[tuple[str, int], str] = {}
+        for (app_id, name), rows in self.columns.by_application_name.items():
+            for row in rows:
+                names.setdefault((app_id, row), name)
         own = self.request.application_id
+        owners: dict[int, str] = {}
         for app, rows in self.columns.by_application.items():
-            if app != own and rows.get(row, (0, 0))[1] > 0:
-                for (app_id, name), named in self.columns.by_application_name.items():
-                    if app_id == app and row in named:
-                        return name
-                return app
-        return "another application"
+            if app == own:
+                continue
+            for row, (_, extreme) in rows.items():
+                if extreme > 0 and row not in owners:
+                    owners[row] = names.get((app, row), app)
+        return owners
 
     def key_one(self, rack_rank: float, load: _HostLoad, position: float) -> tuple:
         """:meth:`keys` for one changed host, to the bit."""

@@ -9,7 +9,8 @@ protocol (:class:`hpc_nova_scheduler.interference.rule.ModelRule`); core
 imports none of them.
 
 A :class:`Refusal` names the host, the rule that refused it and the value
-against that rule's limit, for the operator's log. It is a small tuple, formatted only when a log line is written.
+against that rule's limit, for the operator's log. It is a small tuple,
+formatted only when a log line is written.
 """
 
 from __future__ import annotations

@@ -81,6 +81,7 @@ def model(
     if is_plain(name):
         return model_registry.load(name, **(params or {}))
     if path is not None:
+        model_registry.model_class(name)  # an unknown name is told before the file is read
         return model_registry.from_file(name, path)
     record = lookup(name) if lookup is not None else None
     if record is not None:

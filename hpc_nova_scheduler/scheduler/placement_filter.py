@@ -33,7 +33,7 @@ rebuild after a failed build.
 The filter's parts: the request read once from Nova's spec and its state
 (:mod:`.request`), what the databases tell of its hosts (:mod:`.plugin_data`),
 the database failure policy (:mod:`.fallback`), the interference model
-(:mod:`.models`), claims (:mod:`.claims`), the rounds after the plan
+(:mod:`.model_cache`), claims (:mod:`.claims`), the rounds after the plan
 (:mod:`.rounds`), and why hosts were left out (:mod:`.refusals`).
 """
 
@@ -81,10 +81,7 @@ CLAIM_ATTEMPTS = 5
 #: runs every round of one request in one thread, first round first.
 _ROUND = threading.local()
 
-_REPORTED_THRESHOLDS: set[tuple[float, float]] = set()
-_REPORTED_LOCK = threading.Lock()
-
-
+#: Threshold pairs already reported as inconsistent, so each is said once.
 _REPORTED_THRESHOLDS: set[tuple[float, float]] = set()
 _REPORTED_LOCK = threading.Lock()
 
@@ -173,15 +170,17 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         except Exception:
             # A fault of the plugin must not take nova-scheduler down; an HPC
             # request is refused rather than placed blind.
-            hpc = state is not None and state.profile.is_hpc
             if state is not None and state.plan is not None:
                 claims.abandon(state)
+            if state is None:
+                refuse = (request or Request.of_flavor(spec_obj)).hpc
+            else:
+                refuse = state.profile.is_hpc
             LOG.exception(
                 "hpc-nova-scheduler: unexpected error; %s",
-                "refusing the request" if hpc else "leaving the request to Nova",
+                "refusing the request" if refuse else "leaving the request to Nova",
             )
-            looks_hpc = request is None or request.hpc
-            return [] if hpc or (state is None and looks_hpc) else hosts
+            return [] if refuse else hosts
 
     def _select(self, state: RequestState, hosts: list, request: Request) -> list:
         """The hosts this round may choose from (:meth:`Rounds.select`)."""

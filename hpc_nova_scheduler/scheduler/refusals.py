@@ -45,8 +45,8 @@ def left_out(
     """Debug: why each host outside ``plan`` and its alternates takes none of its VMs."""
     if not LOG.isEnabledFor(std_logging.DEBUG):
         return
-    refusals = algorithm.left_out(request, hosts, plan, thresholds, table, rule=rule)
-    _debug([refusal for refusal in refusals if refusal.host not in spares])
+    refusals = _explained(request, hosts, plan, thresholds, table, rule)
+    _debug([refusal for refusal in refusals or () if refusal.host not in spares])
 
 
 def refused(
@@ -58,18 +58,48 @@ def refused(
     reason: str,
 ) -> None:
     """Debug: why each host was refused; then INFO: the reason, and hosts by rule."""
-    refusals = algorithm.left_out(request, hosts, None, thresholds, table, rule=rule)
-    _debug(refusals)
+    refusals = _explained(request, hosts, None, thresholds, table, rule)
     profile = request.profile
+    application = profile.app_name or request.application_id
+    if refusals is None:
+        LOG.info(
+            "hpc-nova-scheduler: no placement for %d x %s VM(s) of %s: %s",
+            request.count,
+            profile.app_class,
+            application,
+            reason,
+        )
+        return
+    _debug(refusals)
     LOG.info(
         "hpc-nova-scheduler: no placement for %d x %s VM(s) of %s: %s; %d host(s) refused: %s",
         request.count,
         profile.app_class,
-        profile.app_name or request.application_id,
+        application,
         reason,
         len(refusals),
         summary(refusals) or "no candidate hosts",
     )
+
+
+def _explained(
+    request: algorithm.PlacementRequest,
+    hosts: Sequence[Host],
+    plan: algorithm.Plan | None,
+    thresholds: Thresholds,
+    table: InterferenceTable,
+    rule: HostJudge | None,
+) -> list[Refusal] | None:
+    """:func:`~hpc_nova_scheduler.core.algorithm.left_out`, or None if it fails.
+
+    Explaining is for the log: a fault there must never change what the
+    filter decides, so it is logged and the decision stands.
+    """
+    try:
+        return algorithm.left_out(request, hosts, plan, thresholds, table, rule=rule)
+    except Exception:
+        LOG.debug("hpc-nova-scheduler: cannot explain the refused hosts", exc_info=True)
+        return None
 
 
 def avoided(dedicated: Mapping[str, Sequence[RunningVM]]) -> None:

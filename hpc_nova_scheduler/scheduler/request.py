@@ -56,29 +56,45 @@ class Request:
         )
 
     @classmethod
-    def from_spec(cls, spec_obj: Any, planning: bool = False) -> Request:
-        """The request of ``spec_obj``; with its demand when ``planning`` an HPC one."""
+    def of_flavor(cls, spec_obj: Any) -> Request:
+        """Only what tells an HPC request from a plain one: extra specs and hints.
+
+        Never raises: when the rest of the spec cannot be read, this still
+        tells whether the request may be left to Nova (an unreadable flavor
+        may not).
+        """
         try:
             specs: dict | None = dict(spec_obj.flavor.extra_specs or {})
         except Exception:
             specs = None
-        hints = {}
-        if spec_obj.obj_attr_is_set("scheduler_hints") and spec_obj.scheduler_hints:
-            hints = dict(spec_obj.scheduler_hints)
+        try:
+            hints = {}
+            if spec_obj.obj_attr_is_set("scheduler_hints") and spec_obj.scheduler_hints:
+                hints = dict(spec_obj.scheduler_hints)
+        except Exception:
+            specs, hints = None, {}  # unreadable hints may name an application
+        return cls(extra_specs=specs, hints=hints)
+
+    @classmethod
+    def from_spec(cls, spec_obj: Any, planning: bool = False) -> Request:
+        """The request of ``spec_obj``; with its demand when ``planning`` an HPC one."""
+        request = cls.of_flavor(spec_obj)
         group = spec_obj.instance_group if spec_obj.obj_attr_is_set("instance_group") else None
         members: frozenset[str] = frozenset()
         if group is not None and "members" in group:
             members = frozenset(group.members or ())
-        request = cls(
+        # A plain request is left to Nova whatever it lacks; an HPC one needs
+        # its count, or it would be planned for the wrong number of VMs.
+        count = spec_obj.num_instances if request.hpc else _field(spec_obj, "num_instances", 1)
+        request = dataclasses.replace(
+            request,
             instance_uuid=spec_obj.instance_uuid,
             project_id=_field(spec_obj, "project_id", None),
-            extra_specs=specs,
-            hints=hints,
             group_uuid=group.uuid or "" if group is not None else None,
             members=members,
-            num_instances=max(1, _field(spec_obj, "num_instances", 1)),
+            num_instances=max(1, count),
         )
-        if planning and request.hpc and specs is not None:
+        if planning and request.hpc and request.extra_specs is not None:
             request = dataclasses.replace(request, demand=host_view.demand(spec_obj))
         return request
 

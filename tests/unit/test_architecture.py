@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import tempfile
 import unittest
 
 import networkx as nx
@@ -31,6 +32,9 @@ LAYERS = [HELPERS, CORE, SHARED, SYSTEMS, *({name} for name in ADAPTERS)]
 # Modules that reach research systems only through entry points and core's
 # protocols, although their layer lies above the systems.
 SYSTEM_BLIND = {f"{PACKAGE}.cmd.model"}
+# The folders that may import Nova: the simulator, the planners and the
+# rebalancer run the scheduler's engine without it.
+NOVA_ADAPTERS = {"api", "scheduler", "demo", "cmd"}
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -56,8 +60,26 @@ def package_modules() -> dict[str, pathlib.Path]:
     return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
 
 
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` of an attribute chain rooted at a name; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def imports_of(module: str, path: pathlib.Path, known: set[str]) -> set[str]:
-    """The package's modules that ``module`` imports, wherever in the file."""
+    """The package's modules that ``module`` imports, wherever in the file.
+
+    Besides import statements: ``importlib.import_module`` and
+    ``__import__`` calls (a name that is not a constant string is an
+    error: the test could not check it), and attribute chains through the
+    root package (``hpc_nova_scheduler.ivmp.model`` after ``import
+    hpc_nova_scheduler``).
+    """
     is_package = path.name == "__init__.py"
     here = module.split(".") if is_package else module.split(".")[:-1]
     found: set[str] = set()
@@ -85,8 +107,34 @@ def imports_of(module: str, path: pathlib.Path, known: set[str]) -> set[str]:
                 target = node.module or ""
             if target.split(".")[0] == PACKAGE:
                 add(target, [alias.name for alias in node.names])
+        elif isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS:
+            argument = node.args[0] if node.args else None
+            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                raise AssertionError(
+                    f"{path}:{node.lineno}: a dynamic import this test cannot read"
+                )
+            if argument.value.split(".")[0] == PACKAGE:
+                add(argument.value, [])
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+            chain = _dotted(node)
+            if chain and chain.split(".")[0] == PACKAGE and chain.count(".") > 1:
+                add(chain, [])
     found.discard(module)
     return found
+
+
+DYNAMIC_IMPORTS = {"importlib.import_module", "import_module", "__import__"}
+
+
+def imports_nova(path: pathlib.Path) -> bool:
+    """Whether the file imports Nova anywhere."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        if any(name.split(".")[0] == "nova" for name in names):
+            return True
+    return False
 
 
 def import_graph() -> nx.DiGraph:
@@ -128,6 +176,14 @@ class LayerTest(unittest.TestCase):
         )
         self.assertEqual([], wrong, "\n".join(wrong))
 
+    def test_only_the_nova_adapters_import_nova(self) -> None:
+        wrong = sorted(
+            module
+            for module, path in package_modules().items()
+            if unit(module) not in NOVA_ADAPTERS and imports_nova(path)
+        )
+        self.assertEqual([], wrong)
+
     def test_no_cycle_between_modules(self) -> None:
         cycles = [
             sorted(component)
@@ -150,3 +206,35 @@ class LayerTest(unittest.TestCase):
         self.assertEqual("points up", violation(f"{PACKAGE}.ivmp.ils", f"{PACKAGE}.sim.batches"))
         self.assertIsNone(violation(f"{PACKAGE}.ivmp.ils", f"{PACKAGE}.planners.base"))
         self.assertIsNone(violation(f"{PACKAGE}.cmd.plan", f"{PACKAGE}.sim.batches"))
+
+    def test_every_way_of_importing_is_seen(self) -> None:
+        source = (
+            "import importlib\n"
+            "import hpc_nova_scheduler\n"
+            "import hpc_nova_scheduler.ivmp.model as m\n"
+            "from .. import pairwise\n"
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    from hpc_nova_scheduler.sim.settings import Scenario\n"
+            "def late():\n"
+            "    importlib.import_module('hpc_nova_scheduler.runtime.trees')\n"
+            "    return hpc_nova_scheduler.cmd.model\n"
+        )
+        modules = package_modules()
+        with tempfile.TemporaryDirectory() as folder:
+            path = pathlib.Path(folder, "probe.py")
+            path.write_text(source)
+            found = imports_of(f"{PACKAGE}.core.probe", path, set(modules))
+            self.assertEqual(
+                {
+                    f"{PACKAGE}.ivmp.model",
+                    f"{PACKAGE}.pairwise",
+                    f"{PACKAGE}.sim.settings",
+                    f"{PACKAGE}.runtime.trees",
+                    f"{PACKAGE}.cmd.model",
+                    PACKAGE,
+                },
+                found,
+            )
+            path.write_text("import importlib\nimportlib.import_module(NAME)\n")
+            self.assertRaises(AssertionError, imports_of, "probe", path, set(modules))

@@ -99,6 +99,19 @@ class TestLeftOut(testtools.TestCase):
         self.assertEqual("ExtremeHPC", found["n3"][0])
         self.assertIn("1 VM(s) of other applications", found["n3"][1])
 
+    def test_each_extremehpc_host_names_its_own_application(self) -> None:
+        self.place("n5", request("FT.C.4", AppClass.EXTREME_HPC, 30, 1))
+        _, found = self.explain(request("EP", AppClass.ASYNC_HPC, 1, 1))
+        self.assertEqual(("ExtremeHPC", "ExtremeHPC host of IS.B.4"), found["n1"])
+        self.assertEqual(("ExtremeHPC", "ExtremeHPC host of FT.C.4"), found["n5"])
+
+    def test_a_request_for_no_resources_says_so(self) -> None:
+        empty = PlacementRequest(
+            ApplicationProfile(AppClass.ASYNC_HPC, 1, "EP"), Resources(0, 0, 0), 1, "EP"
+        )
+        _, found = self.explain(empty)
+        self.assertEqual(("resources", "the flavor asks for no VCPU, memory or disk"), found["n5"])
+
     def test_a_judge_gives_its_own_reason(self) -> None:
         _, found = self.explain(request("MG2", AppClass.ASYNC_HPC, 1, 1), rule=_Judge("MG"))
         self.assertEqual(

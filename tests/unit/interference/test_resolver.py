@@ -64,3 +64,8 @@ class TestResolver(testtools.TestCase):
             model_registry.UnknownModel, resolver.model, "magic", lookup=lambda name: None
         )
         self.assertIn("nor stored in the plugin database", str(error))
+        # Told before any file is read: the file is beside the point.
+        error = self.assertRaises(
+            model_registry.UnknownModel, resolver.model, "magic", path="no/such/file"
+        )
+        self.assertIn("unknown interference model 'magic'", str(error))
