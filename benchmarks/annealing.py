@@ -27,7 +27,7 @@ import sys
 import time
 
 from hpc_nova_scheduler.runtime import annealing, shaped, trees
-from hpc_nova_scheduler.runtime.annealing import Application, NodeType
+from hpc_nova_scheduler.runtime.annealing import ClusterApplication, NodeType
 
 
 def main() -> int:
@@ -50,7 +50,7 @@ def main() -> int:
     found, greedy_found = [], []
     for workload in range(args.workloads):
         names = rng.sample(sorted(shaped.APPLICATIONS), args.apps)
-        apps = [Application(n, 4, tuple(annealing.candidates(types, 4, 1))) for n in names]
+        apps = [ClusterApplication(n, 4, tuple(annealing.candidates(types, 4, 1))) for n in names]
         worst = {a.name: annealing.worst_alone(types, a, estimate) for a in apps}
         search = annealing.Annealing(
             types, apps, estimate, worst, iterations=args.iterations, seed=workload

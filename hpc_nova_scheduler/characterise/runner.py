@@ -34,14 +34,16 @@ class CharacteriseError(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
-class Application:
+class Program:
+    """An application to characterise: its profile name and the command that runs it."""
+
     name: str
     command: tuple[str, ...]
 
 
 @dataclasses.dataclass
 class Alone:
-    application: Application
+    application: Program
     runtimes: list[float]
     counters: dict[str, float]
 
@@ -52,8 +54,8 @@ class Alone:
 
 @dataclasses.dataclass
 class Pair:
-    a: Application
-    b: Application
+    a: Program
+    b: Program
     runtimes_a: list[float]
     runtimes_b: list[float]
 
@@ -66,7 +68,7 @@ class _Process:
     the message of a failure.
     """
 
-    def __init__(self, app: Application, core: int, perf_output: str | None) -> None:
+    def __init__(self, app: Program, core: int, perf_output: str | None) -> None:
         argv = list(app.command)
         if perf_output is not None:
             argv = counters.perf_command(perf_output) + argv
@@ -144,7 +146,7 @@ class Characteriser:
         self.unsupported: set[str] = set()
         self._told = False
 
-    def _run_alone(self, app: Application) -> tuple[float, dict[str, float]]:
+    def _run_alone(self, app: Program) -> tuple[float, dict[str, float]]:
         with tempfile.TemporaryDirectory() as scratch:
             output = os.path.join(scratch, "perf.csv") if self.use_perf else None
             group = None
@@ -169,7 +171,7 @@ class Characteriser:
                 self.unsupported.update(perf.unsupported)
         return wall, found
 
-    def alone(self, app: Application) -> Alone:
+    def alone(self, app: Program) -> Alone:
         for _ in range(self.warmup):
             self._run_alone(app)
         runs = [self._run_alone(app) for _ in range(self.repetitions)]
@@ -190,7 +192,7 @@ class Characteriser:
         if not counters.ResctrlGroup.available(self.resctrl_root):
             self.say("resctrl is not mounted: no LLC occupancy or memory bandwidth")
 
-    def pair(self, a: Application, b: Application) -> Pair:
+    def pair(self, a: Program, b: Program) -> Pair:
         runs_a, runs_b = [], []
         for index in range(self.warmup + self.repetitions):
             wall_a, wall_b = self._together(a, b)
@@ -199,7 +201,7 @@ class Characteriser:
                 runs_b.append(wall_b)
         return Pair(a, b, runs_a, runs_b)
 
-    def _together(self, a: Application, b: Application) -> tuple[float, float]:
+    def _together(self, a: Program, b: Program) -> tuple[float, float]:
         apps = (a, b)
         processes = [_Process(app, core, None) for app, core in zip(apps, self.cores, strict=True)]
         walls: list[float | None] = [None, None]
@@ -221,7 +223,7 @@ class Characteriser:
         return walls[0], walls[1]
 
     def characterise(
-        self, apps: Sequence[Application], pairs: bool = True
+        self, apps: Sequence[Program], pairs: bool = True
     ) -> tuple[list[Alone], list[Pair]]:
         alone = []
         for app in apps:

@@ -13,7 +13,7 @@ from hpc_nova_scheduler.cmd import common, options
 
 
 def _application(text: str):
-    from hpc_nova_scheduler.characterise.runner import Application
+    from hpc_nova_scheduler.characterise.runner import Program
     from hpc_nova_scheduler.core.profile import ProfileError, parse_app_name
 
     name, sep, command = text.partition("=")
@@ -23,7 +23,7 @@ def _application(text: str):
         argv = tuple(shlex.split(command))
         if not argv:
             raise ValueError
-        return Application(parse_app_name(name.strip(), key="--app"), argv)
+        return Program(parse_app_name(name.strip(), key="--app"), argv)
     except ProfileError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     except ValueError:

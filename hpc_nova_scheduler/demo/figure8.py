@@ -93,7 +93,7 @@ class Verdict(enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Result:
+class RequestResult:
     """What became of one request (or one server)."""
 
     verdict: Verdict
@@ -105,39 +105,39 @@ def fault_message(server: Mapping[str, Any]) -> str:
     return str(fault.get("message") or "")
 
 
-def server_result(server: Mapping[str, Any]) -> Result:
+def server_result(server: Mapping[str, Any]) -> RequestResult:
     """One server body of Nova's API: placed, refused by the scheduler, or failed."""
     status = server.get("status")
     if status == "ACTIVE":
-        return Result(Verdict.PLACED)
+        return RequestResult(Verdict.PLACED)
     message = fault_message(server)
     if status == "ERROR" and NO_VALID_HOST.lower() in message.lower():
-        return Result(Verdict.DEFERRED, message)
+        return RequestResult(Verdict.DEFERRED, message)
     where = f"server {server.get('id', '?')} is {status}"
     if status == "BUILD":
         task = server.get("OS-EXT-STS:task_state")
-        return Result(Verdict.FAILED, f"{where} (task {task}) after the timeout")
-    return Result(Verdict.FAILED, f"{where}: {message or 'no fault recorded'}")
+        return RequestResult(Verdict.FAILED, f"{where} (task {task}) after the timeout")
+    return RequestResult(Verdict.FAILED, f"{where}: {message or 'no fault recorded'}")
 
 
-def request_result(servers: Sequence[Mapping[str, Any]], expected: int) -> Result:
+def request_result(servers: Sequence[Mapping[str, Any]], expected: int) -> RequestResult:
     """All servers of one multi-create request, after waiting for them.
 
     Nova schedules a request's servers together: either all are placed or
     the scheduler refuses all of them. Anything else is a failure.
     """
     if len(servers) != expected:
-        return Result(Verdict.FAILED, f"{len(servers)} of {expected} servers exist")
+        return RequestResult(Verdict.FAILED, f"{len(servers)} of {expected} servers exist")
     results = [server_result(s) for s in servers]
     failed = [r.message for r in results if r.verdict is Verdict.FAILED]
     if failed:
-        return Result(Verdict.FAILED, "; ".join(dict.fromkeys(failed)))
+        return RequestResult(Verdict.FAILED, "; ".join(dict.fromkeys(failed)))
     verdicts = {r.verdict for r in results}
     if verdicts == {Verdict.PLACED}:
-        return Result(Verdict.PLACED)
+        return RequestResult(Verdict.PLACED)
     if verdicts == {Verdict.DEFERRED}:
-        return Result(Verdict.DEFERRED, results[0].message)
-    return Result(
+        return RequestResult(Verdict.DEFERRED, results[0].message)
+    return RequestResult(
         Verdict.FAILED,
         "some servers of the request are ACTIVE, the others refused: "
         + results[[r.verdict for r in results].index(Verdict.DEFERRED)].message,
@@ -145,7 +145,7 @@ def request_result(servers: Sequence[Mapping[str, Any]], expected: int) -> Resul
 
 
 @dataclasses.dataclass
-class Outcome:
+class AppPlacement:
     """Where one application ran, and when."""
 
     app: App
@@ -164,10 +164,10 @@ class Outcome:
 
 
 @dataclasses.dataclass
-class Scenario:
+class DemoRun:
     title: str
     beta: float | None
-    outcomes: list[Outcome]
+    outcomes: list[AppPlacement]
     cache_per_host: dict[str, float]
     peak_cache_per_host: dict[str, float]
 
@@ -223,7 +223,7 @@ def run(
     stream: Sequence[App] = STREAM,
     build_timeout: float = BUILD_TIMEOUT,
     log_path: str | None = None,
-) -> Scenario:
+) -> DemoRun:
     """Boot the stream once; ``beta=None`` runs Nova's default scheduler.
 
     Raises :class:`DemoFailure` when anything but the scheduler's refusal
@@ -329,7 +329,7 @@ def _delete(cloud: HpcCloud, servers: Sequence[Mapping[str, Any]], timeout: floa
 
 def _drive(
     cloud: HpcCloud, beta: float | None, stream: Sequence[App], build_timeout: float
-) -> Scenario:
+) -> DemoRun:
     flavors = {
         app.name: cloud.hpc_flavor(
             ram=VM_RAM_MB,
@@ -340,7 +340,7 @@ def _drive(
         for app in stream
     }
     running: dict[str, list[dict]] = {}
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, AppPlacement] = {}
     deferred: list[App] = []
     peak: dict[str, float] = dict.fromkeys(HOSTS, 0.0)
 
@@ -353,7 +353,7 @@ def _drive(
             _delete(cloud, servers, DELETE_TIMEOUT)
             return False
         running[app.name] = servers
-        outcomes[app.name] = Outcome(app, cloud.hosts_of(servers), after=list(after))
+        outcomes[app.name] = AppPlacement(app, cloud.hosts_of(servers), after=list(after))
         for host, total in _cache(running, stream).items():
             peak[host] = max(peak[host], total)
         return True
@@ -373,9 +373,9 @@ def _drive(
                 placed = True
                 break
         if not placed:
-            outcomes[app.name] = Outcome(app, {}, refused=True)
+            outcomes[app.name] = AppPlacement(app, {}, refused=True)
     title = "Nova defaults (no plugin)" if beta is None else f"hpc-nova-scheduler, beta = {beta:g}"
-    return Scenario(
+    return DemoRun(
         title,
         beta,
         [outcomes[app.name] for app in stream],

@@ -127,7 +127,7 @@ def candidates(
 
 
 @dataclasses.dataclass(frozen=True)
-class Application:
+class ClusterApplication:
     name: str
     vms: int
     candidates: tuple[Configuration, ...]
@@ -161,7 +161,7 @@ def _layout(
 @dataclasses.dataclass
 class Annealing:
     types: Sequence[NodeType]
-    applications: Sequence[Application]
+    applications: Sequence[ClusterApplication]
     estimate: Estimator
     #: Each application's worst run time alone among its candidates.
     worst_alone: dict[str, float]
@@ -320,7 +320,9 @@ def model_estimator(model, profiles: dict) -> Estimator:
     return estimate
 
 
-def worst_alone(types: Sequence[NodeType], application: Application, estimate: Estimator) -> float:
+def worst_alone(
+    types: Sequence[NodeType], application: ClusterApplication, estimate: Estimator
+) -> float:
     """The application's slowest run time alone among its candidates."""
     by_name = {t.name: t for t in types}
     empty = {(t.name, n): t.cores for t in types for n in range(t.nodes)}

@@ -25,10 +25,8 @@ KERNELS = {
 }
 
 
-def applications() -> list[runner.Application]:
-    return [
-        runner.Application(name, (sys.executable, "-c", code)) for name, code in KERNELS.items()
-    ]
+def applications() -> list[runner.Program]:
+    return [runner.Program(name, (sys.executable, "-c", code)) for name, code in KERNELS.items()]
 
 
 class TestRealKernels(testtools.TestCase):
@@ -57,7 +55,7 @@ class TestRealKernels(testtools.TestCase):
         self.assertEqual(1, len([s for s in said if "resctrl" in s]))
 
     def test_a_failing_command_is_named(self) -> None:
-        bad = runner.Application("bad", (sys.executable, "-c", "raise SystemExit('no input')"))
+        bad = runner.Program("bad", (sys.executable, "-c", "raise SystemExit('no input')"))
         work = runner.Characteriser((0, 1), repetitions=1, warmup=0)
         error = self.assertRaises(runner.CharacteriseError, work.alone, bad)
         self.assertIn("bad exited with status 1: no input", str(error))

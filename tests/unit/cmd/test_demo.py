@@ -37,7 +37,7 @@ class TestParsePaper(testtools.TestCase):
         for table in figure8.PAPER.values():
             for text in table.values():
                 row = demo.parse_paper(text)
-                outcome = figure8.Outcome(figure8.STREAM[0], row.vms_per_host, row.after)
+                outcome = figure8.AppPlacement(figure8.STREAM[0], row.vms_per_host, row.after)
                 self.assertEqual(text, outcome.placement)
 
 
@@ -79,11 +79,11 @@ def _paper_scenario(beta: float | None, after: dict[str, list[str]] | None = Non
     for app in figure8.STREAM:
         row = demo.parse_paper(table[app.name])
         outcomes.append(
-            figure8.Outcome(app, row.vms_per_host, (after or {}).get(app.name, row.after))
+            figure8.AppPlacement(app, row.vms_per_host, (after or {}).get(app.name, row.after))
         )
     zero = dict.fromkeys(figure8.HOSTS, 0.0)
     title = "Nova defaults (no plugin)" if beta is None else f"hpc-nova-scheduler, beta = {beta:g}"
-    return figure8.Scenario(title, beta, outcomes, dict(zero), dict(zero))
+    return figure8.DemoRun(title, beta, outcomes, dict(zero), dict(zero))
 
 
 class TestRun(testtools.TestCase):

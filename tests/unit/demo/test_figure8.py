@@ -26,7 +26,7 @@ class TestServerResult(testtools.TestCase):
 
     def test_no_valid_host_is_a_deferral(self) -> None:
         result = figure8.server_result(server("ERROR", NO_VALID_HOST))
-        self.assertEqual(figure8.Result(Verdict.DEFERRED, NO_VALID_HOST), result)
+        self.assertEqual(figure8.RequestResult(Verdict.DEFERRED, NO_VALID_HOST), result)
 
     def test_another_fault_is_a_failure_with_its_message(self) -> None:
         result = figure8.server_result(
@@ -60,7 +60,7 @@ class TestRequestResult(testtools.TestCase):
 
     def test_all_refused_is_a_deferral(self) -> None:
         result = figure8.request_result([server("ERROR", NO_VALID_HOST)] * 4, 4)
-        self.assertEqual(figure8.Result(Verdict.DEFERRED, NO_VALID_HOST), result)
+        self.assertEqual(figure8.RequestResult(Verdict.DEFERRED, NO_VALID_HOST), result)
 
     def test_one_other_error_makes_the_request_a_failure(self) -> None:
         servers = [server("ERROR", NO_VALID_HOST)] * 3 + [server("ERROR", "Exceeded retries")]
@@ -76,7 +76,7 @@ class TestRequestResult(testtools.TestCase):
 
     def test_missing_servers_are_a_failure(self) -> None:
         result = figure8.request_result([server("ACTIVE")] * 3, 4)
-        self.assertEqual(figure8.Result(Verdict.FAILED, "3 of 4 servers exist"), result)
+        self.assertEqual(figure8.RequestResult(Verdict.FAILED, "3 of 4 servers exist"), result)
 
 
 class TestNotation(testtools.TestCase):

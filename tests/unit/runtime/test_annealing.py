@@ -8,7 +8,7 @@ import math
 import testtools
 
 from hpc_nova_scheduler.runtime import annealing
-from hpc_nova_scheduler.runtime.annealing import Application, NodeType
+from hpc_nova_scheduler.runtime.annealing import ClusterApplication, NodeType
 
 
 def cluster(types: int, nodes: int = 2, cores: int = 4) -> list[NodeType]:
@@ -114,7 +114,7 @@ class TestAnnealing(testtools.TestCase):
     def search(self, seed: int, **params) -> annealing.Annealing:
         types = cluster(2, nodes=2, cores=4)
         apps = [
-            Application(name, 4, tuple(annealing.candidates(types, 4, 1)))
+            ClusterApplication(name, 4, tuple(annealing.candidates(types, 4, 1)))
             for name in ("io-a", "io-b", "cpu-c")
         ]
         worst = {a.name: annealing.worst_alone(types, a, toy_estimate) for a in apps}
@@ -131,7 +131,7 @@ class TestAnnealing(testtools.TestCase):
         for nodes in (2, 3):
             types = cluster(2, nodes=nodes, cores=4)
             apps = [
-                Application(name, 4, tuple(annealing.candidates(types, 4, 1)))
+                ClusterApplication(name, 4, tuple(annealing.candidates(types, 4, 1)))
                 for name in ("io-a", "io-b", "cpu-c")
             ]
             worst = {a.name: annealing.worst_alone(types, a, toy_estimate) for a in apps}
@@ -163,7 +163,7 @@ class TestAnnealing(testtools.TestCase):
         model = fitted()
         estimate = annealing.model_estimator(model, profiles())
         apps = [
-            Application(name, 4, tuple(annealing.candidates(types, 4, 1)))
+            ClusterApplication(name, 4, tuple(annealing.candidates(types, 4, 1)))
             for name in ("CG", "NAMD", "GrepSpark", "Zeusmp2")
         ]
         worst = {a.name: annealing.worst_alone(types, a, estimate) for a in apps}
