@@ -114,9 +114,9 @@ class ModelRule:
         worst = max(range(len(tenants)), key=lambda i: prediction.slowdowns[i])
         if prediction.worst <= self.tolerance:
             return f"model {self.model.name} does not admit {' + '.join(t.name for t in tenants)}"
+        # As Nova's filters say it: the value, its limit, and who judged.
         return (
-            f"model {self.model.name} predicts {prediction.slowdowns[worst]:.1f}% for "
-            f"{tenants[worst].name} next to "
-            f"{' + '.join(t.name for i, t in enumerate(tenants) if i != worst)} "
-            f"(tolerance {self.tolerance:g}%)"
+            f"predicted slowdown {prediction.slowdowns[worst]:.1f}% of {tenants[worst].name} "
+            f"next to {' + '.join(t.name for i, t in enumerate(tenants) if i != worst)} "
+            f"> tolerance {self.tolerance:g}% ({self.model.name})"
         )

@@ -117,7 +117,8 @@ class TestClaimCheck(testtools.TestCase):
         ]
         profile = ApplicationProfile(AppClass.SYNC_HPC, 0.0, "PTRANS.I1.P6")
         reason = admission.refusal(there, profile, "b", 1, LIMITS, rule=rule())
-        self.assertIn("model ivmp-base predicts 40.0% for PTRANS.I1.P6", reason)
+        self.assertIn("predicted slowdown 40.0% of PTRANS.I1.P6", reason)
+        self.assertIn("> tolerance 10% (ivmp-base)", reason)
         self.assertIsNone(admission.refusal(there, profile, "a", 1, LIMITS, rule=rule()))
 
     def test_residents_group_vms_by_application(self) -> None:
@@ -186,7 +187,7 @@ class TestBatch(testtools.TestCase):
             judge = rule(model, 10.0)
             self.assertEqual([judge.refusal(h) for h in hosts], judge.refusals(hosts), model)
         reasons = rule("ivmp-base").refusals(hosts)
-        self.assertIn("predicts 40.0%", reasons[0])
+        self.assertIn("predicted slowdown 40.0%", reasons[0])
         self.assertIsNone(reasons[1])
         self.assertIn("sllc_score", reasons[2])
         self.assertIn("without an application name", reasons[3])
