@@ -7,7 +7,8 @@ checked by tests/unit/test_architecture.py):
 2. ``core``: seed 003's engine and the protocols every system implements;
 3. shared: ``datafiles``, ``interference``, ``planners``, ``db``, ``characterise``;
 4. research systems, one folder a paper, never importing each other:
-   ``ivmp`` (seed 004), ``pairwise`` (seed 001), ``runtime`` (seed 000);
+   ``ivmp`` (seed 004), ``pairwise`` (seed 001), ``runtime`` (seed 000),
+   ``fairshare`` (seed 002);
 5. adapters: ``api``, ``scheduler``, ``live``, ``sim``, ``demo``, ``cmd``.
 
 A new system is a new folder on floor 4 plus entry points in setup.cfg.

@@ -26,6 +26,7 @@ from hpc_nova_scheduler.cmd import (
     common,
     db,
     demo,
+    fairshare,
     interference,
     model,
     plan,
@@ -55,6 +56,7 @@ GROUPS = (
     rebalance,
     trace,
     simulate,
+    fairshare,
     demo,
 )
 
