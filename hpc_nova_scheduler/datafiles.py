@@ -170,11 +170,20 @@ def _yaml_rows(path: str, text: str, section: str) -> list[tuple[int | None, Map
 
 
 def _csv_rows(path: str, text: str) -> list[tuple[int | None, Mapping[str, Any]]]:
+    return csv_table(path, text)[1]
+
+
+def csv_table(path: str, text: str) -> tuple[list[str], list[tuple[int | None, Mapping[str, Any]]]]:
+    """The header of CSV ``text`` and its rows, each with its line (blank rows skipped).
+
+    A row with the wrong number of cells is a mapping with only the key
+    ``__bad__``, saying so, for :func:`build_rows` to report.
+    """
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
         if header is None:
-            return []
+            return [], []
         header = [h.strip() for h in header]
         if len(set(header)) != len(header):
             raise DataFileError([RowError(path, 1, "duplicate column names in the header")])
@@ -192,7 +201,7 @@ def _csv_rows(path: str, text: str) -> list[tuple[int | None, Mapping[str, Any]]
                 )
                 continue
             rows.append((line, _fold_counters(dict(zip(header, cells, strict=True)))))
-        return rows
+        return header, rows
     except csv.Error as error:
         raise DataFileError([RowError(path, reader.line_num, f"not valid CSV: {error}")]) from None
 
@@ -311,6 +320,17 @@ def _read_measured(
     fmt = detect_format(path, fmt)
     text = read_text(path)
     rows = _csv_rows(path, text) if fmt == "csv" else _yaml_rows(path, text, section)
+    return build_rows(path, rows, build, none_found)
+
+
+def build_rows(
+    path: str,
+    rows: Iterable[tuple[int | None, Mapping[str, Any]]],
+    build: Callable[[Mapping[str, Any], int | None], Measured],
+    none_found: str,
+) -> list[Measured]:
+    """Every row built with its line; a ProfileError of any row is reported
+    with its line, all of them at once, and then nothing is kept."""
     errors: list[RowError] = []
     found: list[Measured] = []
     for line, row in rows:

@@ -11,12 +11,12 @@ error naming the file and line, and nothing is read.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
+from collections.abc import Mapping
 
-from hpc_nova_scheduler.datafiles import DataFileError, RowError, read_text
+from hpc_nova_scheduler.core.profile import ProfileError
+from hpc_nova_scheduler.datafiles import DataFileError, RowError, build_rows, csv_table, read_text
 
 REQUIRED = ("application", "platform", "runtime_s")
 OPTIONAL = ("corunners",)
@@ -41,30 +41,9 @@ class TaskRun:
 
 def read_runs(path: str) -> list[TaskRun]:
     """Every run of the file at ``path`` (``-``: standard input); DataFileError if any is bad."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
-    try:
-        header = [cell.strip() for cell in next(reader, [])]
-    except csv.Error as error:
-        raise DataFileError([RowError(path, 1, f"not valid CSV: {error}")]) from None
+    header, rows = csv_table(path, read_text(path))
     _check_header(path, header)
-    runs: list[TaskRun] = []
-    errors: list[RowError] = []
-    try:
-        for cells in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in cells):
-                continue
-            try:
-                runs.append(_run(header, cells, line))
-            except ValueError as error:
-                errors.append(RowError(path, line, str(error)))
-    except csv.Error as error:
-        errors.append(RowError(path, reader.line_num, f"not valid CSV: {error}"))
-    if errors:
-        raise DataFileError(errors)
-    if not runs:
-        raise DataFileError([RowError(path, None, "no runs: the file has a header and no rows")])
-    return runs
+    return build_rows(path, rows, _run, "no runs: the file has a header and no rows")
 
 
 def _check_header(path: str, header: list[str]) -> None:
@@ -81,7 +60,8 @@ def _check_header(path: str, header: list[str]) -> None:
         )
     extra = header[len(REQUIRED) :]
     if extra and extra != list(OPTIONAL):
-        unknown = [name for name in extra if name not in OPTIONAL] or extra[len(OPTIONAL) :]
+        # Duplicate names were refused with the header already.
+        unknown = [name for name in extra if name not in OPTIONAL]
         raise DataFileError(
             [
                 RowError(
@@ -94,22 +74,20 @@ def _check_header(path: str, header: list[str]) -> None:
         )
 
 
-def _run(header: list[str], cells: list[str], line: int) -> TaskRun:
-    if len(cells) != len(header):
-        raise ValueError(f"expected {len(header)} cells, found {len(cells)}")
-    row = {name: cell.strip() for name, cell in zip(header, cells, strict=True)}
+def _run(cells: Mapping[str, str], line: int | None) -> TaskRun:
+    row = {name: cell.strip() for name, cell in cells.items()}
     for name in ("application", "platform"):
         if not row[name]:
-            raise ValueError(f"{name}: empty")
+            raise ProfileError(name, "empty")
     try:
         runtime = float(row["runtime_s"])
     except ValueError:
-        raise ValueError(f"runtime_s: {row['runtime_s']!r} is not a number") from None
+        raise ProfileError("runtime_s", f"{row['runtime_s']!r} is not a number") from None
     if not math.isfinite(runtime) or runtime <= 0:
-        raise ValueError(f"runtime_s: {row['runtime_s']!r} is not a positive finite number")
+        raise ProfileError("runtime_s", f"{row['runtime_s']!r} is not a positive finite number")
     corunners: tuple[str, ...] = ()
     if row.get("corunners"):
         corunners = tuple(name.strip() for name in row["corunners"].split("+"))
         if not all(corunners):
-            raise ValueError(f"corunners: {row['corunners']!r} has an empty name")
+            raise ProfileError("corunners", f"{row['corunners']!r} has an empty name")
     return TaskRun(row["application"], row["platform"], runtime, corunners, line)
