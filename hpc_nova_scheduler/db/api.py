@@ -189,11 +189,15 @@ def _running_columns() -> tuple:
     return tuple(table.c[name] for name in _RUNNING_FIELDS)
 
 
+def _app_class(value: str) -> AppClass:
+    return _CLASSES.get(value) or AppClass.parse(value)
+
+
+# Positional, in the order the field lists give: the scheduler reads a row
+# per VM on every candidate host.
 def _running_from_tuple(row) -> RunningRecord:
-    values = dict(zip(_RUNNING_FIELDS, row, strict=True))
-    values["app_class"] = _CLASSES.get(values["app_class"]) or AppClass.parse(values["app_class"])
-    values["placed_at"] = values.pop("created_at")
-    return RunningRecord(**values)
+    uuid, host, app_class, *rest = row
+    return RunningRecord(uuid, host, _app_class(app_class), *rest)
 
 
 def _claim_columns() -> tuple:
@@ -202,9 +206,10 @@ def _claim_columns() -> tuple:
 
 
 def _claim_from_tuple(row) -> Claim:
-    values = dict(zip(_CLAIM_FIELDS, row, strict=True))
-    values["app_class"] = _CLASSES.get(values["app_class"]) or AppClass.parse(values["app_class"])
-    return Claim(**values)
+    claim_id, instance_uuid, application_id, host, nodename, app_class, *rest = row
+    return Claim(
+        claim_id, instance_uuid, application_id, host, nodename, _app_class(app_class), *rest
+    )
 
 
 def _live_claims_query():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
+import testtools
 from oslo_db import exception as db_exc
 
 from hpc_nova_scheduler.core.profile import AppClass
@@ -175,3 +177,17 @@ class TestDatabaseUnavailable(db_backends.DatabaseTestCase):
         database = db_api.Database("mysql+pymysql://nobody:x@127.0.0.1:1/none?connect_timeout=2")
         self.addCleanup(database.dispose)
         self.assertRaises(db_exc.DBConnectionError, database.list_profiles)
+
+
+class TestColumnOrder(testtools.TestCase):
+    """Rows are read positionally: the columns must follow the records' fields."""
+
+    def test_running_columns_fill_running_record_fields_in_order(self) -> None:
+        fields = [f.name for f in dataclasses.fields(db_api.RunningRecord)]
+        # app_running's created_at is when the VM was placed.
+        expected = ["created_at" if name == "placed_at" else name for name in fields]
+        self.assertEqual(expected, [c.name for c in db_api._running_columns()])
+
+    def test_claim_columns_fill_claim_fields_in_order(self) -> None:
+        fields = [f.name for f in dataclasses.fields(db_api.Claim)]
+        self.assertEqual(fields, [c.name for c in db_api._claim_columns()])
