@@ -77,3 +77,9 @@ class TestRefusalLog(base.HpcTestCase):
     def test_a_request_left_to_nova_names_the_hosts_it_must_avoid(self) -> None:
         self.hosts_of(self.launch(self.hpc_flavor()))
         self.assertEqual({self.dedicated: "ExtremeHPC host of IS.B.4"}, self.left_out())
+
+
+class TestRefusalLogOnStockDriver(TestRefusalLog):
+    """The same on Nova's own fake.MediumFakeDriver (10 vCPUs, 8 GB a host)."""
+
+    STOCK_DRIVER = "fake.MediumFakeDriver"
