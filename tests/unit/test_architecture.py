@@ -23,7 +23,7 @@ ROOT = pathlib.Path(hpc_nova_scheduler.__file__).parent
 # Layers from the bottom; a module may import its own layer's modules (no
 # cycles) or any layer below. The names are the package's top-level modules
 # and folders.
-HELPERS = {"atomicfile", "strictjson", "resources", "conf", "plugins"}
+HELPERS = {"atomicfile", "strictjson", "resources", "conf", "plugins", "sweep"}
 CORE = {"core"}
 SHARED = {"datafiles", "interference", "planners", "db", "characterise"}
 ADAPTERS = ["api", "scheduler", "live", "sim", "demo", "cmd"]

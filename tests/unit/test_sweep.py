@@ -1,0 +1,215 @@
+"""Sweeps: grids of cells in this process, on a process pool and on a Dask cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import fixtures
+import testtools
+
+from hpc_nova_scheduler import sweep
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    policy: str
+    seed: int
+
+
+GRID = [Cell(policy, seed) for policy in ("a", "bb", "ccc") for seed in range(3)]
+
+
+# The cell functions are top level, so that they pickle for a pool or a cluster.
+def score(cell: Cell) -> tuple[str, int]:
+    return cell.policy, len(cell.policy) * 10 + cell.seed
+
+
+def score_with(cell: Cell, shared: dict[str, int]) -> int:
+    return shared[cell.policy] + cell.seed
+
+
+def where(cell: Cell) -> int:
+    return os.getpid()
+
+
+def _tries(folder: str, cell: Cell) -> int:
+    """How often ``cell`` has been run, this time included: a file a try, as
+    cells run in other processes that share no memory with the test."""
+    path = os.path.join(folder, f"{cell.policy}-{cell.seed}")
+    with open(path, "a") as stream:
+        stream.write("x")
+    with open(path) as stream:
+        return len(stream.read())
+
+
+@dataclasses.dataclass(frozen=True)
+class Flaky:
+    """Fails its first ``failures`` tries, by raising or by ending its worker."""
+
+    folder: str
+    cell: Cell
+    failures: int
+    exit: bool = False
+
+
+def flaky(cell: Flaky) -> str:
+    if _tries(cell.folder, cell.cell) <= cell.failures:
+        if cell.exit:
+            # A lost worker: the process ends with no exception to send back.
+            os._exit(3)
+        raise RuntimeError(f"{cell.cell.policy} failed\nsecond line")
+    return cell.cell.policy
+
+
+class TestRunGrid(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.folder = self.useFixture(fixtures.TempDir()).path
+        self.logs = self.useFixture(fixtures.FakeLogger(name=sweep.__name__))
+
+    def test_a_process_pool_keeps_the_grids_order(self) -> None:
+        results = sweep.run_grid(score, GRID, workers=2)
+        self.assertEqual([score(cell) for cell in GRID], [r.value for r in results])
+        self.assertEqual(GRID, [r.cell for r in results])
+        self.assertEqual([str(cell) for cell in GRID], [r.key for r in results])
+        self.assertTrue(all(r.ok and r.attempts == 1 for r in results))
+        self.assertNotIn(os.getpid(), {r.value for r in sweep.run_grid(where, GRID, workers=2)})
+
+    def test_one_worker_runs_in_this_process(self) -> None:
+        results = sweep.run_grid(where, GRID, workers=1)
+        self.assertEqual({os.getpid()}, {r.value for r in results})
+        self.assertTrue(sweep.in_process(GRID, 1))
+        self.assertTrue(sweep.in_process(GRID[:1], 4))
+        self.assertFalse(sweep.in_process(GRID, 2))
+        self.assertFalse(sweep.in_process(GRID, 1, "tcp://127.0.0.1:8786"))
+        # Nothing need pickle in this process: a local function will do.
+        self.assertEqual(
+            [1, 1], [r.value for r in sweep.run_grid(lambda c: 1, GRID[:2], workers=1)]
+        )
+
+    def test_shared_data_reaches_every_cell(self) -> None:
+        shared = {"a": 100, "bb": 200, "ccc": 300}
+        for workers in (1, 2):
+            results = sweep.run_grid(score_with, GRID, shared=shared, workers=workers)
+            self.assertEqual([shared[c.policy] + c.seed for c in GRID], [r.value for r in results])
+
+    def test_on_result_sees_every_cell_once(self) -> None:
+        seen: list[Cell] = []
+        sweep.run_grid(score, GRID, workers=2, on_result=lambda r: seen.append(r.cell))
+        self.assertEqual(sorted(GRID, key=str), sorted(seen, key=str))
+
+    def grid(self, failures: int, exit: bool = False) -> list[Flaky]:
+        """Three cells; the middle one fails its first ``failures`` tries."""
+        return [
+            Flaky(self.folder, cell, failures if i == 1 else 0, exit)
+            for i, cell in enumerate(GRID[:3])
+        ]
+
+    def test_a_cell_that_fails_once_is_tried_again(self) -> None:
+        for workers in (1, 2):
+            self.folder = self.useFixture(fixtures.TempDir()).path
+            results = sweep.run_grid(
+                flaky, self.grid(1), workers=workers, key=lambda f: str(f.cell)
+            )
+            self.assertEqual(["a", "a", "a"], [r.value for r in results], workers)
+            self.assertEqual([1, 2, 1], [r.attempts for r in results])
+            self.assertTrue(all(r.ok for r in results))
+        # The first line of the error: one line a failure in the log.
+        self.assertIn(
+            "cell Cell(policy='a', seed=1) failed (RuntimeError: a failed); trying it once more",
+            self.logs.output,
+        )
+
+    def test_a_cell_that_always_fails_is_reported_not_dropped(self) -> None:
+        for workers in (1, 2):
+            self.folder = self.useFixture(fixtures.TempDir()).path
+            grid = self.grid(2)
+            results = sweep.run_grid(flaky, grid, workers=workers, key=lambda f: str(f.cell.seed))
+            self.assertEqual(3, len(results))
+            self.assertEqual([True, False, True], [r.ok for r in results])
+            self.assertEqual(grid[1], results[1].cell)
+            self.assertEqual("RuntimeError: a failed", results[1].error)
+            self.assertEqual(2, results[1].attempts)
+            self.assertIsNone(results[1].value)
+            self.assertEqual([results[1]], sweep.failed(results))
+        self.assertIn("cell 1 failed again (RuntimeError: a failed); giving up", self.logs.output)
+
+    def test_a_lost_worker_is_tried_again_and_reported(self) -> None:
+        results = sweep.run_grid(flaky, self.grid(1, exit=True), workers=2)
+        self.assertEqual([True, True, True], [r.ok for r in results])
+        self.assertEqual(2, results[1].attempts)
+        self.folder = self.useFixture(fixtures.TempDir()).path
+        results = sweep.run_grid(flaky, self.grid(2, exit=True), workers=2)
+        self.assertEqual([True, False, True], [r.ok for r in results])
+        self.assertIn("worker lost", results[1].error)
+        self.assertIn("worker lost", self.logs.output)
+
+    def test_what_does_not_pickle_is_refused_before_anything_runs(self) -> None:
+        error = self.assertRaises(TypeError, sweep.run_grid, lambda c: 1, GRID, workers=2)
+        self.assertIn("the cell function", str(error))
+        error = self.assertRaises(
+            TypeError, sweep.run_grid, score_with, GRID, shared=lambda: 1, workers=2
+        )
+        self.assertIn("shared", str(error))
+
+    def test_bad_arguments(self) -> None:
+        self.assertEqual([], sweep.run_grid(score, [], workers=2))
+        error = self.assertRaises(ValueError, sweep.run_grid, score, GRID, workers=0)
+        self.assertEqual("workers must be at least 1, not 0", str(error))
+
+    def test_a_bad_dask_address_is_one_line_naming_it(self) -> None:
+        for address in ("tcp://127.0.0.1:1", "nonsense", "foo://bar:1"):
+            error = self.assertRaises(
+                sweep.DaskUnreachable,
+                sweep.run_grid,
+                score,
+                GRID,
+                dask_address=address,
+                connect_timeout=0.5,
+            )
+            self.assertIsInstance(error, ValueError)
+            self.assertIn(f"no Dask scheduler at {address!r}", str(error))
+            self.assertEqual(1, len(str(error).splitlines()))
+
+
+class DaskCluster(fixtures.Fixture):
+    """A real local Dask cluster of two worker processes, one thread each."""
+
+    def _setUp(self) -> None:
+        from distributed import LocalCluster
+
+        # Worker processes, not threads: cells and results really pickle,
+        # and the workers import the cell functions as a remote cluster would.
+        self.cluster = LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        )
+        self.addCleanup(self.cluster.close)
+        self.address = self.cluster.scheduler_address
+
+
+class TestOnDask(testtools.TestCase):
+    def test_a_grid_end_to_end(self) -> None:
+        logs = self.useFixture(fixtures.FakeLogger(name=sweep.__name__))
+        address = self.useFixture(DaskCluster()).address
+        folder = self.useFixture(fixtures.TempDir()).path
+        results = sweep.run_grid(score, GRID, dask_address=address)
+        self.assertEqual([score(cell) for cell in GRID], [r.value for r in results])
+        shared = {"a": 1, "bb": 2, "ccc": 3}
+        results = sweep.run_grid(score_with, GRID, shared=shared, dask_address=address)
+        self.assertEqual([shared[c.policy] + c.seed for c in GRID], [r.value for r in results])
+        grid = [
+            Flaky(folder, cell, failures) for cell, failures in zip(GRID, (0, 1, 2), strict=False)
+        ]
+        results = sweep.run_grid(flaky, grid, dask_address=address)
+        self.assertEqual([True, True, False], [r.ok for r in results])
+        self.assertEqual([1, 2, 2], [r.attempts for r in results])
+        self.assertEqual("RuntimeError: a failed", results[2].error)
+        self.assertIn("failed again (RuntimeError: a failed); giving up", logs.output)
+        self.assertNotIn(
+            os.getpid(), {r.value for r in sweep.run_grid(where, GRID, dask_address=address)}
+        )
