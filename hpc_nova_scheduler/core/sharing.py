@@ -147,6 +147,10 @@ class NodeTemplate:
 class CombinationTimes(Protocol):
     """A task's run time on a platform beside a set of co-running applications."""
 
+    def solo_runtime(self, application: str, platform: str) -> float | None:
+        """Seconds for one task of ``application`` alone on a node of ``platform`` (None:
+        never measured)."""
+
     def runtime(self, application: str, platform: str, applications: frozenset[str]) -> float:
         """Seconds for one task of ``application`` on a node shared by ``applications``."""
 

@@ -34,6 +34,7 @@ from hpc_nova_scheduler.fairshare.first_level import (
     check_percent,
     check_unit,
 )
+from hpc_nova_scheduler.fairshare.second_level import TaskMapping
 from hpc_nova_scheduler.fairshare.usage import charge, decay  # noqa: F401 (the drivers' API)
 
 PLATFORM_METRICS = ("throughput", "epa", "rpa")
@@ -42,7 +43,9 @@ CORUNNER_METRICS = ("raw", "normalised")
 FIRST_LEVEL = plugins.Registry(
     FIRST_LEVEL_NAMESPACE, FirstLevelPolicy, "first-level policy", SharingError
 )
-SECOND_LEVEL = plugins.Registry(SECOND_LEVEL_NAMESPACE, object, "second-level policy", SharingError)
+SECOND_LEVEL = plugins.Registry(
+    SECOND_LEVEL_NAMESPACE, TaskMapping, "second-level policy", SharingError
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +123,7 @@ class TwoLevel:
         self.names = (first, second)
         self.metric = metric
         self.first = FIRST_LEVEL.load(first, top_percent=top_percent, core_unit=core_unit)
-        self.second = _second_level(second, corunner=corunner, node_unit=node_unit)
+        self.second = _second_level(second, corunner_metric=corunner, node_unit=node_unit)
         self.usage_charge: str = self.first.usage_charge
         self._rng = random.Random(seed)
 
@@ -129,9 +132,15 @@ class TwoLevel:
         claimants: Sequence[Claimant],
         platforms: Sequence[Platform],
         times: CombinationTable,
-        previous: Mapping[str, Mapping[str, int]] | None = None,
+        previous: Plan | Mapping[str, Mapping[str, int]] | None = None,
     ) -> Plan:
-        """Both levels for ``claimants`` on ``platforms``: entitlements, then node templates."""
+        """Both levels for ``claimants`` on ``platforms``: entitlements, then node templates.
+
+        ``previous`` is the last invocation's plan (or its allocation): PAF
+        keeps a user on the platforms it had.
+        """
+        if isinstance(previous, Plan):
+            previous = previous.allocation
         active = [c for c in claimants if c.demand > 0]
         request = ShareRequest(
             claimants=tuple(claimants),
