@@ -5,7 +5,7 @@ policies x parameters x seeds, say) and gathers the results in the grid's
 order. It is a helper: it imports nothing else from the package, so any
 command or research system can use it.
 
-The API, all in :func:`run_grid`::
+The API is :func:`run_grid`, with :func:`failed` and :func:`in_process`::
 
     results = sweep.run_grid(
         fn,                   # picklable top-level function: fn(cell) or fn(cell, shared)
@@ -19,6 +19,16 @@ The API, all in :func:`run_grid`::
     )
     for result in results:    # one CellResult per cell, in the grid's order
         result.cell, result.key, result.ok, result.value, result.error, result.attempts
+    for result in sweep.failed(results):  # those that failed both tries
+        print(f"{result.key}: {result.error}", file=sys.stderr)  # then exit non-zero
+    sweep.in_process(cells, workers, dask_address)  # True: fn may hold what cannot pickle
+
+``fn`` must not depend on what other cells did: cells run in any order,
+several on one worker, each worker with its own copy of ``shared``. A
+cell that changes ``shared`` changes it for some later cells only, so
+``fn`` builds whatever it changes (a planner, a random generator) afresh,
+from the cell and ``shared``; then the results do not depend on where
+cells ran. ``shared`` None means there is none: ``fn(cell)`` is called.
 
 Where cells run:
 
@@ -315,22 +325,32 @@ def _dask_call(fn: Callable, cell: Any, box: _Box | None) -> Any:
 
 
 def _probe(address: str, timeout: float) -> None:
-    """Raise :class:`DaskUnreachable` unless something answers at ``address``.
+    """Raise :class:`DaskUnreachable` unless a Dask scheduler answers at ``address``.
 
-    Tried with a bare connection first: a :class:`distributed.Client` that
-    fails to connect leaves an object whose clean-up prints tracebacks
-    when it is collected.
+    Tried with a bare connection and Dask's handshake first: a
+    :class:`distributed.Client` that fails to connect leaves an object whose
+    clean-up prints tracebacks when it is collected.
     """
     from distributed.comm import connect
 
     async def knock() -> None:
-        comm = await connect(address, timeout=timeout)
+        # The outer limit too: a peer that accepts and then says nothing.
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout + 1)
         await comm.close()
 
     try:
         asyncio.run(knock())
-    except (OSError, ValueError, TypeError) as error:
-        raise DaskUnreachable(f"no Dask scheduler at {address!r}: {_message(error)}") from None
+    except Exception as error:
+        # Any failure at all, even of memory: something that is not a Dask
+        # scheduler can answer with bytes that Dask reads as a huge length.
+        raise _unreachable(address, error) from None
+
+
+def _unreachable(address: str, error: BaseException) -> DaskUnreachable:
+    why = _message(error)
+    if not isinstance(error, OSError | ValueError):
+        why = f"what answers there does not speak Dask ({why})"
+    return DaskUnreachable(f"no Dask scheduler at {address!r}: {why}")
 
 
 def _on_dask(tasks: _Tasks, address: str, timeout: float) -> None:
@@ -339,8 +359,8 @@ def _on_dask(tasks: _Tasks, address: str, timeout: float) -> None:
     _probe(address, timeout)
     try:
         client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, ValueError, TypeError) as error:
-        raise DaskUnreachable(f"no Dask scheduler at {address!r}: {_message(error)}") from None
+    except Exception as error:
+        raise _unreachable(address, error) from None
     try:
         box = None
         if tasks.shared is not None:

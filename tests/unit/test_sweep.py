@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import socketserver
+import threading
 
 import fixtures
 import testtools
 
 from hpc_nova_scheduler import sweep
+from tests import clusters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +163,8 @@ class TestRunGrid(testtools.TestCase):
         self.assertEqual("workers must be at least 1, not 0", str(error))
 
     def test_a_bad_dask_address_is_one_line_naming_it(self) -> None:
-        for address in ("tcp://127.0.0.1:1", "nonsense", "foo://bar:1"):
+        chatter = self.useFixture(Chatter()).address
+        for address in ("tcp://127.0.0.1:1", "nonsense", "foo://bar:1", chatter):
             error = self.assertRaises(
                 sweep.DaskUnreachable,
                 sweep.run_grid,
@@ -173,43 +178,70 @@ class TestRunGrid(testtools.TestCase):
             self.assertEqual(1, len(str(error).splitlines()))
 
 
-class DaskCluster(fixtures.Fixture):
-    """A real local Dask cluster of two worker processes, one thread each."""
+class Chatter(fixtures.Fixture):
+    """A TCP server on this machine that answers every connection with bytes
+    that are not Dask's: something else listening at the address given."""
 
     def _setUp(self) -> None:
-        from distributed import LocalCluster
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                self.request.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
 
-        # Worker processes, not threads: cells and results really pickle,
-        # and the workers import the cell functions as a remote cluster would.
-        self.cluster = LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            worker_dashboard_address=None,
-        )
-        self.addCleanup(self.cluster.close)
-        self.address = self.cluster.scheduler_address
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.address = f"tcp://127.0.0.1:{server.server_address[1]}"
+
+
+class Messages(logging.Handler):
+    """The messages logged, where :class:`fixtures.FakeLogger` cannot reach:
+    in the clean process that talks to the cluster."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def grids_on_dask(address: str, folder: str) -> dict:
+    """The grids :class:`TestOnDask` checks, run on the cluster at ``address``."""
+    messages = Messages()
+    logging.getLogger(sweep.__name__).addHandler(messages)
+    shared = {"a": 1, "bb": 2, "ccc": 3}
+    flakies = [
+        Flaky(folder, cell, failures) for cell, failures in zip(GRID, (0, 1, 2), strict=False)
+    ]
+    return {
+        "plain": sweep.run_grid(score, GRID, dask_address=address),
+        "shared": sweep.run_grid(score_with, GRID, shared=shared, dask_address=address),
+        "flaky": sweep.run_grid(flaky, flakies, dask_address=address),
+        "where": sweep.run_grid(where, GRID, dask_address=address),
+        "pid": os.getpid(),
+        "logs": messages.messages,
+    }
 
 
 class TestOnDask(testtools.TestCase):
     def test_a_grid_end_to_end(self) -> None:
-        logs = self.useFixture(fixtures.FakeLogger(name=sweep.__name__))
-        address = self.useFixture(DaskCluster()).address
+        address = self.useFixture(clusters.DaskCluster()).address
         folder = self.useFixture(fixtures.TempDir()).path
-        results = sweep.run_grid(score, GRID, dask_address=address)
-        self.assertEqual([score(cell) for cell in GRID], [r.value for r in results])
-        shared = {"a": 1, "bb": 2, "ccc": 3}
-        results = sweep.run_grid(score_with, GRID, shared=shared, dask_address=address)
-        self.assertEqual([shared[c.policy] + c.seed for c in GRID], [r.value for r in results])
-        grid = [
-            Flaky(folder, cell, failures) for cell, failures in zip(GRID, (0, 1, 2), strict=False)
-        ]
-        results = sweep.run_grid(flaky, grid, dask_address=address)
+        found = clusters.in_clean_process(grids_on_dask, address, folder)
+        self.assertEqual([score(cell) for cell in GRID], [r.value for r in found["plain"]])
+        self.assertEqual([str(cell) for cell in GRID], [r.key for r in found["plain"]])
+        self.assertEqual(
+            [{"a": 1, "bb": 2, "ccc": 3}[c.policy] + c.seed for c in GRID],
+            [r.value for r in found["shared"]],
+        )
+        results = found["flaky"]
         self.assertEqual([True, True, False], [r.ok for r in results])
         self.assertEqual([1, 2, 2], [r.attempts for r in results])
         self.assertEqual("RuntimeError: a failed", results[2].error)
-        self.assertIn("failed again (RuntimeError: a failed); giving up", logs.output)
-        self.assertNotIn(
-            os.getpid(), {r.value for r in sweep.run_grid(where, GRID, dask_address=address)}
-        )
+        self.assertIsNone(results[2].value)
+        self.assertIn("failed again (RuntimeError: a failed); giving up", "\n".join(found["logs"]))
+        # The cells ran in the cluster's workers, not in the process that asked.
+        self.assertNotIn(found["pid"], {r.value for r in found["where"]})
