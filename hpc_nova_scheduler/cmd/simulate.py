@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import common, options, trace
@@ -178,11 +177,9 @@ def _cores(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
-    import tqdm
-
     check(args)
 
-    from hpc_nova_scheduler.sim import report, scenarios, settings, simulator
+    from hpc_nova_scheduler.sim import replays, report, scenarios, settings
 
     cache_range = args.cache_scores
     times = args.times
@@ -247,33 +244,22 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         f"{shape.describe()}{cores_note}; interference: {args.interference}"
         f"{judged}{profiles_note}{_batches_note(args)}\n"
     )
-    results = []
-    disable_bar = {"auto": None, "on": False, "off": True}[args.progress]
-    # Each policy online, then with each batch planner, so that rows compare in place.
-    runs = [
-        (scenario, None) if arrivals is None else (batched(scenario, arrivals), arrivals)
-        for scenario in built
-        for arrivals in [None, *batch_runs]
-    ]
-    for scenario, arrivals in runs:
-        with tqdm.tqdm(
-            total=len(jobs), desc=scenario.name, unit="job", file=args.err, disable=disable_bar
-        ) as bar:
-            sim = simulator.Simulator(
-                shape,
-                scenario,
-                seed=args.seed,
-                all_at_once=args.arrival == "zero",
-                backfill=args.backfill,
-                backfill_depth=args.backfill_depth,
-                cache_scores=cache_range,
-                interference=model,
-                memory_scale=args.memory_scale,
-                profiles=profiles,
-                progress=lambda settled, bar=bar: bar.update(settled - bar.n),
-                batches=arrivals,
-            )
-            results.append(sim.run(jobs))
+    setting = replays.Setting(
+        shape,
+        tuple(jobs),
+        tuple(built),
+        tuple(batch_runs),
+        seed=args.seed,
+        all_at_once=args.arrival == "zero",
+        backfill=args.backfill,
+        backfill_depth=args.backfill_depth,
+        cache_scores=cache_range,
+        interference=model,
+        memory_scale=args.memory_scale,
+        profiles=tuple(profiles),
+    )
+    swept = _sweep(args, setting, replays.grid(setting))
+    results = [cell.value for cell in swept if cell.ok]
     hours = [f"by {options.describe_duration(t)}" for t in times]
     common.table(
         [
@@ -287,25 +273,88 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             "utilisation",
             "interference",
         ],
-        [
-            [
-                r.scenario,
-                len(r.outcomes),
-                len(r.never_fit),
-                *(r.completed_by(t) for t in times),
-                f"{r.makespan / 3600:.1f}",
-                f"{r.mean_wait() / 3600:.2f}",
-                f"{r.mean_bounded_slowdown():.2f}",
-                f"{r.utilisation():.2f}",
-                f"{r.mean_interference():.3f}",
-            ]
-            for r in results
-        ],
+        [_row(cell, times) for cell in swept],
         out,
     )
-    if args.out:
+    if args.out and results:
         for path in report.write(results, args.out, times):
             out.write(f"wrote {path}\n")
+    return _failures(swept, args.err)
+
+
+def _row(cell, times) -> list:
+    """A replay's row of the table; a failed replay's says so."""
+    if not cell.ok:
+        return [cell.key, "failed", "", *("" for _ in times), "", "", "", "", ""]
+    r = cell.value
+    return [
+        r.scenario,
+        len(r.outcomes),
+        len(r.never_fit),
+        *(r.completed_by(t) for t in times),
+        f"{r.makespan / 3600:.1f}",
+        f"{r.mean_wait() / 3600:.2f}",
+        f"{r.mean_bounded_slowdown():.2f}",
+        f"{r.utilisation():.2f}",
+        f"{r.mean_interference():.3f}",
+    ]
+
+
+def _sweep(args: argparse.Namespace, setting, cells: list) -> list:
+    """The replays of ``cells``, each a :class:`sweep.CellResult`, in order.
+
+    In this process (one worker, or one replay) each shows a bar of its
+    jobs, as before there were sweeps; on a pool or a cluster one bar
+    counts the replays done.
+    """
+    import tqdm
+
+    from hpc_nova_scheduler import sweep
+    from hpc_nova_scheduler.sim import replays
+
+    disable = {"auto": None, "on": False, "off": True}[args.progress]
+    if sweep.in_process(cells, args.workers, args.dask):
+
+        def run(cell, setting):
+            with tqdm.tqdm(
+                total=len(setting.jobs), desc=cell.name, unit="job", file=args.err, disable=disable
+            ) as bar:
+                return replays.replay(cell, setting, lambda settled: bar.update(settled - bar.n))
+
+        return _grid(args, run, cells, setting)
+    with tqdm.tqdm(
+        total=len(cells), desc="replays", unit="replay", file=args.err, disable=disable
+    ) as bar:
+        return _grid(args, replays.replay, cells, setting, lambda _: bar.update(1))
+
+
+def _grid(args: argparse.Namespace, fn, cells: list, setting, on_result=None) -> list:
+    from hpc_nova_scheduler import sweep
+
+    try:
+        return sweep.run_grid(
+            fn,
+            cells,
+            shared=setting,
+            workers=args.workers,
+            dask_address=args.dask,
+            on_result=on_result,
+        )
+    except sweep.DaskUnreachable as error:
+        raise common.CommandError(f"--dask: {error}") from None
+
+
+def _failures(swept: list, err: TextIO) -> int:
+    """Report each replay that failed every try on ``err``; the exit status."""
+    failed = [cell for cell in swept if not cell.ok]
+    for cell in failed:
+        err.write(
+            f"{common.PROG}: replay {cell.key} failed {cell.attempts} times, last: {cell.error}\n"
+        )
+    if failed:
+        raise common.CommandError(
+            f"{len(failed)} of {len(swept)} replays failed; their rows say 'failed'"
+        )
     return 0
 
 
@@ -325,11 +374,6 @@ def _batch_arrivals(args: argparse.Namespace) -> list:
             raise common.CommandError(f"--batch-planner: {error}") from None
         found.append(BatchArrivals(args.batch_window, planner, args.batch_size))
     return found
-
-
-def batched(scenario, arrivals):
-    """The scenario's name for its replay with batch arrivals."""
-    return dataclasses.replace(scenario, name=f"{scenario.name} + {arrivals.label}")
 
 
 def _batches_note(args: argparse.Namespace) -> str:
@@ -538,6 +582,21 @@ def add_parser(sub) -> None:
         help="progress bar on standard error (auto: when it is a terminal)",
     )
     simulate.add_argument("--seed", type=int, default=0)
+    where = simulate.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=options.positive_int,
+        default=None,
+        metavar="N",
+        help="replay the scenarios on a pool of N local processes (default: one per CPU); "
+        "1 replays them one after the other in this process",
+    )
+    where.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="replay the scenarios on the existing Dask cluster whose scheduler is at "
+        "ADDRESS, e.g. tcp://10.0.0.5:8786 (its workers need hpc-nova-scheduler installed)",
+    )
     simulate.add_argument(
         "--times",
         type=options.comma_list(options.duration),
