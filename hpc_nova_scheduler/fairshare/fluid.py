@@ -1,0 +1,371 @@
+"""Seed 002's many-task workload evaluated by rates: no task is simulated.
+
+The discrete engine (:mod:`.simulator`) runs every task. Here each pilot
+starts (and completes) tasks of its user at the rate 1 / r, r the mean run
+time of the user's application beside its node's co-runners (task factors
+have mean 1), so between two allocator runs each user's queue drains at
+
+    lambda_u = sum over its cores of 1 / r(core),
+
+and the next event is the earliest of a queue emptying, a submission and
+(``interval_s > 0``) the next periodic run. The allocator runs there, with
+the same rules as the discrete engine (:mod:`.deployment`), and the rates
+are recomputed. A run costs the allocator calls and a few thousand
+arithmetic operations.
+
+What the rates miss is made up at the events, from renewal theory: a
+pilot that began fetching for its owner at s (its *phase*, kept per core)
+has started 1 + m((t - s) / r) tasks by t on average, m the renewal
+function of the tasks' factors, and its running task ends
+r (1 + m((t - s) / r)) - (t - s) later. Long after s these tend to
+(t - s) / r + (1 + cv^2) / 2 and r (1 + cv^2) / 2, cv the factors'
+coefficient of variation; just after s, to 1 task and a whole run time.
+Modelling decisions, each chosen so that this evaluation agrees with the
+discrete one on average:
+
+* **The queue**, Q_u, counts the tasks not started, as the discrete
+  engine's does, so the allocator runs at the same moments (a queue
+  emptying, a submission) and sees the same demand, ceil(Q_u). The rate
+  credits a core's owner (t - s) / r + (1 + cv^2) / 2 tasks: its long-run
+  count, booked from the moment the core is handed over.
+* **A core handed over** at a re-plan begins fetching for its new owner
+  once its running task ends (non-preemptive, section 5): its new phase is
+  now + the expected end of the running task (now for an idle core), and
+  its new owner is booked the difference between the long-run count and
+  the rate's from now. Its old owner is booked the difference between the
+  tasks the core started for it (1 + m) and what the rate credited. The
+  same holds for a core that stays with its owner when its node's template
+  changes its run time. When a user's queue empties, each of its cores is
+  free once its running task ends: that becomes the core's phase.
+* **The renewal function** m(x) = sum over k of P(S_k <= x), S_k the sum
+  of k factors: the log-normal's law for k = 1, a normal of mean k and
+  variance k cv^2 beyond (close for the workload's cv = 0.1), and the
+  asymptote x - (1 - cv^2) / 2 once sqrt(x) cv > 3 (the pilots have lost
+  their phase); floor(x) when cv = 0.
+* **The last task's tail.** A user ends when the last of its tasks in
+  flight when its queue emptied does. Each core's residual time follows
+  the equilibrium law P(R > x) = E[(rF - x)+] / r of a task of mean time r
+  and factor F (log-normal, mean 1, coefficient of variation ``cv``, as
+  :func:`.workload.task_factors` draws), so the tail is the expected
+  largest of the user's cores' residuals: the integral over x of
+  1 - prod over cores of (1 - P(R > x)). For c equal cores and cv = 0 it
+  is c / (c + 1) r; for 500 cores and cv = 0.1, 1.21 r. (Pilots that
+  still run their first task have longer residuals: not modelled.)
+* **Usage** is charged per task started (times its mean run time), by
+  the same :class:`.deployment.Ledger` as the discrete engine; the core-
+  seconds of the result are the same sum, so they add up to the mean run
+  time of every task started, as the discrete engine's add up to every
+  task's.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import special
+
+from hpc_nova_scheduler.core.sharing import Platform
+from hpc_nova_scheduler.fairshare.allocator import Plan
+from hpc_nova_scheduler.fairshare.combinations import CombinationTable
+from hpc_nova_scheduler.fairshare.deployment import (
+    Change,
+    Deployment,
+    Ledger,
+    Planner,
+    Result,
+    SimulationError,
+    Step,
+    Workload,
+    result,
+    step_of,
+)
+
+#: A queue below this many tasks is empty: rounding of Q - lambda dt.
+EPSILON = 1e-9
+#: Points of the tail's integral.
+TAIL_POINTS = 2000
+#: sqrt(x) cv beyond which pilots count as out of phase (m takes its asymptote).
+DEPHASED = 3.0
+
+
+def evaluate(
+    platforms: Sequence[Platform],
+    workload: Workload,
+    policy: Planner,
+    times: CombinationTable,
+    task_cv: float,
+    half_life_s: float = 0.0,
+    interval_s: float = 0.0,
+) -> Result:
+    """The rate-based run of ``policy`` over ``workload`` (see the module docstring)."""
+    return Rates(platforms, workload, policy, times, task_cv, half_life_s, interval_s).run()
+
+
+def log_sigma(task_cv: float) -> float:
+    """The log-normal's sigma for a coefficient of variation."""
+    return math.sqrt(math.log1p(task_cv * task_cv))
+
+
+def renewals(x: float, task_cv: float) -> float:
+    """m(x): tasks a pilot has completed, on average, ``x`` mean run times after its first start."""
+    if x <= 0:
+        return 0.0
+    if task_cv == 0:
+        return float(math.floor(x))
+    if math.sqrt(x) * task_cv > DEPHASED:
+        return x - (1.0 - task_cv * task_cv) / 2.0
+    sigma = log_sigma(task_cv)
+    first = float(special.ndtr((math.log(x) + sigma * sigma / 2.0) / sigma))
+    k = np.arange(2, int(x + 8.0 * math.sqrt(max(x, 1.0)) * task_cv) + 4)
+    return first + float(special.ndtr((x - k) / (np.sqrt(k) * task_cv)).sum())
+
+
+def exceedance(k: np.ndarray, sigma: float) -> np.ndarray:
+    """E[(F - k)+] of a log-normal F of mean 1 and log-sd ``sigma``: P(R > k r) of a residual."""
+    if sigma == 0:
+        return np.clip(1.0 - k, 0.0, None)
+    # Black-Scholes' call: E[(F - k)+] = Phi(d1) - k Phi(d2).
+    with np.errstate(divide="ignore"):
+        d1 = (sigma * sigma / 2.0 - np.log(k)) / sigma
+    return special.ndtr(d1) - k * special.ndtr(d1 - sigma)
+
+
+def survival(k: np.ndarray, sigma: float) -> np.ndarray:
+    """P(F > k) of a log-normal F of mean 1 and log-sd ``sigma``."""
+    if sigma == 0:
+        return (k < 1.0).astype(float)
+    with np.errstate(divide="ignore"):
+        return special.ndtr(-(np.log(k) + sigma * sigma / 2.0) / sigma)
+
+
+#: Cores in flight: (mean run time, age of a first task or None) -> cores.
+InFlight = dict[tuple[float, float | None], int]
+
+
+def expected_tail(groups: InFlight, task_cv: float) -> float:
+    """Expected largest residual time over the cores in ``groups``.
+
+    A core long at work (age None) has the equilibrium residual; one that
+    began its first task ``age`` seconds ago, what is left of that task.
+    """
+    if not groups:
+        return 0.0
+    sigma = log_sigma(task_cv)
+    longest = max(runtime for runtime, _ in groups)
+    x = np.linspace(0.0, longest * math.exp(8.0 * sigma), TAIL_POINTS + 1)[1:]
+    log_below = np.zeros_like(x)
+    for (runtime, age), cores in groups.items():
+        if age is None:
+            above = exceedance(x / runtime, sigma)
+        else:
+            begun = float(survival(np.array(age / runtime), sigma))
+            above = survival((age + x) / runtime, sigma) / begun if begun > 0 else 0.0 * x
+        log_below += cores * np.log1p(-np.minimum(above, 1.0 - 1e-15))
+    beyond = np.concatenate(([1.0], -np.expm1(log_below)))
+    return float(np.trapezoid(beyond, np.concatenate(([0.0], x))))
+
+
+class Rates:
+    """The fluid engine's state between events."""
+
+    def __init__(
+        self,
+        platforms: Sequence[Platform],
+        workload: Workload,
+        policy: Planner,
+        times: CombinationTable,
+        task_cv: float,
+        half_life_s: float = 0.0,
+        interval_s: float = 0.0,
+    ) -> None:
+        if not (math.isfinite(task_cv) and task_cv >= 0):
+            raise SimulationError(f"task_cv must be a finite number >= 0, not {task_cv}")
+        self.platforms = tuple(platforms)
+        self.workload = workload
+        self.policy = policy
+        self.times = times
+        self.interval_s = interval_s
+        self.task_cv = task_cv
+        #: What a pilot's long-run count of starts has beyond (t - s) / r.
+        self.head = (1.0 + task_cv * task_cv) / 2.0
+        self.deployment = Deployment(self.platforms, workload, times)
+        self.ledger = Ledger(workload, self.platforms, times, policy.usage_charge, half_life_s)
+        users = len(workload.users)
+        self.count = len(self.platforms)
+        #: Tasks not started per user (fractions included).
+        self.queue = [float(n) for n in workload.tasks]
+        self.arrived = [False] * users
+        self.emptied = [False] * users
+        self.finish = [math.nan] * users
+        self.core_seconds = [0.0] * (users * self.count)
+        self.steps: list[Step] = []
+        self.previous: Plan | None = None
+        #: Per core: when its pilot began (or begins) fetching for its owner;
+        #: for a core without an owner with tasks, when its last task ends.
+        self.phase = [-math.inf] * self.deployment.total_cores
+        self._renewals: dict[float, float] = {}
+        # Of the current layout: tasks a second per user, cores per
+        # (user, platform), and each user's cores per run time.
+        self.rate = [0.0] * users
+        self.placed = [0] * (users * self.count)
+        self.groups: list[dict[float, int]] = [{} for _ in range(users)]
+
+    def active(self, u: int) -> bool:
+        """Submitted, and tasks still waiting."""
+        return self.arrived[u] and not self.emptied[u]
+
+    def run(self) -> Result:
+        w = self.workload
+        users = range(len(w.users))
+        order = sorted(users, key=lambda u: (w.arrivals[u], u))
+        pending = 0
+        now = w.arrivals[order[0]]
+        tick = now + self.interval_s if self.interval_s > 0 else math.inf
+        while True:
+            arrival = w.arrivals[order[pending]] if pending < len(order) else math.inf
+            running = [u for u in users if self.active(u) and self.rate[u] > 0]
+            dt = min((self.queue[u] / self.rate[u] for u in running), default=math.inf)
+            limit = min(now + dt, arrival, tick if running else math.inf)
+            if limit == math.inf:
+                break
+            self._advance(running, limit - now)
+            now = limit
+            for u in running:
+                if self.queue[u] <= EPSILON * w.tasks[u]:
+                    self._empty(u, now)
+            while pending < len(order) and w.arrivals[order[pending]] <= now:
+                self.arrived[order[pending]] = True
+                pending += 1
+            if tick <= now:
+                tick += self.interval_s * (math.floor((now - tick) / self.interval_s) + 1)
+            self.replan(now)
+        left = [u for u in users if math.isnan(self.finish[u])]
+        if left:
+            raise SimulationError(
+                f"the allocator left {w.users[left[0]]} with tasks waiting and no core to run them"
+            )
+        return result(
+            "rate", w, self.platforms, self.times, self.finish, self.core_seconds, self.steps
+        )
+
+    def _advance(self, running: Sequence[int], dt: float) -> None:
+        count = self.count
+        for u in running:
+            self.queue[u] -= self.rate[u] * dt
+            for p in range(count):
+                # Tasks started x their run time = cores x time.
+                self.core_seconds[u * count + p] += self.placed[u * count + p] * dt
+
+    def _started(self, age: float, runtime: float) -> tuple[float, float]:
+        """Tasks a pilot started in ``age`` seconds of fetching; when its task in flight ends."""
+        if age < 0:
+            return 0.0, -age
+        x = age / runtime
+        m = self._renewals.get(x)
+        if m is None:
+            m = self._renewals[x] = renewals(x, self.task_cv)
+        return 1.0 + m, runtime * (1.0 + m) - age
+
+    def _empty(self, u: int, now: float, groups: dict[float, int] | None = None) -> None:
+        """Q_u ran out: each pilot ends its task in flight; the user, with the last of them.
+
+        ``groups``: the cores its tasks in flight run on, run time -> cores,
+        when not its cores in the current layout (all long at work).
+        """
+        self.queue[u] = 0.0
+        self.emptied[u] = True
+        in_flight: InFlight = {}
+        owner, runtime = self.deployment.owner, self.deployment.runtime
+        for core, held in enumerate(owner):
+            if held != u:
+                continue
+            age = now - self.phase[core]
+            if age >= 0:
+                # Within its first run time a pilot most likely runs its first task.
+                key = (runtime[core], age if age < runtime[core] else None)
+                in_flight[key] = in_flight.get(key, 0) + 1
+            _, ends = self._started(age, runtime[core])
+            self.phase[core] = now + ends
+        if groups is not None:
+            in_flight = {(runtime, None): cores for runtime, cores in groups.items()}
+        self.finish[u] = now + expected_tail(in_flight, self.task_cv)
+
+    def replan(self, now: float) -> None:
+        """Run the allocator, book the hand-overs, recompute the rates; again if a queue ran out."""
+        while True:
+            if self.ledger.keeps_history:
+                self.ledger.settle(now, self.core_seconds)
+            demands = [
+                math.ceil(q - EPSILON) if self.active(u) else 0 for u, q in enumerate(self.queue)
+            ]
+            claimants = self.ledger.claimants(demands)
+            if not claimants:
+                self._rates()
+                return
+            plan = self.policy.plan(claimants, self.platforms, self.times, previous=self.previous)
+            self.previous = plan
+            self.steps.append(step_of(plan, now))
+            changed = self.deployment.apply(plan.templates)
+            self._hand_over(changed, now)
+            ran_out = [u for u in range(len(self.queue)) if self.active(u) and self.queue[u] <= 0]
+            # A queue the hand-over emptied has its tasks in flight on the cores it had.
+            before = self.groups
+            self._rates()
+            if not ran_out:
+                return
+            for u in ran_out:
+                self._empty(u, now, before[u])
+
+    def _hand_over(self, changed: Sequence[Change], now: float) -> None:
+        """Book the tasks started by every core whose owner or run time changed."""
+        owner, runtime = self.deployment.owner, self.deployment.runtime
+        count = self.count
+        head = self.head
+        for change in changed:
+            p = change.platform
+            for core, old, old_time in zip(
+                range(change.first, change.first + len(change.owners)),
+                change.owners,
+                change.runtimes,
+                strict=True,
+            ):
+                new, new_time = owner[core], runtime[core]
+                if old == new and old_time == new_time:
+                    continue
+                free = max(now, self.phase[core])
+                if old >= 0 and self.active(old):
+                    age = now - self.phase[core]
+                    started, ends = self._started(age, old_time)
+                    # The rate credited head + age / r from the phase on.
+                    owed = started - (head + age / old_time)
+                    self.queue[old] -= owed
+                    self.core_seconds[old * count + p] += owed * old_time
+                    free = now + ends
+                if new >= 0:
+                    # Long-run count from the new phase, against the rate's from now.
+                    started = head - (free - now) / new_time
+                    self.queue[new] -= started
+                    self.core_seconds[new * count + p] += started * new_time
+                self.phase[core] = free
+
+    def _rates(self) -> None:
+        """Rates, cores and run-time groups per user from the current layout."""
+        users = len(self.queue)
+        count = self.count
+        self.rate = [0.0] * users
+        self.placed = [0] * (users * count)
+        self.groups = [{} for _ in range(users)]
+        for p, keys in enumerate(self.deployment.keys):
+            for key, nodes in collections.Counter(keys).items():
+                if key is None:
+                    continue
+                for u, cores, runtime in self.deployment.slots(p, key):
+                    if not self.active(u):
+                        continue
+                    self.rate[u] += nodes * cores / runtime
+                    self.placed[u * count + p] += nodes * cores
+                    group = self.groups[u]
+                    group[runtime] = group.get(runtime, 0) + nodes * cores
