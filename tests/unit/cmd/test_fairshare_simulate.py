@@ -1,0 +1,160 @@
+"""``fairshare simulate``: seed 002's policies side by side, on one engine or the other."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import fixtures
+import testtools
+
+from tests import clusters
+from tests.unit.cmd.test_cli import run
+
+FEW = ("--policy", "pa-rr/rpa/maf,paf/epa/random,equal-cores/random", "--workers", "1")
+
+
+def simulate(*argv: str) -> tuple[int, str, str]:
+    return run("--config-file", "/dev/null", "fairshare", "simulate", *argv)
+
+
+class TestSimulate(testtools.TestCase):
+    def test_the_table_says_its_engine_and_has_the_baseline(self) -> None:
+        code, out, err = simulate("--engine", "rate", *FEW)
+        self.assertEqual(0, code, err)
+        self.assertIn("engine: rate (each pilot completing tasks at 1/run time)", out)
+        policies = [
+            line.split("|")[2].strip() for line in out.splitlines() if line.startswith("| ")
+        ]
+        self.assertEqual(
+            ["policy", "pa-rr/rpa/maf", "paf/epa/random", "equal-cores/random", "fairness/allcore"],
+            policies,
+        )
+
+    def test_json_is_unrounded_with_every_run_and_the_comparisons(self) -> None:
+        code, out, err = simulate("--engine", "rate", "--runs", "2", "--format", "json", *FEW)
+        self.assertEqual(0, code, err)
+        found = json.loads(out)
+        self.assertEqual("rate", found["engine"])
+        self.assertEqual(8, len(found["runs"]))
+        self.assertEqual({0, 1}, {r["seed"] for r in found["runs"]})
+        baseline = [r for r in found["runs"] if r["policy"] == "fairness/allcore"]
+        self.assertEqual([1.0, 1.0], [r["efficiency"] for r in baseline])
+        self.assertEqual(
+            {"AutoDock", "Blast", "CacheBench", "Montage", "ThreeKaonOmega"},
+            set(found["runs"][0]["normalised_throughput"]),
+        )
+        row = found["comparisons"]["anchors"][0]
+        self.assertEqual("default", row["scenario"])
+        self.assertIn("fairer_than_all", row)
+
+    def test_discrete_and_rate_agree_within_one_percent_on_the_default_scenario(self) -> None:
+        found = {}
+        for engine in ("discrete", "rate"):
+            code, out, err = simulate(
+                "--engine", engine, "--policy", "pa-rr/rpa/maf", "--format", "json",
+                "--workers", "1",
+            )  # fmt: skip
+            self.assertEqual(0, code, err)
+            (ours,) = [r for r in json.loads(out)["runs"] if r["policy"] == "pa-rr/rpa/maf"]
+            self.assertEqual(engine, ours["engine"])
+            found[engine] = ours
+        discrete, rate = found["discrete"], found["rate"]
+        self.assertLess(abs(discrete["makespan_s"] / rate["makespan_s"] - 1), 0.01)
+        self.assertLess(abs(discrete["fairness"] / rate["fairness"] - 1), 0.01)
+        for user, value in rate["normalised_throughput"].items():
+            self.assertLess(abs(discrete["normalised_throughput"][user] / value - 1), 0.01)
+
+    def test_csv_and_png(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        png = os.path.join(folder, "figures")
+        code, out, err = simulate(
+            "--engine", "rate", "--scenario", "default,without-gene",
+            "--policy", "seed002,anchors", "--format", "csv", "--png", png, "--workers", "2",
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        lines = out.splitlines()
+        self.assertEqual(
+            "scenario,policy,arrivals,engine,seed,fairness,jain,max_min,efficiency,makespan_s",
+            lines[0],
+        )
+        self.assertEqual(2 * 53, len(lines) - 1)
+        self.assertEqual(
+            sorted(
+                [
+                    "anchors.png",
+                    "fig3-platform-metrics.png",
+                    "fig4-rpa-vs-epa.png",
+                    "fig5-first-level.png",
+                    "fig6-second-level.png",
+                    "fig7-level-effects.png",
+                ]
+            ),
+            sorted(os.listdir(png)),
+        )
+
+    def test_poisson_arrivals_and_options(self) -> None:
+        code, out, err = simulate(
+            "--engine", "rate", "--arrivals", "quarter", "--core-unit", "200", "--node-unit",
+            "20", "--top-percent", "20", "--half-life", "21600", "--interval", "1800", *FEW,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("| default  | pa-rr/rpa/maf ", out)
+        self.assertIn("quarter", out)
+
+
+class TestBadInput(testtools.TestCase):
+    def assertRefused(self, message: str, *argv: str) -> None:
+        code, out, err = simulate(*argv)
+        self.assertNotEqual(0, code)
+        self.assertEqual("", out)
+        self.assertIn(message, err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+
+    def test_unknown_scenario_and_policy(self) -> None:
+        self.assertRefused("--scenario: unknown scenario 'tiny'", "--scenario", "tiny")
+        self.assertRefused(
+            "--policy: unknown first-level policy 'fifo'", "--policy", "fifo/rpa/maf"
+        )
+        self.assertRefused(
+            "--policy: unknown platform affinity 'speed'", "--policy", "paf/speed/maf"
+        )
+        self.assertRefused(
+            "--policy: unknown second-level policy 'best'", "--policy", "paf/rpa/best"
+        )
+        self.assertRefused(
+            "--policy: policy 'pa-rr/maf': expected FIRST/METRIC/SECOND", "--policy", "pa-rr/maf"
+        )
+
+    def test_ranges(self) -> None:
+        self.assertRefused("--top-percent must be from 1 to 50, not 51", "--top-percent", "51")
+        self.assertRefused("--top-percent must be from 1 to 50, not 0", "--top-percent", "0")
+        self.assertRefused("--core-unit must be at least 1, not 0", "--core-unit", "0")
+        self.assertRefused("--node-unit must be at least 1, not -2", "--node-unit", "-2")
+        self.assertRefused("--half-life must be a number of seconds >= 0", "--half-life", "-1")
+        self.assertRefused("--half-life must be a number of seconds >= 0", "--half-life", "nan")
+        self.assertRefused("--runs must be at least 1, not 0", "--runs", "0")
+        self.assertRefused("--arrivals: unknown 'often'", "--arrivals", "often")
+
+    def test_png_where_nothing_can_be_written(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        blocker = os.path.join(folder, "file")
+        open(blocker, "w").close()
+        self.assertRefused(
+            f"--png {blocker}/sub:", "--engine", "rate", *FEW, "--png", f"{blocker}/sub"
+        )
+
+
+class TestOnDask(testtools.TestCase):
+    def test_the_grid_on_a_dask_cluster_gives_the_table_of_one_process(self) -> None:
+        argv = ["--engine", "rate", "--scenario", "default,without-lcloud", "--policy",
+                "pa-rr/rpa/maf,pa-rr/rpa/random"]  # fmt: skip
+        code, alone, err = simulate(*argv, "--workers", "1")
+        self.assertEqual(0, code, err)
+        address = self.useFixture(clusters.DaskCluster()).address
+        code, out, err = clusters.in_clean_process(
+            run, "--config-file", "/dev/null", "fairshare", "simulate", *argv, "--dask", address
+        )
+        self.assertEqual(0, code, err)
+        self.assertEqual(alone, out)
