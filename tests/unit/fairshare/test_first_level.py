@@ -10,9 +10,18 @@ from hpc_nova_scheduler.core.sharing import Claimant, Platform, ShareRequest, Sh
 from hpc_nova_scheduler.fairshare import allocator, first_level
 from hpc_nova_scheduler.fairshare.anchors import BillingWeights, DecayedUsage, EqualCores
 
-POLICIES = ("fairness", "paf", "aaf", "pa-rr", "equal-cores", "billing-weights", "decayed-usage")
+POLICIES = (
+    "fairness",
+    "paf",
+    "aaf",
+    "pa-rr",
+    "equivalent-rr",
+    "equal-cores",
+    "billing-weights",
+    "decayed-usage",
+)
 #: The policies whose shares are apportioned by effective weight.
-SHARE_BY_WEIGHT = ("fairness", "pa-rr", "equal-cores", "decayed-usage")
+SHARE_BY_WEIGHT = ("fairness", "pa-rr", "equivalent-rr", "equal-cores", "decayed-usage")
 
 
 @st.composite
@@ -368,6 +377,19 @@ class TestAnchors(testtools.TestCase):
         self.assertEqual({"a": {"p": 5}, "b": {"p": 5}}, DecayedUsage().allocate(light))
         self.assertLess(DecayedUsage().allocate(heavy)["a"]["p"], 5)
         self.assertEqual({"a": {"p": 5}, "b": {"p": 5}}, EqualCores().allocate(heavy))
+
+    def test_equivalent_rr_gives_more_cores_to_a_user_on_slow_cores(self):
+        platforms = (Platform("slow", 12, 1), Platform("fast", 8, 1))
+        solo = {"a": {"slow": 200.0, "fast": 100.0}, "b": {"slow": 100.0, "fast": 100.0}}
+        affinity = {"a": {"fast": 2.0, "slow": 1.0}, "b": {"slow": 2.0, "fast": 1.0}}
+        claimants = (Claimant("a", "x", 100), Claimant("b", "y", 100))
+        request = ShareRequest(claimants, platforms, affinity, solo)
+        self.assertEqual({"a": 10, "b": 10}, totals(allocate("pa-rr", request)))
+        # a's 8 fast cores are worth 8 and each slow one a half; b's slow
+        # cores are worth 1 each. Filling the lower worth first ends at a
+        # 8 + 3 x 0.5 = 9.5 and b 9: a takes 11 cores, b 9.
+        allocation = allocate("equivalent-rr", request)
+        self.assertEqual({"a": {"slow": 3, "fast": 8}, "b": {"slow": 9, "fast": 0}}, allocation)
 
     def test_billing_weights_bill_a_fast_platform_more(self):
         platforms = (Platform("slow", 4, 1), Platform("fast", 4, 1))
