@@ -18,14 +18,17 @@ the books both engines need:
 Modelling decisions (every one a reading: the paper's simulator is not
 published):
 
-* **Nodes are laid out stably.** A platform's nodes are numbered 0..N-1 and
-  each core of a node gets the slots of its template in order (slot one's
-  cores first). On a new plan, a template keeps the nodes that already run
-  exactly its slots (lowest numbers first); the rest of its nodes are the
-  free ones in ascending order. The mapping depends on nothing but the plan
-  and the previous layout, so a core's new owner is well defined, and a
-  plan that repeats the last one moves no pilot. Cores of a node beyond its
-  template's slots, and nodes beyond the templates, stay idle.
+* **Nodes are laid out stably.** A platform's nodes are numbered 0..N-1.
+  On a new plan, a template keeps the nodes that already run exactly its
+  slots (lowest numbers first); the rest of its nodes are the free ones in
+  ascending order. On a node given a new template, a user who stays keeps
+  the cores it had there (lowest first), and the other slots take the free
+  cores in ascending order, in slot order. The mapping depends on nothing
+  but the plan and the previous layout, so a core's new owner is well
+  defined, and a plan that repeats the last one moves no pilot. Cores of a
+  node beyond its template's slots, and nodes beyond the templates, stay
+  idle. (The paper does not say which pilots move; moving as few as the
+  plan allows is what a pilot service would do.)
 * **A task's run time is fixed when it starts**: the combination run time
   (:meth:`CombinationTable.runtime`) of its application on the platform
   beside the applications of its node's template at that moment. A node
@@ -203,6 +206,7 @@ class Deployment:
         self.runtime = [0.0] * total
         self.keys: list[list[NodeKey]] = [[None] * p.nodes for p in self.platforms]
         self._slots: dict[tuple[int, NodeKey], list[tuple[int, int, float]]] = {}
+        self._cores: dict[tuple[int, NodeKey, tuple[int, ...]], tuple[list[int], list[float]]] = {}
 
     def slots(self, p: int, key: NodeKey) -> list[tuple[int, int, float]]:
         """(user index, cores, run time) of each slot of a node of platform ``p`` under ``key``."""
@@ -241,9 +245,12 @@ class Deployment:
                 owners = self.owner[start : start + cpn]
                 runtimes = self.runtime[start : start + cpn]
                 changed.append(Change(p, node, start, owners, runtimes))
-                self.owner[start : start + cpn], self.runtime[start : start + cpn] = stable_cores(
-                    owners, self.slots(p, key)
-                )
+                # Nodes re-laid alike are many: one answer a (previous owners, template).
+                laid = self._cores.get((p, key, tuple(owners)))
+                if laid is None:
+                    laid = stable_cores(owners, self.slots(p, key))
+                    self._cores[(p, key, tuple(owners))] = laid
+                self.owner[start : start + cpn], self.runtime[start : start + cpn] = laid
             self.keys[p] = new
         return changed
 

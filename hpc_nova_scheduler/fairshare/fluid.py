@@ -205,7 +205,8 @@ class Rates:
         self.previous: Plan | None = None
         #: Per core: when its pilot began (or begins) fetching for its owner;
         #: for a core without an owner with tasks, when its last task ends.
-        self.phase = [-math.inf] * self.deployment.total_cores
+        self.phase = np.full(self.deployment.total_cores, -math.inf)
+        self.platform_of = np.asarray(self.deployment.platform_of)
         self._renewals: dict[float, float] = {}
         # Of the current layout: tasks a second per user, cores per
         # (user, platform), and each user's cores per run time.
@@ -259,15 +260,27 @@ class Rates:
                 # Tasks started x their run time = cores x time.
                 self.core_seconds[u * count + p] += self.placed[u * count + p] * dt
 
-    def _started(self, age: float, runtime: float) -> tuple[float, float]:
-        """Tasks a pilot started in ``age`` seconds of fetching; when its task in flight ends."""
-        if age < 0:
-            return 0.0, -age
-        x = age / runtime
-        m = self._renewals.get(x)
-        if m is None:
-            m = self._renewals[x] = renewals(x, self.task_cv)
-        return 1.0 + m, runtime * (1.0 + m) - age
+    def _renewals_of(self, x: np.ndarray) -> np.ndarray:
+        """m(x) for many x: a few distinct values, pilots handed over together sharing one."""
+        distinct, inverse = np.unique(x, return_inverse=True)
+        values = []
+        for v in distinct.tolist():
+            m = self._renewals.get(v)
+            if m is None:
+                m = self._renewals[v] = renewals(v, self.task_cv)
+            values.append(m)
+        return np.asarray(values)[inverse.reshape(-1)]
+
+    def _started(self, age: np.ndarray, runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tasks pilots started in ``age`` seconds of fetching; when their tasks in flight end."""
+        started = np.zeros_like(age)
+        ends = -age
+        on = age >= 0
+        if on.any():
+            m = self._renewals_of(age[on] / runtime[on])
+            started[on] = 1.0 + m
+            ends[on] = runtime[on] * (1.0 + m) - age[on]
+        return started, ends
 
     def _empty(self, u: int, now: float, groups: dict[float, int] | None = None) -> None:
         """Q_u ran out: each pilot ends its task in flight; the user, with the last of them.
@@ -277,20 +290,22 @@ class Rates:
         """
         self.queue[u] = 0.0
         self.emptied[u] = True
+        cores = np.flatnonzero(np.asarray(self.deployment.owner) == u)
+        runtime = np.asarray(self.deployment.runtime)[cores]
+        age = now - self.phase[cores]
         in_flight: InFlight = {}
-        owner, runtime = self.deployment.owner, self.deployment.runtime
-        for core, held in enumerate(owner):
-            if held != u:
-                continue
-            age = now - self.phase[core]
-            if age >= 0:
-                # Within its first run time a pilot most likely runs its first task.
-                key = (runtime[core], age if age < runtime[core] else None)
-                in_flight[key] = in_flight.get(key, 0) + 1
-            _, ends = self._started(age, runtime[core])
-            self.phase[core] = now + ends
         if groups is not None:
-            in_flight = {(runtime, None): cores for runtime, cores in groups.items()}
+            in_flight = {(r, None): count for r, count in groups.items()}
+        else:
+            # Within its first run time a pilot most likely runs its first task
+            # (age kept); later, its residual is the equilibrium one (-1: None).
+            begun = age >= 0
+            first = np.where(age[begun] < runtime[begun], age[begun], -1.0)
+            pairs, counts = np.unique(np.stack([runtime[begun], first]), axis=1, return_counts=True)
+            for (r, a), count in zip(pairs.T.tolist(), counts.tolist(), strict=True):
+                in_flight[(r, a if a >= 0 else None)] = count
+        _, ends = self._started(age, runtime)
+        self.phase[cores] = now + ends
         self.finish[u] = now + expected_tail(in_flight, self.task_cv)
 
     def replan(self, now: float) -> None:
@@ -321,35 +336,50 @@ class Rates:
 
     def _hand_over(self, changed: Sequence[Change], now: float) -> None:
         """Book the tasks started by every core whose owner or run time changed."""
+        if not changed:
+            return
         owner, runtime = self.deployment.owner, self.deployment.runtime
+        spans = [(c.first, c.first + len(c.owners)) for c in changed]
+        cores = np.asarray([core for a, b in spans for core in range(a, b)])
+        old = np.asarray([u for c in changed for u in c.owners])
+        old_time = np.asarray([r for c in changed for r in c.runtimes])
+        new = np.asarray([u for a, b in spans for u in owner[a:b]])
+        new_time = np.asarray([r for a, b in spans for r in runtime[a:b]])
+        moved = (old != new) | (old_time != new_time)
+        cores, old, old_time, new, new_time = (
+            v[moved] for v in (cores, old, old_time, new, new_time)
+        )
+        platform = self.platform_of[cores]
+        phase = self.phase[cores]
+        free = np.maximum(now, phase)
+        users = len(self.queue)
+        active = np.asarray([self.active(u) for u in range(users)] + [False])
+        # Old owners still fetching: the tasks the cores started for them,
+        # against the head + age / r the rate credited from their phase on.
+        on = active[old]
+        if on.any():
+            age = now - phase[on]
+            started, ends = self._started(age, old_time[on])
+            owed = started - (self.head + age / old_time[on])
+            self._book(old[on], platform[on], owed, old_time[on])
+            free[on] = now + ends
+        # New owners: the long-run count from the new phase, against the rate's from now.
+        on = new >= 0
+        if on.any():
+            started = self.head - (free[on] - now) / new_time[on]
+            self._book(new[on], platform[on], started, new_time[on])
+        self.phase[cores] = free
+
+    def _book(
+        self, users: np.ndarray, platforms: np.ndarray, tasks: np.ndarray, runtimes: np.ndarray
+    ) -> None:
+        """Tasks started off the rates: out of the queues, into the core-seconds."""
         count = self.count
-        head = self.head
-        for change in changed:
-            p = change.platform
-            for core, old, old_time in zip(
-                range(change.first, change.first + len(change.owners)),
-                change.owners,
-                change.runtimes,
-                strict=True,
-            ):
-                new, new_time = owner[core], runtime[core]
-                if old == new and old_time == new_time:
-                    continue
-                free = max(now, self.phase[core])
-                if old >= 0 and self.active(old):
-                    age = now - self.phase[core]
-                    started, ends = self._started(age, old_time)
-                    # The rate credited head + age / r from the phase on.
-                    owed = started - (head + age / old_time)
-                    self.queue[old] -= owed
-                    self.core_seconds[old * count + p] += owed * old_time
-                    free = now + ends
-                if new >= 0:
-                    # Long-run count from the new phase, against the rate's from now.
-                    started = head - (free - now) / new_time
-                    self.queue[new] -= started
-                    self.core_seconds[new * count + p] += started * new_time
-                self.phase[core] = free
+        for u, n in enumerate(np.bincount(users, tasks, len(self.queue)).tolist()):
+            self.queue[u] -= n
+        seconds = np.bincount(users * count + platforms, tasks * runtimes, len(self.core_seconds))
+        for i, value in enumerate(seconds.tolist()):
+            self.core_seconds[i] += value
 
     def _rates(self) -> None:
         """Rates, cores and run-time groups per user from the current layout."""
