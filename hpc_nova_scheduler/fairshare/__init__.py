@@ -1,7 +1,10 @@
-"""Seed 002 (Hwang et al.): fairness-aware sharing of heterogeneous platforms.
+"""Seed 002 (Hwang et al.): fairness-aware two-level sharing of heterogeneous platforms.
 
-So far: the platform and co-runner affinity metrics of section 4
-(:mod:`.affinity`) and the run files they are computed from (:mod:`.runs`).
-The two-level allocation policies and the many-task simulator are to come;
-README.rst in this folder says what is built and what is not.
+The affinity metrics (:mod:`.affinity`), the first and second levels
+(:mod:`.first_level`, :mod:`.second_level`), weights and decayed usage
+(:mod:`.usage`), the allocator that runs both (:mod:`.allocator`), the
+production anchors (:mod:`.anchors`) and the many-task simulator
+(:mod:`.simulator`, :mod:`.fluid`) with its evaluation grid
+(:mod:`.experiments`). README.rst in this folder lists the readings of the
+paper and the numbers reproduced.
 """
