@@ -96,7 +96,8 @@ def by_second_level(judged: Iterable[Judged]) -> dict[str, dict[str, Summary]]:
 
 
 def _index(judged: Iterable[Judged]) -> dict[tuple, Judged]:
-    return {(j.cell.scenario, j.cell.seed, j.cell.arrivals, j.cell.combination): j for j in judged}
+    """Runs by (scenario, seed, options, combination): twins differ in the policy only."""
+    return {(j.cell.scenario, j.cell.seed, j.cell.options, j.cell.combination): j for j in judged}
 
 
 def _better(a: Judged, b: Judged) -> tuple[float, float]:
@@ -111,7 +112,7 @@ def rpa_over_epa(judged: Iterable[Judged]) -> dict[str, object]:
     where it is better."""
     index = _index(judged)
     fairness, efficiency = [], []
-    for (scenario, seed, arrivals, combination), item in index.items():
+    for (scenario, seed, options, combination), item in index.items():
         if combination.metric != "rpa" or combination.first not in FIRST_LEVELS:
             continue
         if combination.first == "fairness":
@@ -120,7 +121,7 @@ def rpa_over_epa(judged: Iterable[Judged]) -> dict[str, object]:
             (
                 scenario,
                 seed,
-                arrivals,
+                options,
                 Combination(combination.first, "epa", combination.second, combination.corunner),
             )
         )
@@ -149,10 +150,10 @@ def maf_over_random(judged: Iterable[Judged], first: str = "pa-rr") -> Summary:
     """Section 6.3: MAF against Random under ``first`` with RPA, percent."""
     index = _index(judged)
     fairness, efficiency = [], []
-    for (scenario, seed, arrivals, combination), item in index.items():
+    for (scenario, seed, options, combination), item in index.items():
         if combination != Combination(first, "rpa", "maf"):
             continue
-        other = index.get((scenario, seed, arrivals, Combination(first, "rpa", "random")))
+        other = index.get((scenario, seed, options, Combination(first, "rpa", "random")))
         if other is None:
             continue
         f, e = _better(item, other)
@@ -205,19 +206,25 @@ def against_anchors(
     """Per scenario and arrivals (mean over seeds): our fairness and efficiency beside
     each anchor's, whether ours is fairer than every anchor, and whether its
     efficiency is within 2% of the best anchor's."""
-    rows: dict[tuple[str, str], dict[str, list[Judged]]] = collections.defaultdict(
+    rows: dict[tuple[str, tuple], dict[str, list[Judged]]] = collections.defaultdict(
         lambda: collections.defaultdict(list)
     )
     for item in judged:
         c = item.cell.combination
         name = c.first if c.first in ANCHORS else ("ours" if c == ours else None)
         if name:
-            rows[(item.cell.scenario, item.cell.arrivals)][name].append(item)
+            rows[(item.cell.scenario, item.cell.options)][name].append(item)
     table = []
-    for (scenario, arrivals), runs in rows.items():
+    for (scenario, _), runs in rows.items():
         if "ours" not in runs or not any(a in runs for a in ANCHORS):
             continue
-        row: dict[str, object] = {"scenario": scenario, "arrivals": arrivals}
+        cell = runs["ours"][0].cell
+        row: dict[str, object] = {
+            "scenario": scenario,
+            "arrivals": cell.arrivals,
+            "half_life_s": cell.half_life_s,
+            "interval_s": cell.interval_s,
+        }
         for name in ("ours", *ANCHORS):
             if name in runs:
                 row[f"{name}_fairness"] = mean(j.fairness for j in runs[name])

@@ -109,9 +109,18 @@ class Cell:
     interval_s: float = 0.0
 
     @property
-    def group(self) -> tuple:
-        """What the efficiency baseline must share with this cell."""
-        return (self.scenario, self.seed, self.engine, self.arrivals, self.interval_s)
+    def options(self) -> tuple:
+        """Everything but the scenario, the seed and the policy: cells that differ
+        only in those are comparable."""
+        return (
+            self.engine,
+            self.arrivals,
+            self.core_unit,
+            self.node_unit,
+            self.top_percent,
+            self.half_life_s,
+            self.interval_s,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,27 +173,21 @@ class Judged:
 def judge(outcomes: Iterable[Outcome]) -> list[Judged]:
     """Efficiency of every outcome; the baseline of each group must be among them."""
     outcomes = list(outcomes)
-    base = {
-        dataclasses.replace(
-            o.cell, combination=BASELINE, core_unit=1, node_unit=1, top_percent=50, half_life_s=0.0
-        ): o.makespan_s
-        for o in outcomes
-        if o.cell.combination == BASELINE
-    }
+    base = {_baseline_of(o.cell): o.makespan_s for o in outcomes if o.cell.combination == BASELINE}
     judged = []
     for outcome in outcomes:
-        key = dataclasses.replace(
-            outcome.cell,
-            combination=BASELINE,
-            core_unit=1,
-            node_unit=1,
-            top_percent=50,
-            half_life_s=0.0,
-        )
+        key = _baseline_of(outcome.cell)
         if key not in base:
             raise ValueError(f"no Fairness + AllCore run to judge {outcome.cell} against")
         judged.append(Judged(outcome, outcome.makespan_s / base[key]))
     return judged
+
+
+def _baseline_of(cell: Cell) -> Cell:
+    """The Fairness + AllCore cell ``cell`` is judged against: same scenario, seed,
+    engine, arrivals, history and re-planning; the units and k, which neither
+    Fairness nor AllCore reads, do not matter."""
+    return dataclasses.replace(cell, combination=BASELINE, core_unit=1, node_unit=1, top_percent=50)
 
 
 def mean(values: Iterable[float]) -> float:
