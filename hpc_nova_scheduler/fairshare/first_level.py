@@ -146,7 +146,32 @@ class AffinityRoundRobin(FirstLevelPolicy):
         ranked = {name: self.preference(request, name) for name in missing}
         cursor = dict.fromkeys(missing, 0)
         turn = [c.name for c in request.claimants if c.name in missing]
+        unit = self.core_unit
         while turn:
+            # Whole rounds in which no platform runs out and nobody's share
+            # ends give every user in turn exactly D_unit of the platform it
+            # is on: take them all at once (the same cores, in a fraction of
+            # the turns), then play the round where something changes.
+            on: dict[str, str] = {}
+            takers: dict[str, int] = {}
+            for name in turn:
+                choices, at = ranked[name], cursor[name]
+                while at < len(choices) and available[choices[at]] == 0:
+                    at += 1
+                cursor[name] = at
+                if at < len(choices):
+                    on[name] = choices[at]
+                    takers[choices[at]] = takers.get(choices[at], 0) + 1
+            rounds = min((available[p] // (n * unit) for p, n in takers.items()), default=0)
+            if on:
+                rounds = min(rounds, min(missing[name] // unit for name in on))
+            if rounds > 0:
+                for name, platform in on.items():
+                    allocation[name][platform] += rounds * unit
+                    missing[name] -= rounds * unit
+                for platform, n in takers.items():
+                    available[platform] -= rounds * n * unit
+                turn = [name for name in turn if missing[name]]
             next_turn = []
             for name in turn:
                 choices = ranked[name]
@@ -157,7 +182,7 @@ class AffinityRoundRobin(FirstLevelPolicy):
                 if at == len(choices):
                     continue  # no platform has a core left: its share cannot be met
                 platform = choices[at]
-                d = min(self.core_unit, missing[name], available[platform])
+                d = min(unit, missing[name], available[platform])
                 allocation[name][platform] += d
                 available[platform] -= d
                 missing[name] -= d
