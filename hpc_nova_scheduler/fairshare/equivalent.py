@@ -52,7 +52,9 @@ class EquivalentRoundRobin(AffinityRoundRobin):
         worth = {name: self.worth(request, name) for name in ranked}
         cursor = dict.fromkeys(ranked, 0)
         got = dict.fromkeys(ranked, 0.0)
-        heap = [(0.0, order[name], name) for name in ranked]
+        # Keyed like a divisor method, by the worth a user would have with one
+        # more core: a heavy user's first core comes after everyone's.
+        heap = [(1.0 / weights[name], order[name], name) for name in ranked]
         heapq.heapify(heap)
         while heap:
             _, rank, name = heapq.heappop(heap)
@@ -69,5 +71,5 @@ class EquivalentRoundRobin(AffinityRoundRobin):
             need[name] -= d
             got[name] += d * worth[name][platform]
             if need[name]:
-                heapq.heappush(heap, (got[name] / weights[name], rank, name))
+                heapq.heappush(heap, ((got[name] + 1.0) / weights[name], rank, name))
         return allocation

@@ -213,21 +213,25 @@ class _AffinityFirst(FirstLevelPolicy):
             if not chosen:  # line 9: cannot happen with top_count >= 1, kept as a guard
                 chosen = self._median_fallback(request, users, platforms)
             assigned = {p: [u for u in users if (u, p) in chosen] for p in platforms}
-            count = {p: len(us) for p, us in assigned.items()}
-            weight = {p: sum(weights[u] for u in us) for p, us in assigned.items()}
+            pending = {p: set(us) for p, us in assigned.items()}
+            weight = {p: math.fsum(weights[u] for u in us) for p, us in assigned.items()}
             for user in sorted(users, key=lambda u: (need[u] / weights[u], order[u])):
                 for platform in _ranked_platforms(request, user):
                     if (user, platform) not in chosen:
                         continue
-                    if count[platform] == 1:
+                    if len(pending[platform]) == 1:
                         share = available[platform]
                     else:
                         share = math.floor(
                             available[platform] * weights[user] / weight[platform] + 1e-9
                         )
                     d = min(need[user], share)
-                    count[platform] -= 1
+                    pending[platform].discard(user)
                     weight[platform] -= weights[user]
+                    if weight[platform] <= weights[user] * 1e-6:
+                        # Heavy users leave first: re-add the light ones exactly
+                        # rather than trust a difference of nearly equal sums.
+                        weight[platform] = math.fsum(weights[u] for u in pending[platform])
                     allocation[user][platform] += d
                     available[platform] -= d
                     need[user] -= d

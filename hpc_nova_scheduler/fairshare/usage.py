@@ -13,7 +13,12 @@ usage its normalised decayed usage (0 when nobody has used anything). With
 equal weights and no history every w' is 1: the policies then compute the
 paper's algorithms exactly. More usage lowers a claimant's w' and raises
 everyone else's, so, with an apportionment that is population monotone
-(:func:`apportion`), it never gives a larger share.
+(:func:`apportion`), it never gives a larger share under the policies that
+apportion shares (Fairness, PA-based RR, equivalent-rr, the equal-cores
+anchors; tested). PAF and AAF do not promise it: Algorithm 1 hands each
+favoured platform to the users that favour it, and a smaller weight
+changes the order in which they are served, which can leave a user more
+of a second platform than it lost on the first.
 
 Usage is charged in best-platform-equivalent core-seconds: a core-second
 on platform P counts r_best / r(K, P) for application K, so a core-hour on
@@ -36,15 +41,26 @@ CHARGES = (BEST_EQUIVALENT, CORE_SECONDS)
 
 
 def effective_weights(claimants: Sequence[Claimant]) -> dict[str, float]:
-    """w'(u) for every claimant: its weight lowered by its share of the decayed usage."""
+    """w'(u) for every claimant: its weight lowered by its share of the decayed usage.
+
+    Only ratios of effective weights matter, so they are computed as powers
+    of two relative to the largest: a project that used everything among a
+    thousand never underflows to a weight of 0 (it keeps :data:`FLOOR`).
+    """
     total_weight = sum(c.weight for c in claimants)
     total_usage = sum(c.usage for c in claimants)
     if total_usage <= 0:
         return {c.name: c.weight for c in claimants}
-    return {
-        c.name: c.weight * 2.0 ** (-(c.usage / total_usage) / (c.weight / total_weight))
+    exponents = {
+        c.name: math.log2(c.weight) - (c.usage / total_usage) / (c.weight / total_weight)
         for c in claimants
     }
+    top = max(exponents.values())
+    return {name: max(2.0 ** (e - top), FLOOR) for name, e in exponents.items()}
+
+
+#: The least effective weight: positive, so that every division by it is defined.
+FLOOR = 1e-300
 
 
 def decay(usage: float, elapsed_s: float, half_life_s: float) -> float:
@@ -97,8 +113,16 @@ def apportion(
     level = _water_level(total, [(demand[n], weights[n]) for n in names])
     for name in names:
         shares[name] = min(demand[name], math.floor(level * weights[name]))
-    left = total - sum(shares.values())
     order = {name: i for i, name in enumerate(names)}
+    # Rounding of the water level may overshoot by a core or two with
+    # extreme weight ratios: take back the cores least deserved, last first.
+    while sum(shares.values()) > total:
+        worst = max(
+            (name for name in names if shares[name] > 0),
+            key=lambda name: (shares[name] / weights[name], order[name]),
+        )
+        shares[worst] -= 1
+    left = total - sum(shares.values())
     heap = [
         ((shares[name] + 1) / weights[name], order[name], name)
         for name in names

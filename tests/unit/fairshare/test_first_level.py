@@ -37,8 +37,8 @@ def problems(draw, weighted: bool = False, history: bool = False):
             f"u{i}",
             f"app{i}",
             draw(st.integers(0, 150)),
-            weight=draw(st.sampled_from([0.5, 1.0, 2.0, 3.0])) if weighted else 1.0,
-            usage=draw(st.sampled_from([0.0, 10.0, 500.0, 9000.0])) if history else 0.0,
+            weight=draw(st.sampled_from([1e-9, 0.5, 1.0, 2.0, 3.0, 1e6])) if weighted else 1.0,
+            usage=draw(st.sampled_from([0.0, 10.0, 500.0, 9000.0, 1e15])) if history else 0.0,
         )
         for i in range(n_users)
     )

@@ -31,7 +31,7 @@ class TestApportion(testtools.TestCase):
     @given(
         st.integers(0, 500),
         st.lists(
-            st.tuples(st.integers(0, 200), st.sampled_from([0.3, 1.0, 1.7, 4.0])),
+            st.tuples(st.integers(0, 200), st.sampled_from([1e-15, 1e-6, 0.3, 1.0, 1.7, 4.0, 1e9])),
             min_size=1,
             max_size=8,
         ),
@@ -67,6 +67,16 @@ class TestEffectiveWeights(testtools.TestCase):
         # One user used everything with half the shares: 2 ** (-1 / 0.5).
         claimants = [Claimant("a", "x", 1, usage=10.0), Claimant("b", "y", 1)]
         self.assertEqual({"a": 0.25, "b": 1.0}, usage.effective_weights(claimants))
+
+    def test_one_project_with_all_the_usage_among_a_thousand(self):
+        # 2 ** (-1100) underflows: the weight keeps a positive floor instead.
+        claimants = [Claimant(f"u{i}", "x", 5, usage=5.0 if i == 0 else 0.0) for i in range(1100)]
+        weights = usage.effective_weights(claimants)
+        self.assertEqual(1.0, weights["u1"])
+        self.assertGreater(weights["u0"], 0.0)
+        shares = usage.apportion(800, {c.name: 5 for c in claimants}, weights)
+        self.assertEqual(0, shares["u0"])
+        self.assertEqual(800, sum(shares.values()))
 
 
 class TestDecayAndCharge(testtools.TestCase):
