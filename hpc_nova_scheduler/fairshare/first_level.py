@@ -32,9 +32,10 @@ Readings of the paper decided here (also in the folder's README):
   water-filling leaves open which platforms a user with small demand takes
   its cores from. Each user's total is its water-filled share; each
   platform, in order, is then apportioned in proportion to what every user
-  still needs of its total. A small user so takes its cores evenly from
-  every platform, and with demand everywhere above the fair share every
-  platform is split equally (to a core, when it does not divide).
+  still needs, none above ceil(need x platform cores / cores left). A
+  small user so takes its cores evenly from every platform, and with
+  demand everywhere above the fair share every platform is split equally
+  (to a core, when it does not divide).
 
 Weights and usage enter as each user's effective weight (:mod:`.usage`):
 PA-based RR's and Fairness' shares are apportioned by it, and Algorithm 1
@@ -110,15 +111,33 @@ class Fairness(FirstLevelPolicy):
         demand = {c.name: c.demand for c in request.claimants}
         total = sum(p.cores for p in request.platforms)
         need = usage.apportion(total, demand, usage.effective_weights(request.claimants))
+        left = total
         for platform in request.platforms:
-            # Each platform in proportion to what every user still needs:
-            # with equal needs an equal split, and the last platform closes
-            # every user's share exactly.
+            # Each platform in proportion to what every user still needs, and
+            # nobody above its proportional part of this platform: with equal
+            # needs an equal split, and a small user's cores come evenly from
+            # every platform rather than from the first ones offered.
+            caps = {
+                name: min(want, math.ceil(want * platform.cores / left)) if left else 0
+                for name, want in need.items()
+            }
             weights = {name: float(want) for name, want in need.items() if want > 0}
-            got = usage.apportion(platform.cores, need, weights)
+            got = usage.apportion(platform.cores, caps, weights)
             for name, cores in got.items():
                 allocation[name][platform.name] += cores
                 need[name] -= cores
+            left -= platform.cores
+        # The caps are ceilings of proportional parts, so their sum covers
+        # every platform when demand exceeds the cloud; this only places what
+        # the rounding of a light load left over.
+        for platform in request.platforms:
+            free = platform.cores - sum(a[platform.name] for a in allocation.values())
+            if free > 0 and any(need.values()):
+                weights = {name: float(want) for name, want in need.items() if want > 0}
+                got = usage.apportion(free, need, weights)
+                for name, cores in got.items():
+                    allocation[name][platform.name] += cores
+                    need[name] -= cores
         return allocation
 
 

@@ -272,6 +272,19 @@ class TestThePaperExactly(testtools.TestCase):
                 self.assertEqual([platform.cores // users] * users, got)
             self.assertLessEqual(got[-1] - got[0], 2)
 
+    def test_fairness_takes_a_light_load_evenly_from_every_platform(self):
+        platforms = (
+            Platform("gene", 300, 2),
+            Platform("cheetah", 75, 8),
+            Platform("darth", 75, 8),
+            Platform("lcloud", 50, 12),
+        )
+        claimants = (Claimant("a", "x", 50), Claimant("b", "y", 50))
+        allocation = allocate("fairness", ShareRequest(claimants, platforms, {}, {}))
+        for cores in allocation.values():
+            self.assertEqual(50, sum(cores.values()))
+            self.assertTrue(all(12 <= n <= 13 for n in cores.values()), cores)
+
     def test_fairness_water_fills_unneeded_cores(self):
         platforms = (Platform("a", 10, 6), Platform("b", 10, 6))
         claimants = (Claimant("small", "x", 10), Claimant("u1", "y", 500), Claimant("u2", "z", 500))
