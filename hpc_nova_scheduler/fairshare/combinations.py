@@ -20,6 +20,19 @@ set of applications (K included), from measured or generated means:
 A set of one application (AllCore, or a claimant alone on a node) with no
 measurement of its own takes rule 2 too: its cores run other tasks of the
 same application, which are co-runners as well.
+
+**Unmeasured pairs.** An application with no solo run on a platform has
+neutral platform affinity there (1.0, :mod:`.affinity`), so the first level
+may give it cores on it. Its solo run time there is then estimated
+(:meth:`CombinationTable.estimated_solo`) as the mean of its measured solo
+times (over every platform of the table it ran alone on): the reading under
+which its EPA there, over those platforms, is exactly the neutral 1.0,
+neither faster nor slower than its usual. Such a pair has no co-runner runs
+(they need a solo run), so rules 2 and 3 treat the estimate as a measured
+solo time: unstretched unless ``corunner_normalised`` names the pair.
+:meth:`~CombinationTable.solo_runtime` still answers None for the pair: the
+affinity metrics must tell measured from estimated. An application with no
+solo run on any platform is an error.
 """
 
 from __future__ import annotations
@@ -53,6 +66,12 @@ class CombinationTable:
             if not seconds > 0:
                 raise SharingError(f"{app} on {platform}: solo run time must be > 0")
         self.solo = dict(solo)
+        # Each application's mean solo time over its measured platforms: the
+        # estimate for a platform it never ran alone on.
+        by_app: dict[str, list[float]] = {}
+        for (app, _), seconds in self.solo.items():
+            by_app.setdefault(app, []).append(seconds)
+        self._mean_solo = {app: sum(times) / len(times) for app, times in by_app.items()}
         self._combinations = dict(combinations or {})
         for app, platform, apps in self._combinations:
             if app not in apps:
@@ -67,16 +86,28 @@ class CombinationTable:
             self._slowdown.setdefault(pair, (sum(ratios) / len(ratios) - 1.0) * 100.0)
 
     def solo_runtime(self, application: str, platform: str) -> float | None:
+        """The measured solo run time; None when ``application`` never ran alone there."""
         return self.solo.get((application, platform))
+
+    def estimated_solo(self, application: str, platform: str) -> float:
+        """The measured solo run time, or else the mean of the application's measured ones.
+
+        SharingError when ``application`` has no solo run on any platform.
+        """
+        measured = self.solo.get((application, platform))
+        if measured is not None:
+            return measured
+        mean = self._mean_solo.get(application)
+        if mean is None:
+            raise SharingError(f"no solo run time of {application} on any platform")
+        return mean
 
     def runtime(self, application: str, platform: str, applications: frozenset[str]) -> float:
         """Seconds for a task of ``application`` on ``platform`` beside ``applications``."""
         known = self._combinations.get((application, platform, applications))
         if known is not None:
             return known
-        solo = self.solo.get((application, platform))
-        if solo is None:
-            raise SharingError(f"no solo run time of {application} on {platform}")
+        solo = self.estimated_solo(application, platform)
         return solo * (1.0 + self._slowdown.get((application, platform), 0.0) / 100.0)
 
     def combinations(self, platform: Platform, applications: Sequence[str]) -> list[frozenset[str]]:

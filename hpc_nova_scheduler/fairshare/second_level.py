@@ -48,9 +48,12 @@ Readings (the paper leaves these open; each is tested):
    mean, over the legal sets containing *K* whose applications all have a
    claimant not done, of C - S (metric "raw", seconds) or
    (C - S) / S x 100 ("normalised", %), with C = ``times.runtime(K, P,
-   set)`` and S = K's solo run time on P, from ``times.solo_runtime``
-   (:class:`.CombinationTable` has it; the CombinationTimes protocol does
-   not, so MAF refuses a ``times`` without it rather than guess). The
+   set)`` and S = K's solo run time on P: ``times.estimated_solo`` where
+   the times have it (:class:`.CombinationTable`: the measured time, or for
+   a pair never measured the application's mean over the platforms it was,
+   the same estimate ``times.runtime`` uses), else the protocol's
+   ``times.solo_runtime``; a ``times`` without either is refused rather
+   than guessed, and so is an application with no solo time. The
    AllCore set {K} counts as a combination: its other cores run K's own
    tasks, which are co-runners too (as Fig. 2 and
    :mod:`.combinations` treat it). Affinities are kept as running sums and
@@ -448,7 +451,9 @@ def _solo_runtimes(
     times: CombinationTimes, platform: Platform, applications: Iterable[str]
 ) -> dict[str, float]:
     """S of reading 5: each application's solo run time on ``platform``."""
-    solo_runtime = getattr(times, "solo_runtime", None)
+    # The estimate first: a pair the first level gave cores to on neutral
+    # affinity has no measured solo time, but runtime() answers for it.
+    solo_runtime = getattr(times, "estimated_solo", None) or getattr(times, "solo_runtime", None)
     if solo_runtime is None:
         raise SharingError(f"maf needs solo run times: {type(times).__name__} has no solo_runtime")
     found: dict[str, float] = {}

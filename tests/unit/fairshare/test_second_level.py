@@ -11,8 +11,8 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core.sharing import NodeTemplate, Platform, SharingError
-from hpc_nova_scheduler.fairshare import second_level
+from hpc_nova_scheduler.core.sharing import Claimant, NodeTemplate, Platform, SharingError
+from hpc_nova_scheduler.fairshare import allocator, second_level
 from hpc_nova_scheduler.fairshare.combinations import CombinationTable
 from hpc_nova_scheduler.fairshare.second_level import (
     MAF,
@@ -180,18 +180,69 @@ class TestMAF(testtools.TestCase):
         )
         self.assertIn("maf needs solo run times: PairsOnly", str(error))
 
-    def test_an_application_without_a_solo_run_is_refused(self) -> None:
+    def test_an_application_never_measured_alone_is_refused(self) -> None:
         times = table({"A": 10.0}, {}, platform="q")
         error = self.assertRaises(
             SharingError,
             MAF().map,
-            Platform("p", 1, 2),
-            {"a": 2},
-            {"a": "A"},
+            Platform("p", 2, 2),
+            {"a": 2, "b": 2},
+            {"a": "A", "b": "B"},
             times,
             random.Random(0),
         )
-        self.assertIn("no solo run time of A on p", str(error))
+        self.assertIn("no solo run time of B on any platform", str(error))
+
+    def test_an_unmeasured_pair_takes_the_estimated_solo_time_as_s(self) -> None:
+        # A ran alone on q only: on p its S is the estimate, 10 s.
+        times = CombinationTable(
+            {("A", "q"): 10.0, ("B", "p"): 100.0},
+            {("B", "p", frozenset({"A", "B"})): 150.0, ("B", "p", frozenset({"B"})): 150.0},
+        )
+        self.assertEqual(
+            {"A": 10.0, "B": 100.0},
+            second_level._solo_runtimes(times, Platform("p", 2, 2), ["A", "B"]),
+        )
+        templates = MAF().map(
+            Platform("p", 2, 2), {"a": 2, "b": 2}, {"a": "A", "b": "B"}, times, random.Random(0)
+        )
+        self.assertEqual({"a": 2, "b": 2}, per_claimant(templates))
+
+
+class TestUnmeasuredPairs(testtools.TestCase):
+    """Neutral affinity gives B cores on q, where it never ran alone: every policy copes."""
+
+    SOLO = {("A", "p"): 100.0, ("A", "q"): 200.0, ("B", "p"): 50.0}
+    CLAIMANTS = (Claimant("a", "A", 100), Claimant("b", "B", 100), Claimant("c", "A", 100))
+    PLATFORMS = (Platform("p", 1, 2), Platform("q", 40, 2))
+
+    def test_every_second_level_maps_the_first_levels_shares(self) -> None:
+        for second in ("allcore", "random", "maf", "ca-rr"):
+            plan = allocator.TwoLevel("pa-rr", second).plan(
+                self.CLAIMANTS, self.PLATFORMS, CombinationTable(self.SOLO)
+            )
+            # The repro's point: B has cores on the platform it was never measured on.
+            self.assertGreater(plan.allocation["b"]["q"], 0, second)
+            for platform in self.PLATFORMS:
+                shares = {
+                    name: cores[platform.name]
+                    for name, cores in plan.allocation.items()
+                    if cores.get(platform.name)
+                }
+                self.assertEqual(shares, per_claimant(plan.templates[platform.name]), second)
+
+    def test_an_application_never_measured_alone_is_still_refused(self) -> None:
+        # By the policies that read run times; AllCore and Random never do.
+        claimants = (*self.CLAIMANTS, Claimant("d", "D", 10))
+        for second in ("maf", "ca-rr"):
+            error = self.assertRaises(
+                SharingError,
+                allocator.TwoLevel("pa-rr", second).plan,
+                claimants,
+                self.PLATFORMS,
+                CombinationTable(self.SOLO),
+            )
+            self.assertIn("no solo run time of D on any platform", str(error))
 
 
 class TestCARoundRobin(testtools.TestCase):
