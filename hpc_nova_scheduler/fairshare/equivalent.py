@@ -12,6 +12,11 @@ to application K, the same unit in which usage is charged
 effective weight (progressive filling), so cores are shared max-min fairly
 in that unit: a user on slow cores gets more of them.
 
+Being served later can leave a user more of a slower platform than it
+lost of a faster one, so, unlike PA-based RR, more usage is not promised
+to shrink a share (hypothesis finds counter-examples in both cores and
+worth); weights and usage still order the turns.
+
 It is not in the paper: ``fairshare simulate`` shows it beside PA-based RR
 and the anchors, and nova-scheduler offers it as ``equivalent-rr``.
 """

@@ -14,11 +14,11 @@ equal weights and no history every w' is 1: the policies then compute the
 paper's algorithms exactly. More usage lowers a claimant's w' and raises
 everyone else's, so, with an apportionment that is population monotone
 (:func:`apportion`), it never gives a larger share under the policies that
-apportion shares (Fairness, PA-based RR, equivalent-rr, the equal-cores
-anchors; tested). PAF and AAF do not promise it: Algorithm 1 hands each
-favoured platform to the users that favour it, and a smaller weight
-changes the order in which they are served, which can leave a user more
-of a second platform than it lost on the first.
+apportion shares (Fairness, PA-based RR, the equal-cores anchors;
+tested). PAF, AAF and equivalent-rr do not promise it: they serve users
+greedily in an order that weights change (Algorithm 1 by need / weight,
+equivalent-rr by worth / weight), and being served later can leave a
+user more of a second platform than it lost on the first.
 
 Usage is charged in best-platform-equivalent core-seconds: a core-second
 on platform P counts r_best / r(K, P) for application K, so a core-hour on

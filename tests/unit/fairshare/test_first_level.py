@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from hpc_nova_scheduler.core.sharing import Claimant, Platform, ShareRequest, SharingError
 from hpc_nova_scheduler.fairshare import allocator, first_level
 from hpc_nova_scheduler.fairshare.anchors import BillingWeights, DecayedUsage, EqualCores
-from hpc_nova_scheduler.fairshare.equivalent import EquivalentRoundRobin
 
 POLICIES = (
     "fairness",
@@ -21,8 +20,10 @@ POLICIES = (
     "billing-weights",
     "decayed-usage",
 )
-#: The policies whose shares are apportioned by effective weight.
-SHARE_BY_WEIGHT = ("fairness", "pa-rr", "equivalent-rr", "equal-cores", "decayed-usage")
+#: The policies whose shares are apportioned by effective weight. PAF, AAF
+#: and equivalent-rr serve users greedily in an order that weights change,
+#: and promise no monotony (the README says so).
+SHARE_BY_WEIGHT = ("fairness", "pa-rr", "equal-cores", "decayed-usage")
 
 
 @st.composite
@@ -59,21 +60,6 @@ def totals(allocation):
     return {name: sum(cores.values()) for name, cores in allocation.items()}
 
 
-def worth(request):
-    """equivalent-rr's share: cores counted at r_best / r, its unit of fairness."""
-
-    def share(allocation):
-        return {
-            name: sum(
-                n * EquivalentRoundRobin.worth(request, name)[platform]
-                for platform, n in cores.items()
-            )
-            for name, cores in allocation.items()
-        }
-
-    return share
-
-
 class TestInvariants(testtools.TestCase):
     @settings(max_examples=120, deadline=None)
     @given(problems(weighted=True, history=True), st.sampled_from(POLICIES), st.integers(1, 7))
@@ -103,15 +89,14 @@ class TestInvariants(testtools.TestCase):
             else c
             for c in request.claimants
         )
-        share = totals if name != "equivalent-rr" else worth(request)
-        before = share(allocate(name, request))[who.name]
-        after = share(
+        before = totals(allocate(name, request))[who.name]
+        after = totals(
             allocate(
                 name,
                 ShareRequest(busier, request.platforms, request.affinity, request.solo),
             )
         )[who.name]
-        self.assertLessEqual(after, before + 1e-9)
+        self.assertLessEqual(after, before)
 
     @settings(max_examples=80, deadline=None)
     @given(problems(), st.sampled_from(POLICIES), st.sampled_from([0.5, 1.0, 7.0]))
