@@ -56,9 +56,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
+
+import numpy as np
 
 from hpc_nova_scheduler.core.sharing import Claimant, NodeTemplate, Platform
 from hpc_nova_scheduler.fairshare import evaluation
@@ -160,26 +163,22 @@ class Workload:
         return found
 
 
-@dataclasses.dataclass(frozen=True)
-class Change:
-    """A node a new plan laid out anew, and what its cores had before."""
-
-    platform: int
-    node: int
-    #: Its first core's number.
-    first: int
-    owners: list[int]
-    runtimes: list[float]
-
-
 class Deployment:
     """Every core's owner and the run time of its owner's tasks there.
 
     Cores are numbered platform after platform, node after node: core
-    ``offset[p] + node * cores_per_node + c``. ``owner`` holds a user index
-    (-1: idle) and ``runtime`` the mean run time of the owner's tasks on
-    that core under its node's template (0 when idle); both are plain lists,
-    which the discrete engine reads a million times.
+    ``offset[p] + node * cores_per_node + c``. ``owners`` holds a user index
+    (-1: idle) and ``runtimes`` the mean run time of the owner's tasks on
+    that core under its node's template (0 when idle), as numpy arrays,
+    which the rate engine reads whole; ``owner`` and ``runtime`` the same as
+    plain lists, which the discrete engine reads a million times (kept only
+    with ``lists``: empty otherwise).
+
+    A node's state is one of a few *patterns* (its template, and the owner
+    and run time of each of its cores: :class:`_Nodes`), so that a plan is
+    laid by numpy over the nodes, and a pattern's successor under a template
+    (:func:`stable_cores`) and a template's run times
+    (:meth:`CombinationTable.runtime`) are worked out once a run.
     """
 
     def __init__(
@@ -187,6 +186,7 @@ class Deployment:
         platforms: Sequence[Platform],
         workload: Workload,
         times: CombinationTable,
+        lists: bool = True,
     ) -> None:
         self.platforms = tuple(platforms)
         self.times = times
@@ -198,15 +198,18 @@ class Deployment:
             self.offsets.append(total)
             total += platform.cores
         self.total_cores = total
-        #: The platform index of every core.
-        self.platform_of = [
-            p for p, platform in enumerate(self.platforms) for _ in range(platform.cores)
-        ]
-        self.owner = [-1] * total
-        self.runtime = [0.0] * total
-        self.keys: list[list[NodeKey]] = [[None] * p.nodes for p in self.platforms]
+        #: The platform index of every core, as an array and as a list.
+        self.platform_index = np.repeat(
+            np.arange(len(self.platforms)), [p.cores for p in self.platforms]
+        )
+        self.platform_of: list[int] = self.platform_index.tolist()
+        self.owners = np.full(total, -1, dtype=np.int64)
+        self.runtimes = np.zeros(total)
+        self.lists = lists
+        self.owner: list[int] = [-1] * total if lists else []
+        self.runtime: list[float] = [0.0] * total if lists else []
         self._slots: dict[tuple[int, NodeKey], list[tuple[int, int, float]]] = {}
-        self._cores: dict[tuple[int, NodeKey, tuple[int, ...]], tuple[list[int], list[float]]] = {}
+        self._nodes = [_Nodes(p.nodes, p.cores_per_node) for p in self.platforms]
 
     def slots(self, p: int, key: NodeKey) -> list[tuple[int, int, float]]:
         """(user index, cores, run time) of each slot of a node of platform ``p`` under ``key``."""
@@ -227,32 +230,100 @@ class Deployment:
         self._slots[(p, key)] = found
         return found
 
-    def apply(self, templates: Mapping[str, Sequence[NodeTemplate]]) -> list[Change]:
-        """Lay a plan's templates onto the nodes; each changed node with its cores' old state."""
+    def laid(self, p: int) -> list[tuple[NodeKey, int]]:
+        """The templates on platform ``p``'s nodes and how many nodes each, by first node."""
+        nodes = self._nodes[p]
+        if nodes.laid is None:
+            keys = nodes.key_of[nodes.layout]
+            counts = np.bincount(keys, minlength=len(nodes.keys))
+            first = np.full(counts.size, keys.size)
+            np.minimum.at(first, keys, np.arange(keys.size))
+            order = np.argsort(first, kind="stable")[: np.count_nonzero(counts)]
+            nodes.laid = [
+                (nodes.keys[k], n)
+                for k, n in zip(order.tolist(), counts[order].tolist(), strict=True)
+                if k
+            ]
+        return nodes.laid
+
+    def apply(self, templates: Mapping[str, Sequence[NodeTemplate]]) -> list[tuple[int, int]]:
+        """Lay a plan's templates onto the nodes; (platform, node) of each node laid anew.
+
+        ``owners`` and ``runtimes`` are changed in place: the state before
+        is the caller's to keep.
+        """
         unknown = sorted(set(templates) - {p.name for p in self.platforms})
         if unknown:
             raise SimulationError(f"plan: unknown platform {unknown[0]}")
-        changed: list[Change] = []
+        changed: list[tuple[int, int]] = []
         for p, platform in enumerate(self.platforms):
             wanted = self._check(platform, templates.get(platform.name, ()))
-            old = self.keys[p]
-            new = stable_layout(old, wanted)
-            cpn = platform.cores_per_node
-            for node, key in enumerate(new):
-                if key == old[node]:
-                    continue
-                start = self.offsets[p] + node * cpn
-                owners = self.owner[start : start + cpn]
-                runtimes = self.runtime[start : start + cpn]
-                changed.append(Change(p, node, start, owners, runtimes))
-                # Nodes re-laid alike are many: one answer a (previous owners, template).
-                laid = self._cores.get((p, key, tuple(owners)))
-                if laid is None:
-                    laid = stable_cores(owners, self.slots(p, key))
-                    self._cores[(p, key, tuple(owners))] = laid
-                self.owner[start : start + cpn], self.runtime[start : start + cpn] = laid
-            self.keys[p] = new
+            # A repeated list of templates keeps its layout (stable_layout
+            # keeps every node that runs its template).
+            if wanted == self._nodes[p].wanted:
+                continue
+            changed.extend(zip(itertools.repeat(p), self._relay(p, wanted)))
+            self._nodes[p].wanted = wanted
         return changed
+
+    def _relay(self, p: int, wanted: Sequence[tuple[NodeKey, int]]) -> list[int]:
+        """:func:`stable_layout` and :func:`stable_cores` over platform ``p``, in numpy."""
+        nodes = self._nodes[p]
+        kids = [nodes.key_id(key) for key, _ in wanted]
+        old = nodes.key_of[nodes.layout]
+        # Each template's nodes in ascending order, template after template.
+        by_key = np.argsort(old, kind="stable")
+        bounds = [0, *np.cumsum(np.bincount(old, minlength=len(nodes.keys))).tolist()]
+        new = np.zeros_like(old)
+        taken = dict.fromkeys(kids, 0)
+        rest_ids: list[int] = []
+        rest_counts: list[int] = []
+        for kid, (_, count) in zip(kids, wanted, strict=True):
+            # The lowest nodes already running it (not those an earlier
+            # template of the same slots took).
+            start = bounds[kid] + taken[kid]
+            kept = min(count, bounds[kid + 1] - start)
+            if kept:
+                new[by_key[start : start + kept]] = kid
+                taken[kid] += kept
+            if count > kept:
+                rest_ids.append(kid)
+                rest_counts.append(count - kept)
+        if rest_ids:
+            free = np.flatnonzero(new == 0)
+            new[free[: sum(rest_counts)]] = np.repeat(rest_ids, rest_counts)
+        moved = np.flatnonzero(new != old)
+        if not moved.size:
+            return []
+        # Nodes laid anew are many, their (pattern, template) pairs few.
+        width = len(nodes.keys)
+        pairs = nodes.layout[moved] * width + new[moved]
+        present = np.flatnonzero(np.bincount(pairs))
+        successor = np.zeros(present[-1] + 1, dtype=np.int64)
+        successor[present] = [self._successor(p, *divmod(pair, width)) for pair in present.tolist()]
+        patterns = successor[pairs]
+        nodes.layout[moved] = patterns
+        nodes.laid = None
+        cpn = self.platforms[p].cores_per_node
+        block = slice(self.offsets[p], self.offsets[p] + self.platforms[p].cores)
+        self.owners[block].reshape(-1, cpn)[moved] = nodes.owner_of[patterns]
+        self.runtimes[block].reshape(-1, cpn)[moved] = nodes.runtime_of[patterns]
+        if self.lists:
+            # In place: the discrete engine holds these lists.
+            self.owner[block] = self.owners[block].tolist()
+            self.runtime[block] = self.runtimes[block].tolist()
+        return moved.tolist()
+
+    def _successor(self, p: int, pattern: int, kid: int) -> int:
+        """The pattern a node of platform ``p`` in ``pattern`` takes under template ``kid``."""
+        nodes = self._nodes[p]
+        found = nodes.successors.get((pattern, kid))
+        if found is None:
+            owners, runtimes = stable_cores(
+                nodes.owner_tuples[pattern], self.slots(p, nodes.keys[kid])
+            )
+            found = nodes.successors[(pattern, kid)] = nodes.pattern(kid, owners, runtimes)
+        return found
 
     def _check(
         self, platform: Platform, templates: Sequence[NodeTemplate]
@@ -288,6 +359,54 @@ class Deployment:
         return wanted
 
 
+class _Nodes:
+    """One platform's nodes: each one's pattern, the patterns, and what follows from them."""
+
+    def __init__(self, nodes: int, cores_per_node: int) -> None:
+        #: Templates by id (0: idle).
+        self.key_ids: dict[NodeKey, int] = {None: 0}
+        self.keys: list[NodeKey] = [None]
+        #: Each node's pattern (0: idle).
+        self.layout = np.zeros(nodes, dtype=np.int64)
+        #: Per pattern: its template, and each core's owner and run time
+        #: (rows beyond the patterns are room to grow).
+        self.key_of = np.zeros(4, dtype=np.int64)
+        self.owner_of = np.full((4, cores_per_node), -1, dtype=np.int64)
+        self.runtime_of = np.zeros((4, cores_per_node))
+        self.owner_tuples: list[tuple[int, ...]] = []
+        self._ids: dict[tuple[int, tuple[int, ...], tuple[float, ...]], int] = {}
+        #: (pattern, template) -> the pattern a node takes.
+        self.successors: dict[tuple[int, int], int] = {}
+        #: The templates last laid, as ``Deployment._check`` gives them.
+        self.wanted: list[tuple[NodeKey, int]] = []
+        #: ``Deployment.laid``'s answer, None once the layout changed.
+        self.laid: list[tuple[NodeKey, int]] | None = []
+        self.pattern(0, [-1] * cores_per_node, [0.0] * cores_per_node)
+
+    def key_id(self, key: NodeKey) -> int:
+        found = self.key_ids.get(key)
+        if found is None:
+            found = self.key_ids[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def pattern(self, kid: int, owners: Sequence[int], runtimes: Sequence[float]) -> int:
+        """The id of the pattern of template ``kid`` with these cores, added if new."""
+        state = (kid, tuple(owners), tuple(runtimes))
+        found = self._ids.get(state)
+        if found is None:
+            found = self._ids[state] = len(self.owner_tuples)
+            if found == len(self.key_of):
+                self.key_of = np.concatenate((self.key_of, np.zeros_like(self.key_of)))
+                self.owner_of = np.concatenate((self.owner_of, np.full_like(self.owner_of, -1)))
+                self.runtime_of = np.concatenate((self.runtime_of, np.zeros_like(self.runtime_of)))
+            self.key_of[found] = kid
+            self.owner_of[found] = owners
+            self.runtime_of[found] = runtimes
+            self.owner_tuples.append(state[1])
+        return found
+
+
 def stable_cores(
     old: Sequence[int], slots: Sequence[tuple[int, int, float]]
 ) -> tuple[list[int], list[float]]:
@@ -317,7 +436,11 @@ def stable_cores(
 
 
 def stable_layout(old: Sequence[NodeKey], wanted: Sequence[tuple[NodeKey, int]]) -> list[NodeKey]:
-    """Nodes for each (key, count): those already running the key first, then free ones in order."""
+    """Nodes for each (key, count): those already running the key first, then free ones in order.
+
+    The rule :meth:`Deployment.apply` follows over all of a platform's nodes
+    at once; stated node by node here.
+    """
     keeping: dict[NodeKey, collections.deque[int]] = {}
     for node, key in enumerate(old):
         if key is not None:

@@ -60,7 +60,6 @@ discrete one on average:
 
 from __future__ import annotations
 
-import collections
 import math
 from collections.abc import Sequence
 
@@ -71,7 +70,6 @@ from hpc_nova_scheduler.core.sharing import Platform
 from hpc_nova_scheduler.fairshare.allocator import Plan
 from hpc_nova_scheduler.fairshare.combinations import CombinationTable
 from hpc_nova_scheduler.fairshare.deployment import (
-    Change,
     Deployment,
     Ledger,
     Planner,
@@ -89,6 +87,12 @@ EPSILON = 1e-9
 TAIL_POINTS = 2000
 #: sqrt(x) cv beyond which pilots count as out of phase (m takes its asymptote).
 DEPHASED = 3.0
+#: A z beyond which the normal's CDF is 1.0 in doubles (from about 8.3 up).
+CERTAIN = 9.5
+#: A log-probability whose -expm1 is 1.0 in doubles (from about -37.4 down).
+SATURATED = -45.0
+#: Every how many points of the tail's grid the coarse look takes one.
+COARSE = 25
 
 
 def evaluate(
@@ -111,16 +115,35 @@ def log_sigma(task_cv: float) -> float:
 
 def renewals(x: float, task_cv: float) -> float:
     """m(x): tasks a pilot has completed, on average, ``x`` mean run times after its first start."""
-    if x <= 0:
-        return 0.0
+    return float(renewals_of(np.array([float(x)]), task_cv)[0])
+
+
+def renewals_of(x: np.ndarray, task_cv: float) -> np.ndarray:
+    """m(x) of every element of ``x`` (see :func:`renewals`)."""
+    x = np.asarray(x, dtype=float)
+    positive = x > 0
     if task_cv == 0:
-        return float(math.floor(x))
-    if math.sqrt(x) * task_cv > DEPHASED:
-        return x - (1.0 - task_cv * task_cv) / 2.0
-    sigma = log_sigma(task_cv)
-    first = float(special.ndtr((math.log(x) + sigma * sigma / 2.0) / sigma))
-    k = np.arange(2, int(x + 8.0 * math.sqrt(max(x, 1.0)) * task_cv) + 4)
-    return first + float(special.ndtr((x - k) / (np.sqrt(k) * task_cv)).sum())
+        return np.where(positive, np.floor(x), 0.0)
+    found = np.zeros_like(x)
+    dephased = positive & (np.sqrt(np.maximum(x, 0.0)) * task_cv > DEPHASED)
+    found[dephased] = x[dephased] - (1.0 - task_cv * task_cv) / 2.0
+    near = positive & ~dephased
+    if near.any():
+        xs = x[near]
+        sigma = log_sigma(task_cv)
+        first = special.ndtr((np.log(xs) + sigma * sigma / 2.0) / sigma)
+        # P(S_k <= x) for k = 2 .. top - 1. Those of k <= low are 1.0 in
+        # doubles (x - k >= CERTAIN sqrt(k) cv): counted, not evaluated; the
+        # others, of every x, in one array.
+        tops = (xs + 8.0 * np.sqrt(np.maximum(xs, 1.0)) * task_cv).astype(np.int64) + 4
+        root = (np.sqrt((CERTAIN * task_cv) ** 2 + 4.0 * xs) - CERTAIN * task_cv) / 2.0
+        lows = np.maximum(np.floor(root * root).astype(np.int64), 1)
+        lengths = tops - lows - 1
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        k = np.arange(lengths.sum()) - np.repeat(starts - lows - 1, lengths)
+        terms = special.ndtr((np.repeat(xs, lengths) - k) / (np.sqrt(k) * task_cv))
+        found[near] = first + ((lows - 1) + np.add.reduceat(terms, starts))
+    return found
 
 
 def exceedance(k: np.ndarray, sigma: float) -> np.ndarray:
@@ -154,18 +177,51 @@ def expected_tail(groups: InFlight, task_cv: float) -> float:
     if not groups:
         return 0.0
     sigma = log_sigma(task_cv)
-    longest = max(runtime for runtime, _ in groups)
-    x = np.linspace(0.0, longest * math.exp(8.0 * sigma), TAIL_POINTS + 1)[1:]
-    log_below = np.zeros_like(x)
-    for (runtime, age), cores in groups.items():
-        if age is None:
-            above = exceedance(x / runtime, sigma)
-        else:
-            begun = float(survival(np.array(age / runtime), sigma))
-            above = survival((age + x) / runtime, sigma) / begun if begun > 0 else 0.0 * x
-        log_below += cores * np.log1p(-np.minimum(above, 1.0 - 1e-15))
-    beyond = np.concatenate(([1.0], -np.expm1(log_below)))
+    runtimes = np.array([runtime for runtime, _ in groups])
+    ages = [age for _, age in groups]
+    cores = np.array(list(groups.values()), dtype=float)
+    x = np.linspace(0.0, runtimes.max() * math.exp(8.0 * sigma), TAIL_POINTS + 1)[1:]
+    # P(every residual <= x) grows with x, and 1 - it is 1.0 in doubles
+    # while its log is below SATURATED: a coarse look finds up to where,
+    # and only the points beyond are worked out (the same integrand; in
+    # the default run over a third of the points are skipped).
+    low = _log_below(x[COARSE - 1 :: COARSE], runtimes, ages, cores, sigma) < SATURATED
+    start = COARSE * (low.size if low.all() else int(low.argmin()))
+    beyond = np.ones(x.size + 1)
+    beyond[start + 1 :] = -np.expm1(_log_below(x[start:], runtimes, ages, cores, sigma))
     return float(np.trapezoid(beyond, np.concatenate(([0.0], x))))
+
+
+def _log_below(
+    x: np.ndarray,
+    runtimes: np.ndarray,
+    ages: Sequence[float | None],
+    cores: np.ndarray,
+    sigma: float,
+) -> np.ndarray:
+    """log P(every core's residual <= x) at each x: one row a group, summed in order."""
+    above = np.empty((len(ages), x.size))
+    settled = [i for i, age in enumerate(ages) if age is None]
+    if settled:
+        above[settled] = exceedance(x / runtimes[settled, None], sigma)
+    first = [i for i, age in enumerate(ages) if age is not None]
+    if first:
+        runtime = runtimes[first, None]
+        age = np.array([ages[i] for i in first])[:, None]
+        begun = survival(age / runtime, sigma)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = survival((age + x) / runtime, sigma) / begun
+        above[first] = np.where(begun > 0, left, 0.0)
+    return (cores[:, None] * np.log1p(-np.minimum(above, 1.0 - 1e-15))).sum(axis=0)
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and how often each occurs: ``np.unique``'s, in fewer steps."""
+    ordered = np.sort(values)
+    if not ordered.size:
+        return ordered, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return ordered[starts], np.diff(starts, append=ordered.size)
 
 
 class Rates:
@@ -191,7 +247,7 @@ class Rates:
         self.task_cv = task_cv
         #: What a pilot's long-run count of starts has beyond (t - s) / r.
         self.head = (1.0 + task_cv * task_cv) / 2.0
-        self.deployment = Deployment(self.platforms, workload, times)
+        self.deployment = Deployment(self.platforms, workload, times, lists=False)
         self.ledger = Ledger(workload, self.platforms, times, policy.usage_charge, half_life_s)
         users = len(workload.users)
         self.count = len(self.platforms)
@@ -206,8 +262,7 @@ class Rates:
         #: Per core: when its pilot began (or begins) fetching for its owner;
         #: for a core without an owner with tasks, when its last task ends.
         self.phase = np.full(self.deployment.total_cores, -math.inf)
-        self.platform_of = np.asarray(self.deployment.platform_of)
-        self._renewals: dict[float, float] = {}
+        self.platform_of = self.deployment.platform_index
         # Of the current layout: tasks a second per user, cores per
         # (user, platform), and each user's cores per run time.
         self.rate = [0.0] * users
@@ -262,14 +317,8 @@ class Rates:
 
     def _renewals_of(self, x: np.ndarray) -> np.ndarray:
         """m(x) for many x: a few distinct values, pilots handed over together sharing one."""
-        distinct, inverse = np.unique(x, return_inverse=True)
-        values = []
-        for v in distinct.tolist():
-            m = self._renewals.get(v)
-            if m is None:
-                m = self._renewals[v] = renewals(v, self.task_cv)
-            values.append(m)
-        return np.asarray(values)[inverse.reshape(-1)]
+        values, _ = _distinct(x)
+        return renewals_of(values, self.task_cv)[np.searchsorted(values, x)]
 
     def _started(self, age: np.ndarray, runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Tasks pilots started in ``age`` seconds of fetching; when their tasks in flight end."""
@@ -290,8 +339,8 @@ class Rates:
         """
         self.queue[u] = 0.0
         self.emptied[u] = True
-        cores = np.flatnonzero(np.asarray(self.deployment.owner) == u)
-        runtime = np.asarray(self.deployment.runtime)[cores]
+        cores = np.flatnonzero(self.deployment.owners == u)
+        runtime = self.deployment.runtimes[cores]
         age = now - self.phase[cores]
         in_flight: InFlight = {}
         if groups is not None:
@@ -301,8 +350,12 @@ class Rates:
             # (age kept); later, its residual is the equilibrium one (-1: None).
             begun = age >= 0
             first = np.where(age[begun] < runtime[begun], age[begun], -1.0)
-            pairs, counts = np.unique(np.stack([runtime[begun], first]), axis=1, return_counts=True)
-            for (r, a), count in zip(pairs.T.tolist(), counts.tolist(), strict=True):
+            # Distinct (run time, age) pairs in lexicographic order: complex
+            # numbers sort by real part, then imaginary part.
+            pairs, counts = _distinct(runtime[begun] + 1j * first)
+            for r, a, count in zip(
+                pairs.real.tolist(), pairs.imag.tolist(), counts.tolist(), strict=True
+            ):
                 in_flight[(r, a if a >= 0 else None)] = count
         _, ends = self._started(age, runtime)
         self.phase[cores] = now + ends
@@ -323,8 +376,9 @@ class Rates:
             plan = self.policy.plan(claimants, self.platforms, self.times, previous=self.previous)
             self.previous = plan
             self.steps.append(step_of(plan, now))
-            changed = self.deployment.apply(plan.templates)
-            self._hand_over(changed, now)
+            owner, runtime = self.deployment.owners.copy(), self.deployment.runtimes.copy()
+            if self.deployment.apply(plan.templates):
+                self._hand_over(owner, runtime, now)
             ran_out = [u for u in range(len(self.queue)) if self.active(u) and self.queue[u] <= 0]
             # A queue the hand-over emptied has its tasks in flight on the cores it had.
             before = self.groups
@@ -334,21 +388,16 @@ class Rates:
             for u in ran_out:
                 self._empty(u, now, before[u])
 
-    def _hand_over(self, changed: Sequence[Change], now: float) -> None:
-        """Book the tasks started by every core whose owner or run time changed."""
-        if not changed:
-            return
-        owner, runtime = self.deployment.owner, self.deployment.runtime
-        spans = [(c.first, c.first + len(c.owners)) for c in changed]
-        cores = np.asarray([core for a, b in spans for core in range(a, b)])
-        old = np.asarray([u for c in changed for u in c.owners])
-        old_time = np.asarray([r for c in changed for r in c.runtimes])
-        new = np.asarray([u for a, b in spans for u in owner[a:b]])
-        new_time = np.asarray([r for a, b in spans for r in runtime[a:b]])
-        moved = (old != new) | (old_time != new_time)
-        cores, old, old_time, new, new_time = (
-            v[moved] for v in (cores, old, old_time, new, new_time)
+    def _hand_over(self, owner: np.ndarray, runtime: np.ndarray, now: float) -> None:
+        """Book the tasks started by every core whose owner or run time changed.
+
+        ``owner`` and ``runtime``: every core's, before the plan was laid.
+        """
+        cores = np.flatnonzero(
+            (owner != self.deployment.owners) | (runtime != self.deployment.runtimes)
         )
+        old, old_time = owner[cores], runtime[cores]
+        new, new_time = self.deployment.owners[cores], self.deployment.runtimes[cores]
         platform = self.platform_of[cores]
         phase = self.phase[cores]
         free = np.maximum(now, phase)
@@ -388,12 +437,11 @@ class Rates:
         self.rate = [0.0] * users
         self.placed = [0] * (users * count)
         self.groups = [{} for _ in range(users)]
-        for p, keys in enumerate(self.deployment.keys):
-            for key, nodes in collections.Counter(keys).items():
-                if key is None:
-                    continue
+        active = [self.active(u) for u in range(users)]
+        for p in range(count):
+            for key, nodes in self.deployment.laid(p):
                 for u, cores, runtime in self.deployment.slots(p, key):
-                    if not self.active(u):
+                    if not active[u]:
                         continue
                     self.rate[u] += nodes * cores / runtime
                     self.placed[u * count + p] += nodes * cores
