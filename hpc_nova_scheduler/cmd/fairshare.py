@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
+import math
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, options
 
 #: Metric key, its heading, and how tables print it (JSON and CSV never round).
@@ -87,6 +90,8 @@ def _policies(values: list[str]) -> list:
                 chosen.append(_known(experiments.Combination.parse(label)))
             except ValueError as error:
                 raise common.CommandError(f"--policy: {error}") from None
+    if not chosen:
+        raise common.CommandError("--policy: no policy named")
     return list(dict.fromkeys(chosen))
 
 
@@ -118,32 +123,100 @@ def _scenarios(values: list[str]) -> list[str]:
                 names.append(workload.scenario(name).name)
             except workload.UnknownScenario as error:
                 raise common.CommandError(f"--scenario: {error}") from None
+    if not names:
+        raise common.CommandError("--scenario: no scenario named")
     return list(dict.fromkeys(names))
 
 
-def _check_options(args: argparse.Namespace) -> None:
+#: The shortest re-planning interval: each one re-plans the whole cloud.
+MIN_INTERVAL_S = 60.0
+
+
+def _values(option: str, text: str, parse, check, what: str) -> list:
+    """The comma-separated values of ``option``, each parsed and checked."""
+    values = []
+    for item in filter(None, (v.strip() for v in text.split(","))):
+        try:
+            value = parse(item)
+        except ValueError:
+            raise common.CommandError(f"{option}: {item!r} is not {what}") from None
+        if not check(value):
+            raise common.CommandError(f"{option} must be {what}, not {item}")
+        values.append(value)
+    if not values:
+        raise common.CommandError(f"{option}: no value given")
+    return list(dict.fromkeys(values))
+
+
+def _weights(items: list[str] | None) -> tuple[tuple[str, float], ...]:
     from hpc_nova_scheduler.fairshare import workload
 
-    if not 1 <= args.top_percent <= 50:
-        raise common.CommandError(f"--top-percent must be from 1 to 50, not {args.top_percent}")
-    for option, value in (("--core-unit", args.core_unit), ("--node-unit", args.node_unit)):
-        if value < 1:
-            raise common.CommandError(f"{option} must be at least 1, not {value}")
-    for option, value in (("--half-life", args.half_life), ("--interval", args.interval)):
-        if not (value >= 0 and value != float("inf")):
-            raise common.CommandError(f"{option} must be a number of seconds >= 0, not {value}")
+    found = {}
+    for item in items or []:
+        application, sep, text = item.partition("=")
+        if not sep or application not in workload.TASKS:
+            raise common.CommandError(
+                f"--weight {item!r}: expected APPLICATION=WEIGHT with an application of "
+                f"{', '.join(workload.TASKS)}"
+            )
+        try:
+            weight = float(text)
+        except ValueError:
+            weight = float("nan")
+        if not (math.isfinite(weight) and weight > 0):
+            raise common.CommandError(f"--weight {item!r}: the weight must be a number > 0")
+        found[application] = weight
+    return tuple(sorted((a, w) for a, w in found.items() if w != 1.0))
+
+
+def _settings(args: argparse.Namespace) -> list[dict]:
+    """Every combination of the swept options, checked: the grid's parameters."""
+    from hpc_nova_scheduler.fairshare import workload
+
+    seconds = "a number of seconds >= 0"
+    grid = {
+        "top_percent": _values(
+            "--top-percent",
+            args.top_percent,
+            int,
+            lambda v: 1 <= v <= 50,
+            "an integer from 1 to 50",
+        ),
+        "core_unit": _values(
+            "--core-unit", args.core_unit, int, lambda v: v >= 1, "an integer >= 1"
+        ),
+        "node_unit": _values(
+            "--node-unit", args.node_unit, int, lambda v: v >= 1, "an integer >= 1"
+        ),
+        "half_life_s": _values(
+            "--half-life", args.half_life, float, lambda v: 0 <= v < math.inf, seconds
+        ),
+        "arrivals": _values(
+            "--arrivals",
+            args.arrivals,
+            str,
+            lambda v: v in ("all-at-once", *workload.ARRIVAL_RATES),
+            "all-at-once or a Poisson rate: " + ", ".join(workload.ARRIVAL_RATES),
+        ),
+    }
+    interval = args.interval
+    if not (interval == 0 or MIN_INTERVAL_S <= interval < math.inf):
+        raise common.CommandError(
+            f"--interval must be 0 or at least {MIN_INTERVAL_S:g} seconds, not {interval}"
+        )
     if args.runs < 1:
         raise common.CommandError(f"--runs must be at least 1, not {args.runs}")
-    rates = ("all-at-once", *workload.ARRIVAL_RATES)
-    if args.arrivals not in rates:
-        raise common.CommandError(
-            f"--arrivals: unknown {args.arrivals!r}; known: {', '.join(rates)}"
-        )
+    weights = _weights(args.weight)
+    return [
+        dict(zip(grid, values, strict=True), interval_s=interval, weights=weights)
+        for values in itertools.product(*grid.values())
+    ]
 
 
 SIMULATE_COLUMNS = (
     "scenario",
     "policy",
+    "settings",
     "arrivals",
     "engine",
     "runs",
@@ -159,20 +232,17 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation
 
-    _check_options(args)
+    settings = _settings(args)
     scenarios = _scenarios(args.scenario)
     combinations = _policies(args.policy)
-    cells = experiments.grid(
-        scenarios,
-        combinations,
-        seeds=range(args.runs),
-        engine=args.engine,
-        arrivals=args.arrivals,
-        core_unit=args.core_unit,
-        node_unit=args.node_unit,
-        top_percent=args.top_percent,
-        half_life_s=args.half_life,
-        interval_s=args.interval,
+    cells = list(
+        dict.fromkeys(
+            cell
+            for options in settings
+            for cell in experiments.grid(
+                scenarios, combinations, seeds=range(args.runs), engine=args.engine, **options
+            )
+        )
     )
     try:
         results = sweep.run_grid(
@@ -197,13 +267,13 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         # Before anything is printed: a directory that cannot be written
         # must leave no table behind either.
         try:
-            written = figures.draw(args.png, judged)
+            written = figures.draw(args.png, judged, args.engine)
         except OSError as error:
             raise common.CommandError(f"--png {args.png}: {error.strerror or error}") from None
         for path in written:
             args.err.write(f"wrote {path}\n")
     if args.format == "json":
-        json.dump(
+        strictjson.dump(
             {
                 "engine": args.engine,
                 "summary": [dict(zip(SIMULATE_COLUMNS, row, strict=True)) for row in rows],
@@ -220,6 +290,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             (
                 "scenario",
                 "policy",
+                "settings",
                 "arrivals",
                 "engine",
                 "seed",
@@ -236,6 +307,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 (
                     j.cell.scenario,
                     j.cell.combination.label,
+                    settings_label(j.cell),
                     j.cell.arrivals,
                     o.engine,
                     j.cell.seed,
@@ -252,12 +324,12 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             SIMULATE_COLUMNS,
             [
                 (
-                    *row[:5],
-                    f"{row[5]:.4f}",
+                    *row[:6],
                     f"{row[6]:.4f}",
-                    f"{row[7]:.3f}",
-                    f"{row[8]:.4f}",
-                    f"{row[9]:.3f}",
+                    f"{row[7]:.4f}",
+                    f"{row[8]:.3f}",
+                    f"{row[9]:.4f}",
+                    f"{row[10]:.3f}",
                 )
                 for row in rows
             ],
@@ -279,7 +351,14 @@ def _summarise(judged) -> list[tuple]:
     groups: dict[tuple, list] = {}
     for j in judged:
         groups.setdefault(
-            (j.cell.scenario, j.cell.combination.label, j.cell.arrivals, j.outcome.engine), []
+            (
+                j.cell.scenario,
+                j.cell.combination.label,
+                settings_label(j.cell),
+                j.cell.arrivals,
+                j.outcome.engine,
+            ),
+            [],
         ).append(j)
     return [
         (
@@ -295,6 +374,22 @@ def _summarise(judged) -> list[tuple]:
     ]
 
 
+def settings_label(cell) -> str:
+    """The parameters of ``cell`` that differ from the defaults, e.g. ``D=200 k=20``."""
+    parts = []
+    for value, default, form in (
+        (cell.top_percent, 50, "k={}"),
+        (cell.core_unit, 1, "D={}"),
+        (cell.node_unit, 1, "P={}"),
+        (cell.half_life_s, 0.0, "half-life={:g}s"),
+        (cell.interval_s, 0.0, "every {:g}s"),
+    ):
+        if value != default:
+            parts.append(form.format(value))
+    parts.extend(f"{app}x{weight:g}" for app, weight in cell.weights)
+    return " ".join(parts) or "-"
+
+
 def _run_record(j) -> dict:
     o = j.outcome
     return {
@@ -302,6 +397,12 @@ def _run_record(j) -> dict:
         "policy": j.cell.combination.label,
         "seed": j.cell.seed,
         "arrivals": j.cell.arrivals,
+        "top_percent": j.cell.top_percent,
+        "core_unit": j.cell.core_unit,
+        "node_unit": j.cell.node_unit,
+        "half_life_s": j.cell.half_life_s,
+        "interval_s": j.cell.interval_s,
+        "weights": dict(j.cell.weights),
         "engine": o.engine,
         "fairness": o.fairness,
         "jain": o.jain,
@@ -327,6 +428,7 @@ def _comparisons(judged) -> dict:
         "maf_over_random": comparisons.maf_over_random(judged),
         "level_effects": comparisons.level_effects(judged),
         "anchors": comparisons.against_anchors(judged),
+        "sensitivity": comparisons.sensitivity(judged),
     }
 
 
@@ -398,16 +500,18 @@ def _add_simulate(actions) -> None:
     simulate.add_argument(
         "--arrivals",
         default="all-at-once",
+        metavar="LIST",
         help="all-at-once (the paper's default) or a Poisson rate: eighth, quarter, half or "
         "whole (mean gap = that part of the 6.43 h equal-share makespan)",
     )
-    simulate.add_argument("--top-percent", type=int, default=50, help="k of PAF and AAF (1-50)")
-    simulate.add_argument("--core-unit", type=int, default=1, help="D_unit of PA-based RR")
-    simulate.add_argument("--node-unit", type=int, default=1, help="P_unit of CA-based RR")
+    simulate.add_argument(
+        "--top-percent", default="50", metavar="LIST", help="k of PAF and AAF (1-50)"
+    )
+    simulate.add_argument("--core-unit", default="1", metavar="LIST", help="D_unit of PA-based RR")
+    simulate.add_argument("--node-unit", default="1", metavar="LIST", help="P_unit of CA-based RR")
     simulate.add_argument(
         "--half-life",
-        type=float,
-        default=0.0,
+        default="0",
         metavar="SECONDS",
         help="usage half-life for policies with history (0: no history)",
     )
@@ -416,14 +520,23 @@ def _add_simulate(actions) -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="re-plan every interval as well as at submissions and queue ends (0: never)",
+        help="re-plan every interval (at least 60 s) as well as at submissions and queue "
+        "ends (0: only then)",
+    )
+    simulate.add_argument(
+        "--weight",
+        action="append",
+        metavar="APP=WEIGHT",
+        help="the share weight of an application's user (default 1; repeatable)",
     )
     simulate.add_argument(
         "--format",
         choices=["table", "csv", "json"],
         default="table",
         help="table (means over runs), csv (every run) or json (both, and the figures' "
-        "comparisons); unrounded in csv and json",
+        "comparisons); unrounded in csv and json. --arrivals, --top-percent, --core-unit, "
+        "--node-unit and --half-life take comma-separated lists: the grid runs every "
+        "combination",
     )
     simulate.add_argument("--png", metavar="DIR", help="write Figs. 3-7 and the anchors' plot")
     where = simulate.add_mutually_exclusive_group()

@@ -64,7 +64,11 @@ class Combination:
             raise ValueError(
                 f"policy {label!r}: expected FIRST/SECOND for {first}, e.g. fairness/maf"
             )
-        second, _, corunner = rest[0].partition(":")
+        second, colon, corunner = rest[0].partition(":")
+        if colon and second != "maf":
+            raise ValueError(
+                f"policy {label!r}: only maf takes a co-runner metric (maf:raw, maf:normalised)"
+            )
         return cls(first, metric, second, corunner or "normalised")
 
 
@@ -107,6 +111,8 @@ class Cell:
     half_life_s: float = 0.0
     #: Re-plan every interval (0: at submissions and queue ends only).
     interval_s: float = 0.0
+    #: (application, weight) of the users not weighing 1, sorted.
+    weights: tuple[tuple[str, float], ...] = ()
 
     @property
     def options(self) -> tuple:
@@ -120,6 +126,7 @@ class Cell:
             self.top_percent,
             self.half_life_s,
             self.interval_s,
+            self.weights,
         )
 
 
@@ -147,10 +154,11 @@ def grid(
     """Every scenario x combination x seed, with Fairness + AllCore added as the baseline."""
     wanted = list(dict.fromkeys([*combinations, BASELINE]))
     return [
-        Cell(scenario, combination, seed, **options)
+        _baseline_of(cell) if combination == BASELINE else cell
         for scenario in scenarios
         for seed in seeds
         for combination in wanted
+        for cell in [Cell(scenario, combination, seed, **options)]
     ]
 
 

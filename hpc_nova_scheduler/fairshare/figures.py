@@ -75,7 +75,7 @@ def _sorted_lines(path: str, title: str, data: dict) -> None:
     plt.close(figure)
 
 
-def _anchors(path: str, rows: Sequence[dict]) -> None:
+def _anchors(path: str, rows: Sequence[dict], suffix: str = "") -> None:
     plt = _pyplot()
     from hpc_nova_scheduler.fairshare.experiments import ANCHORS
 
@@ -92,16 +92,20 @@ def _anchors(path: str, rows: Sequence[dict]) -> None:
         axis.set_ylabel(key)
         axis.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, ncol=4)
-    figure.suptitle("PA-based RR + RPA + MAF against production fair share (* Poisson)")
+    figure.suptitle("PA-based RR + RPA + MAF against production fair share (* Poisson)" + suffix)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
-def draw(directory: str, judged: Sequence[Judged]) -> list[str]:
-    """Every figure the outcomes allow, as PNG files in ``directory``; their paths."""
+def draw(directory: str, judged: Sequence[Judged], engine: str = "") -> list[str]:
+    """Every figure the outcomes allow, as PNG files in ``directory``; their paths.
+
+    ``engine`` (discrete or rate) is named in every title."""
     os.makedirs(directory, exist_ok=True)
     written = []
+
+    suffix = f" ({engine} engine)" if engine else ""
 
     def target(name: str) -> str:
         path = os.path.join(directory, name)
@@ -111,27 +115,32 @@ def draw(directory: str, judged: Sequence[Judged]) -> list[str]:
     metric = comparisons.by_platform_metric(judged)
     if metric:
         _bars(
-            target("fig3-platform-metrics.png"), "Fig. 3: platform affinity metrics", metric, False
+            target("fig3-platform-metrics.png"),
+            "Fig. 3: platform affinity metrics" + suffix,
+            metric,
+            False,
         )
     rpa_epa = comparisons.rpa_over_epa(judged)
     if rpa_epa["fairness"]:
-        _sorted_lines(target("fig4-rpa-vs-epa.png"), "Fig. 4: RPA against EPA", rpa_epa)
+        _sorted_lines(target("fig4-rpa-vs-epa.png"), "Fig. 4: RPA against EPA" + suffix, rpa_epa)
     first = comparisons.by_first_level(judged)
     if first:
-        _bars(target("fig5-first-level.png"), "Fig. 5: first-level policies", first, True)
+        _bars(target("fig5-first-level.png"), "Fig. 5: first-level policies" + suffix, first, True)
     second = comparisons.by_second_level(judged)
     if second:
-        _bars(target("fig6-second-level.png"), "Fig. 6: second-level policies", second, True)
+        _bars(
+            target("fig6-second-level.png"), "Fig. 6: second-level policies" + suffix, second, True
+        )
     effects = comparisons.level_effects(judged)
     if any(v["fairness_mean"] == v["fairness_mean"] for v in effects.values()):
-        _effects(target("fig7-level-effects.png"), effects)
+        _effects(target("fig7-level-effects.png"), effects, suffix)
     anchors = comparisons.against_anchors(judged)
     if anchors:
-        _anchors(target("anchors.png"), anchors)
+        _anchors(target("anchors.png"), anchors, suffix)
     return written
 
 
-def _effects(path: str, effects: dict) -> None:
+def _effects(path: str, effects: dict, suffix: str = "") -> None:
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(9, 4))
     for axis, key in zip(axes, ("fairness", "efficiency"), strict=True):
@@ -145,7 +154,7 @@ def _effects(path: str, effects: dict) -> None:
         axis.set_ylabel(f"{key}: best over worst policy (%)")
         axis.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8)
-    figure.suptitle("Fig. 7: impact of the first and second levels")
+    figure.suptitle("Fig. 7: impact of the first and second levels" + suffix)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -75,7 +75,7 @@ class TestSimulate(testtools.TestCase):
         self.assertEqual(0, code, err)
         lines = out.splitlines()
         self.assertEqual(
-            "scenario,policy,arrivals,engine,seed,fairness,jain,max_min,efficiency,makespan_s",
+            "scenario,policy,settings,arrivals,engine,seed,fairness,jain,max_min,efficiency,makespan_s",
             lines[0],
         )
         self.assertEqual(2 * 53, len(lines) - 1)
@@ -93,14 +93,57 @@ class TestSimulate(testtools.TestCase):
             sorted(os.listdir(png)),
         )
 
-    def test_poisson_arrivals_and_options(self) -> None:
+    def test_options_are_a_grid_and_each_changes_the_run(self) -> None:
         code, out, err = simulate(
-            "--engine", "rate", "--arrivals", "quarter", "--core-unit", "200", "--node-unit",
-            "20", "--top-percent", "20", "--half-life", "21600", "--interval", "1800", *FEW,
+            "--engine", "rate", "--policy", "pa-rr/rpa/ca-rr", "--format", "json",
+            "--arrivals", "all-at-once,quarter", "--core-unit", "1,200", "--node-unit", "1,20",
+            "--weight", "Montage=3", "--workers", "1",
         )  # fmt: skip
         self.assertEqual(0, code, err)
-        self.assertIn("| default  | pa-rr/rpa/maf ", out)
-        self.assertIn("quarter", out)
+        runs = json.loads(out)["runs"]
+        ours = {
+            (r["arrivals"], r["core_unit"], r["node_unit"]): r
+            for r in runs
+            if r["policy"] == "pa-rr/rpa/ca-rr"
+        }
+        self.assertEqual(8, len(ours))
+        self.assertEqual({"Montage": 3.0}, runs[0]["weights"])
+        fairness = {key: r["fairness"] for key, r in ours.items()}
+        # Every option moves the result: none is silently ignored.
+        self.assertNotEqual(fairness[("all-at-once", 1, 1)], fairness[("quarter", 1, 1)])
+        self.assertNotEqual(fairness[("all-at-once", 1, 1)], fairness[("all-at-once", 200, 1)])
+        self.assertNotEqual(fairness[("all-at-once", 1, 1)], fairness[("all-at-once", 1, 20)])
+        # One baseline per arrivals: the units do not touch Fairness + AllCore.
+        baselines = [r for r in runs if r["policy"] == "fairness/allcore"]
+        self.assertEqual(["all-at-once", "quarter"], sorted(r["arrivals"] for r in baselines))
+        sensitivity = json.loads(out)["comparisons"]["sensitivity"]
+        self.assertIn("core_unit=200", sensitivity)
+
+    def test_a_weight_gives_more_cores_and_history_matters(self) -> None:
+        def fairness_of(*argv):
+            code, out, err = simulate(
+                "--engine", "rate", "--policy", "pa-rr/rpa/allcore", "--format", "json",
+                "--workers", "1", *argv,
+            )  # fmt: skip
+            self.assertEqual(0, code, err)
+            (run,) = [r for r in json.loads(out)["runs"] if r["policy"] == "pa-rr/rpa/allcore"]
+            return run
+
+        plain = fairness_of()
+        heavy = fairness_of("--weight", "Montage=4")
+        self.assertGreater(
+            heavy["normalised_throughput"]["Montage"], plain["normalised_throughput"]["Montage"]
+        )
+        history = fairness_of("--half-life", "3600", "--interval", "1800")
+        self.assertNotEqual(plain["fairness"], history["fairness"])
+
+    def test_json_has_no_nan(self) -> None:
+        code, out, err = simulate(
+            "--engine", "rate", "--policy", "pa-rr/rpa/maf", "--format", "json", "--workers", "1"
+        )
+        self.assertEqual(0, code, err)
+        self.assertNotIn("NaN", out)
+        json.loads(out, parse_constant=lambda c: self.fail(f"non-JSON constant {c}"))
 
 
 class TestBadInput(testtools.TestCase):
@@ -128,14 +171,39 @@ class TestBadInput(testtools.TestCase):
         )
 
     def test_ranges(self) -> None:
-        self.assertRefused("--top-percent must be from 1 to 50, not 51", "--top-percent", "51")
-        self.assertRefused("--top-percent must be from 1 to 50, not 0", "--top-percent", "0")
-        self.assertRefused("--core-unit must be at least 1, not 0", "--core-unit", "0")
-        self.assertRefused("--node-unit must be at least 1, not -2", "--node-unit", "-2")
+        self.assertRefused(
+            "--top-percent must be an integer from 1 to 50, not 51", "--top-percent", "51"
+        )
+        self.assertRefused(
+            "--top-percent must be an integer from 1 to 50, not 0", "--top-percent", "0"
+        )
+        self.assertRefused("--top-percent: 'x' is not an integer", "--top-percent", "20,x")
+        self.assertRefused("--core-unit must be an integer >= 1, not 0", "--core-unit", "0")
+        self.assertRefused("--node-unit must be an integer >= 1, not -2", "--node-unit", "-2")
         self.assertRefused("--half-life must be a number of seconds >= 0", "--half-life", "-1")
         self.assertRefused("--half-life must be a number of seconds >= 0", "--half-life", "nan")
+        self.assertRefused("--half-life: no value given", "--half-life", ",")
         self.assertRefused("--runs must be at least 1, not 0", "--runs", "0")
-        self.assertRefused("--arrivals: unknown 'often'", "--arrivals", "often")
+        self.assertRefused(
+            "--arrivals must be all-at-once or a Poisson rate", "--arrivals", "often"
+        )
+        self.assertRefused(
+            "--interval must be 0 or at least 60 seconds, not 0.01", "--interval", "0.01"
+        )
+        self.assertRefused(
+            "--weight 'Blast=0': the weight must be a number > 0", "--weight", "Blast=0"
+        )
+        self.assertRefused("--weight 'Blast=-1'", "--weight", "Blast=-1")
+        self.assertRefused("--weight 'Nope=2': expected APPLICATION=WEIGHT", "--weight", "Nope=2")
+
+    def test_empty_lists_and_mis_suffixed_policies(self) -> None:
+        self.assertRefused("--scenario: no scenario named", "--scenario", ",")
+        self.assertRefused("--policy: no policy named", "--policy", ",")
+        self.assertRefused(
+            "--policy: policy 'pa-rr/rpa/allcore:raw': only maf takes a co-runner metric",
+            "--policy",
+            "pa-rr/rpa/allcore:raw",
+        )
 
     def test_png_where_nothing_can_be_written(self) -> None:
         folder = self.useFixture(fixtures.TempDir()).path
