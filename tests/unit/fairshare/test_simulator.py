@@ -176,7 +176,6 @@ class TestRun(testtools.TestCase):
             workload.generate_times(0),
         )
         self.assertEqual(set(scenario.tasks), set(found.users))
-        self.assertEqual(500_000, sum(user.tasks for user in found.users.values()))
         # Every queue emptying re-plans, the last one's with nobody left waiting.
         self.assertEqual(len(scenario.tasks), found.invocations)
         self.assertTrue(0.9 < found.fairness <= 1.0, found.fairness)
@@ -185,6 +184,33 @@ class TestRun(testtools.TestCase):
             for platform in scenario.platforms:
                 used = sum(cores.get(platform.name, 0) for cores in step.allocation.values())
                 self.assertLessEqual(used, platform.cores)
+
+    def test_default_scenario_runs_every_task_once(self) -> None:
+        # Solo times only, no noise: each task of A on P takes exactly
+        # r(A, P) beside any co-runners, and core-seconds are booked as
+        # tasks end, so core-seconds / r(A, P) counts the tasks A ran on P.
+        scenario = workload.scenario("default")
+        solo = workload.generate_times(0).solo
+        found = simulate(
+            scenario.platforms,
+            scenario.tasks,
+            None,
+            TwoLevel("pa-rr", "maf"),
+            CombinationTable(solo),
+            task_cv=0,
+        )
+        ran = {}
+        for name, user in found.users.items():
+            counts = {
+                p: seconds / solo[(user.application, p)] for p, seconds in user.core_seconds.items()
+            }
+            for platform, count in counts.items():
+                self.assertAlmostEqual(round(count), count, 3, (name, platform))
+            ran[name] = sum(round(count) for count in counts.values())
+            # It ran on several platforms, each counted with its own r(A, P).
+            self.assertGreater(sum(1 for count in counts.values() if count >= 1), 1, name)
+        self.assertEqual(dict(scenario.tasks), ran)
+        self.assertEqual(500_000, sum(ran.values()))
 
 
 class TestBadInput(testtools.TestCase):
