@@ -31,14 +31,23 @@
      policy does, so the figure is given with and without it.
 4. The figures (Figs. 3-7, sections 6.3 and 6.5) and the production
    anchors, from the grid of every Table 8 scenario x every Table 7
-   combination and the anchors x ``--runs`` seeds, rate engine, run through
-   ``sweep.run_grid``, judged by ``experiments.judge`` and compared by
-   :mod:`hpc_nova_scheduler.fairshare.comparisons`. Section 6.5's
-   D_unit = 200 and P_unit = 20 runs, the anchors under Poisson arrivals
-   (rate "quarter"; default and w/o-app scenarios) and with a 6 h usage
-   half-life and re-planning every 1,800 s, and one discrete-engine check
-   against the rate engine are extra grids, judged apart (the comparisons
-   index runs by scenario, seed, arrivals and policy only).
+   combination, ours and the anchors x ``--runs`` seeds, rate engine, run
+   through ``sweep.run_grid``, judged by ``experiments.judge`` and compared
+   by :mod:`hpc_nova_scheduler.fairshare.comparisons`. Section 6.5's
+   D_unit = 200 and P_unit = 20 runs are an extra grid, judged apart.
+5. The anchors (equal-cores, billing-weights, decayed-usage, each with
+   Random) against both ours, equivalent-rr/rpa/maf (this project's
+   extension), and the paper's best, pa-rr/rpa/maf
+   (``comparisons.against_anchors`` once for each): every scenario all at
+   once, and the default and w/o-app scenarios under Poisson arrivals at
+   every rate of ``workload.ARRIVAL_RATES``; then all of it again with a
+   usage history (a 6 h half-life, re-planned every 1,800 s, in every cell:
+   the policies, the anchors and their baseline). Without a history
+   decayed-usage is equal-cores: there is no usage to decay.
+6. The discrete engine against the rate engine: ours, the paper's best,
+   the baseline and the anchors on every scenario, seed 0; the largest
+   makespan and fairness differences per policy and overall, and whether
+   the anchors verdicts are the same on both engines, scenario by scenario.
 
 The per-combination and per-task run times are generated (the paper
 publishes averages only, see the fairshare README), so figures can match
@@ -465,7 +474,10 @@ def run_cells(cells: list[Cell], args, what: str) -> list[experiments.Outcome]:
         cells,
         workers=args.workers,
         dask_address=args.dask,
-        key=lambda c: f"{c.scenario} {c.combination.label} seed {c.seed} {c.arrivals}",
+        key=lambda c: (
+            f"{c.scenario} {c.combination.label} seed {c.seed} {c.arrivals} {c.engine}"
+            f" half-life {c.half_life_s:g} s interval {c.interval_s:g} s"
+        ),
     )
     broken = sweep.failed(results)
     for result in broken:
@@ -645,113 +657,327 @@ def section_6_5(main: list[Judged], extra: list[Judged], report: dict) -> None:
         )
 
 
+#: Ours: PA-based RR whose shares count best-platform-equivalent cores (this
+#: project's extension), with RPA and MAF.
+OURS = experiments.Combination("equivalent-rr", "rpa", "maf")
+#: The two policies held against the anchors: ours, and the paper's best.
+AGAINST_ANCHORS = (("ours", OURS), ("paper_best", experiments.PAPER_BEST))
+#: Scenario kinds run under Poisson arrivals (section 6.5's dynamic submission).
+POISSON_KINDS = ("default", "w/o-app")
+
+
 def anchor_rows(scenarios: Sequence[str]) -> list[tuple[str, str]]:
-    """(scenario, arrivals) of the anchors table: all at once, and Poisson on the default
-    and w/o-app scenarios (section 6.5's dynamic submission)."""
+    """(scenario, arrivals) of the anchors table: every scenario all at once, then
+    the default and w/o-app scenarios under Poisson arrivals at every named rate."""
     rows = [(s, simulation.ALL_AT_ONCE) for s in scenarios]
     rows += [
-        (s, "quarter") for s in scenarios if workload.scenario(s).kind in ("default", "w/o-app")
+        (s, rate)
+        for rate in workload.ARRIVAL_RATES
+        for s in scenarios
+        if workload.scenario(s).kind in POISSON_KINDS
     ]
     return rows
 
 
 def anchor_cells(rows: Iterable[tuple[str, str]], seeds: Sequence[int], **options) -> list[Cell]:
-    wanted = [experiments.PAPER_BEST, *experiments.anchor_combinations()]
+    """Ours, the paper's best, the anchors and (by grid) their baseline, on ``rows``."""
+    wanted = [c for _, c in AGAINST_ANCHORS] + experiments.anchor_combinations()
     cells = []
     for scenario, arrivals in rows:
         cells += experiments.grid([scenario], wanted, seeds, arrivals=arrivals, **options)
     return cells
 
 
-def anchors_table(judged: list[Judged], title: str) -> list[dict]:
-    table = comparisons.against_anchors(judged)
+def _row_key(row: dict) -> tuple:
+    return (row["scenario"], row["arrivals"], row["half_life_s"], row["interval_s"])
+
+
+def against_anchors(judged: list[Judged]) -> list[dict]:
+    """One row per scenario and arrivals: ours and the paper's best, each against the
+    anchors (:func:`comparisons.against_anchors` once for each), side by side."""
+    merged: dict[tuple, dict] = {}
+    for prefix, combination in AGAINST_ANCHORS:
+        for found in comparisons.against_anchors(judged, ours=combination):
+            key = _row_key(found)
+            row = merged.setdefault(
+                key, {k: found[k] for k in ("scenario", "arrivals", "half_life_s", "interval_s")}
+            )
+            row[f"{prefix}_policy"] = combination.label
+            row[f"{prefix}_fairness"] = found["ours_fairness"]
+            row[f"{prefix}_efficiency"] = found["ours_efficiency"]
+            row[f"{prefix}_fairer_than_all"] = found["fairer_than_all"]
+            row[f"{prefix}_efficiency_within_2pct"] = found["efficiency_within_2pct"]
+            for anchor in experiments.ANCHORS:
+                for metric in ("fairness", "efficiency"):
+                    name = f"{anchor}_{metric}"
+                    if name in found:
+                        row[name] = found[name]
+    return list(merged.values())
+
+
+def _verdict(value: object) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def _tied(row: dict, prefix: str) -> bool:
+    """Not fairer only because an anchor is exactly as fair: every policy gives the
+    same cores when the users hardly overlap (slow Poisson arrivals)."""
+    anchors_fairness = [row[f"{a}_fairness"] for a in experiments.ANCHORS if f"{a}_fairness" in row]
+    return (
+        not row.get(f"{prefix}_fairer_than_all")
+        and bool(anchors_fairness)
+        and abs(row[f"{prefix}_fairness"] - max(anchors_fairness)) <= 1e-12
+    )
+
+
+def _fairer(row: dict, prefix: str) -> str:
+    return "tie" if _tied(row, prefix) else _verdict(row.get(f"{prefix}_fairer_than_all"))
+
+
+def anchors_table(judged: list[Judged], title: str, order: Sequence[tuple[str, str]]) -> list[dict]:
+    """Print ours and the paper's best against each anchor, row by row, and the counts."""
+    position = {row: i for i, row in enumerate(order)}
+    table = sorted(
+        against_anchors(judged), key=lambda r: position.get((r["scenario"], r["arrivals"]), 1e9)
+    )
     print(title)
-    names = ("ours", *experiments.ANCHORS)
+    print(
+        f"   ours = {OURS.label} (our extension), best = {experiments.PAPER_BEST.label} "
+        "(the paper's best); anchors with Random; cells fairness/efficiency, means over seeds"
+    )
+    names = [("ours", "ours"), ("paper_best", "best"), *((a, a) for a in experiments.ANCHORS)]
     print(
         f"   {'scenario':<24} {'arrivals':<11}"
-        + "".join(f"{n:>17}" for n in names)
-        + "   fairer  eff<=2%"
+        + "".join(f"{shown:>17}" for _, shown in names)
+        + "   ours: fairer eff<=2%   best: fairer eff<=2%"
     )
-    fairer = within = 0
     for row in table:
         cells = "".join(
             f"{row[f'{n}_fairness']:>9.4f}/{row[f'{n}_efficiency']:<7.4f}"
             if f"{n}_fairness" in row
             else f"{'-':>17}"
-            for n in names
+            for n, _ in names
         )
-        fairer += bool(row["fairer_than_all"])
-        within += bool(row["efficiency_within_2pct"])
         print(
             f"   {row['scenario']:<24} {row['arrivals']:<11}{cells}   "
-            f"{'yes' if row['fairer_than_all'] else 'NO':>6}  "
-            f"{'yes' if row['efficiency_within_2pct'] else 'NO':>7}"
+            f"{_fairer(row, 'ours'):>12} "
+            f"{_verdict(row.get('ours_efficiency_within_2pct')):>7}   "
+            f"{_fairer(row, 'paper_best'):>12} "
+            f"{_verdict(row.get('paper_best_efficiency_within_2pct')):>7}"
         )
+    groups = list(dict.fromkeys(r["arrivals"] for r in table))
+    for group in [*groups, "all rows"] if len(groups) > 1 else groups:
+        rows = [r for r in table if group in ("all rows", r["arrivals"])]
+        counts = []
+        for prefix, shown in (("ours", "ours"), ("paper_best", "best")):
+            fairer = sum(bool(r.get(f"{prefix}_fairer_than_all")) for r in rows)
+            tied = sum(_tied(r, prefix) for r in rows)
+            within = sum(bool(r.get(f"{prefix}_efficiency_within_2pct")) for r in rows)
+            counts.append(
+                f"{shown} fairer than every anchor in {fairer:>2} of {len(rows)}"
+                + (f" (tied in {tied})" if tied else "")
+                + f", efficiency within 2% of the best anchor in {within:>2} of {len(rows)}"
+            )
+        print(f"   {group + ':':<13} " + "; ".join(counts))
+    same = sum(
+        1
+        for r in table
+        if r.get("decayed-usage_fairness") == r.get("equal-cores_fairness")
+        and r.get("decayed-usage_efficiency") == r.get("equal-cores_efficiency")
+    )
     print(
-        f"   (fairness/efficiency, means over seeds) ours fairer than every anchor in "
-        f"{fairer} of {len(table)} rows; efficiency within 2% of the best anchor in "
-        f"{within} of {len(table)}"
+        f"   decayed-usage identical to equal-cores in {same} of {len(table)} rows "
+        "(it differs only when there is a usage history to decay: a half-life and "
+        "re-planning while users run)"
     )
     return table
 
 
-DISCRETE_CHECKED = (experiments.PAPER_BEST, experiments.BASELINE)
+#: The policies run on both engines: the two held against the anchors, the
+#: baseline of efficiency, and the anchors.
+DISCRETE_CHECKED = (
+    experiments.PAPER_BEST,
+    OURS,
+    experiments.BASELINE,
+    *experiments.anchor_combinations(),
+)
+DISCRETE_SEED = 0
 
 
-def discrete_cells(seeds: Sequence[int]) -> list[Cell]:
-    """The default scenario with the discrete engine: ours (the target) and the baseline."""
-    return [
-        Cell("default", combination, seed, engine="discrete")
-        for combination in DISCRETE_CHECKED
-        for seed in seeds
-    ]
+def discrete_cells(scenarios: Sequence[str]) -> list[Cell]:
+    """Every scenario with the discrete engine, seed 0 (the baseline is among them)."""
+    return experiments.grid(scenarios, DISCRETE_CHECKED, [DISCRETE_SEED], engine="discrete")
 
 
-def discrete_check(outcomes: list[experiments.Outcome], main: list[Judged], report: dict) -> None:
+def _where(row: dict) -> str:
+    return f"{row['scenario']} ({row['policy']})"
+
+
+def discrete_check(discrete: list[Judged], main: list[Judged], report: dict) -> None:
+    """Largest difference between the engines per policy and overall, and whether the
+    anchors verdicts agree scenario by scenario."""
     rate = {
-        (j.cell.combination, j.cell.seed): j.outcome for j in main if j.cell.scenario == "default"
+        (j.cell.scenario, j.cell.combination): j
+        for j in main
+        if j.cell.seed == DISCRETE_SEED and j.cell.combination in DISCRETE_CHECKED
     }
-    print(
-        "\ndiscrete against rate engine, default scenario "
-        f"(target for {experiments.PAPER_BEST.label}: within 1%)"
-    )
-    print(
-        f"   {'policy':<18} {'seed':>4} {'makespan discrete':>18} {'rate':>8} {'diff':>7} "
-        f"{'fairness discrete':>18} {'rate':>8} {'diff':>7}"
-    )
     rows = []
-    for outcome in outcomes:
-        cell = outcome.cell
-        other = rate[(cell.combination, cell.seed)]
-        dm = (other.makespan_s / outcome.makespan_s - 1) * 100
-        df = (other.fairness / outcome.fairness - 1) * 100
+    for item in discrete:
+        other = rate[(item.cell.scenario, item.cell.combination)]
         rows.append(
             {
-                "policy": cell.combination.label,
-                "seed": cell.seed,
-                "makespan_discrete_s": outcome.makespan_s,
-                "makespan_rate_s": other.makespan_s,
-                "fairness_discrete": outcome.fairness,
+                "policy": item.cell.combination.label,
+                "scenario": item.cell.scenario,
+                "makespan_discrete_s": item.outcome.makespan_s,
+                "makespan_rate_s": other.outcome.makespan_s,
+                "makespan_diff_pct": (other.outcome.makespan_s / item.outcome.makespan_s - 1) * 100,
+                "fairness_discrete": item.fairness,
                 "fairness_rate": other.fairness,
-                "makespan_diff_pct": dm,
-                "fairness_diff_pct": df,
+                "fairness_diff": other.fairness - item.fairness,
+                "efficiency_discrete": item.efficiency,
+                "efficiency_rate": other.efficiency,
+                "efficiency_diff": other.efficiency - item.efficiency,
             }
         )
-        print(
-            f"   {cell.combination.label:<18} {cell.seed:>4} {outcome.makespan_s / HOUR:>16.3f} h "
-            f"{other.makespan_s / HOUR:>6.3f} h {dm:>+6.2f}% {outcome.fairness:>18.4f} "
-            f"{other.fairness:>8.4f} {df:>+6.2f}%"
-        )
-    worst = max(
-        max(abs(r["makespan_diff_pct"]), abs(r["fairness_diff_pct"]))
-        for r in rows
-        if r["policy"] == experiments.PAPER_BEST.label
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    print(
+        f"\ndiscrete against rate engine: {len(scenarios)} scenarios, seed {DISCRETE_SEED}, "
+        "all at once: rate - discrete, the largest in size (signed); makespan relative, "
+        "fairness and efficiency absolute"
     )
     print(
-        f"   largest difference for {experiments.PAPER_BEST.label}: {worst:.2f}% -> "
-        f"{'met' if worst <= 1.0 else 'MISSED'}"
+        f"   {'policy':<26} {'makespan':>9} {'where':<34} {'>1%':>4} {'fairness':>9} "
+        f"{'where':<34} {'efficiency':>10} {'where':<34} {'default scenario':>17}"
     )
-    report["discrete_check"] = rows
+    summary = {}
+    labels = [c.label for c in DISCRETE_CHECKED]
+    for label in [*labels, "overall"]:
+        mine = [r for r in rows if label in ("overall", r["policy"])]
+        m = max(mine, key=lambda r: abs(r["makespan_diff_pct"]))
+        f = max(mine, key=lambda r: abs(r["fairness_diff"]))
+        e = max(mine, key=lambda r: abs(r["efficiency_diff"]))
+        over = sum(1 for r in mine if abs(r["makespan_diff_pct"]) > 1.0)
+        home = [r for r in mine if r["scenario"] == "default"]
+        at_default = (
+            f"{max(abs(r['makespan_diff_pct']) for r in home):.2f}% / "
+            f"{max(abs(r['fairness_diff']) for r in home):.4f}"
+            if home
+            else "-"
+        )
+
+        where = _where if label == "overall" else (lambda row: row["scenario"])
+        summary[label] = {
+            "makespan_max_abs_diff_pct": abs(m["makespan_diff_pct"]),
+            "makespan_diff_pct": m["makespan_diff_pct"],
+            "makespan_where": m["scenario"],
+            "makespan_policy": m["policy"],
+            "makespan_over_1pct": over,
+            "fairness_max_abs_diff": abs(f["fairness_diff"]),
+            "fairness_diff": f["fairness_diff"],
+            "fairness_where": f["scenario"],
+            "fairness_policy": f["policy"],
+            "efficiency_max_abs_diff": abs(e["efficiency_diff"]),
+            "efficiency_diff": e["efficiency_diff"],
+            "efficiency_where": e["scenario"],
+            "efficiency_policy": e["policy"],
+            "runs": len(mine),
+        }
+        shown = label if label != "overall" else "overall (every policy)"
+        print(
+            f"   {shown:<26} {m['makespan_diff_pct']:>+8.2f}% {where(m):<34} {over:>4} "
+            f"{f['fairness_diff']:>+9.4f} {where(f):<34} {e['efficiency_diff']:>+10.4f} "
+            f"{where(e):<34} {at_default:>17}"
+        )
+    print(
+        "   (>1%: scenarios whose makespans differ by more than 1%; default scenario: "
+        "|makespan diff| / |fairness diff| there)"
+    )
+    best = summary[experiments.PAPER_BEST.label]
+    home = [
+        r
+        for r in rows
+        if r["policy"] == experiments.PAPER_BEST.label and r["scenario"] == "default"
+    ]
+    if home:
+        worst = max(
+            max(abs(r["makespan_diff_pct"]), abs(r["fairness_diff"] / r["fairness_discrete"]) * 100)
+            for r in home
+        )
+        print(
+            f"   target (default scenario, {experiments.PAPER_BEST.label}, within 1%): "
+            f"{worst:.2f}% -> {'met' if worst <= 1.0 else 'MISSED'}; on every scenario its "
+            f"makespan differs by up to {best['makespan_max_abs_diff_pct']:.2f}% "
+            f"({best['makespan_where']})"
+        )
+    verdicts = verdict_agreement(discrete, [rate[k] for k in sorted(rate)])
+    report["discrete_check"] = {"runs": rows, "largest": summary, "anchors_verdicts": verdicts}
+
+
+def verdict_agreement(discrete: list[Judged], rate: list[Judged]) -> dict:
+    """Per scenario, whether each policy's anchors verdict (fairer than every anchor;
+    efficiency within 2% of the best) is the same on both engines; prints the ones
+    that are not."""
+    tables = {
+        "discrete": {r["scenario"]: r for r in against_anchors(discrete)},
+        "rate": {r["scenario"]: r for r in against_anchors(rate)},
+    }
+    verdicts = ("fairer_than_all", "efficiency_within_2pct")
+    disagree = []
+    scenarios = [s for s in tables["discrete"] if s in tables["rate"]]
+    for scenario in scenarios:
+        d, r = tables["discrete"][scenario], tables["rate"][scenario]
+        for prefix, _ in AGAINST_ANCHORS:
+            for verdict in verdicts:
+                name = f"{prefix}_{verdict}"
+                if d.get(name) != r.get(name):
+                    disagree.append(
+                        {
+                            "scenario": scenario,
+                            "policy": d[f"{prefix}_policy"],
+                            "verdict": verdict,
+                            "discrete": d.get(name),
+                            "rate": r.get(name),
+                            "discrete_row": d,
+                            "rate_row": r,
+                        }
+                    )
+    print(
+        f"   anchors verdicts (fairer than every anchor; efficiency within 2%) for "
+        f"{OURS.label} and {experiments.PAPER_BEST.label}: the same on both engines in "
+        f"{len(scenarios) - len({x['scenario'] for x in disagree})} of {len(scenarios)} scenarios"
+    )
+    for engine, table in tables.items():
+        print(
+            f"   {engine + ':':<9} "
+            + "; ".join(
+                f"{shown} fairer than every anchor in "
+                f"{sum(bool(table[s][f'{prefix}_fairer_than_all']) for s in scenarios)}, "
+                f"efficiency within 2% in "
+                f"{sum(bool(table[s][f'{prefix}_efficiency_within_2pct']) for s in scenarios)}"
+                for prefix, shown in (("ours", "ours"), ("paper_best", "best"))
+            )
+        )
+    for x in disagree:
+        prefix = "ours" if x["policy"] == OURS.label else "paper_best"
+        detail = "; ".join(
+            f"{engine} {row[f'{prefix}_fairness']:.4f}/{row[f'{prefix}_efficiency']:.4f} vs "
+            + ", ".join(
+                f"{a} {row[f'{a}_fairness']:.4f}/{row[f'{a}_efficiency']:.4f}"
+                for a in experiments.ANCHORS
+                if f"{a}_fairness" in row
+            )
+            for engine, row in (("discrete", x["discrete_row"]), ("rate", x["rate_row"]))
+        )
+        print(
+            f"   DIFFERS {x['scenario']} {x['policy']} {x['verdict']}: discrete "
+            f"{_verdict(x['discrete'])}, rate {_verdict(x['rate'])} ({detail})"
+        )
+    return {
+        "scenarios": len(scenarios),
+        "disagreements": [
+            {k: v for k, v in x.items() if k not in ("discrete_row", "rate_row")} for x in disagree
+        ],
+    }
 
 
 def figures(args, report: dict) -> None:
@@ -763,38 +989,54 @@ def figures(args, report: dict) -> None:
     )
     main_cells = experiments.grid(
         scenarios,
-        [*experiments.seed002_combinations(), *experiments.anchor_combinations()],
+        [*experiments.seed002_combinations(), OURS, *experiments.anchor_combinations()],
         seeds,
     )
-    main = experiments.judge(run_cells(main_cells, args, "Table 7 combinations and anchors"))
+    main = experiments.judge(
+        run_cells(main_cells, args, f"Table 7 combinations, {OURS.label} and anchors")
+    )
     extra = experiments.judge(run_cells(sensitivity_cells(seeds), args, "6.5 units"))
     rows = anchor_rows(scenarios)
     poisson = [(s, a) for s, a in rows if a != simulation.ALL_AT_ONCE]
-    arrived = experiments.judge(run_cells(anchor_cells(poisson, seeds), args, "Poisson arrivals"))
+    arrived = experiments.judge(
+        run_cells(
+            anchor_cells(poisson, seeds),
+            args,
+            f"Poisson arrivals ({', '.join(workload.ARRIVAL_RATES)})",
+        )
+    )
     decayed = experiments.judge(
         run_cells(
             anchor_cells(rows, seeds, half_life_s=HALF_LIFE_S, interval_s=INTERVAL_S),
             args,
-            "half-life 6 h, re-planned every 1,800 s",
+            f"half-life {HALF_LIFE_S / HOUR:.0f} h, re-planned every {INTERVAL_S:,.0f} s",
         )
     )
-    discrete = run_cells(discrete_cells(seeds), args, "discrete engine, default scenario")
+    discrete = experiments.judge(
+        run_cells(
+            discrete_cells(scenarios),
+            args,
+            f"discrete engine, seed {DISCRETE_SEED}, every scenario",
+        )
+    )
     fig_3(main, report)
     fig_4(main, report)
     fig_5_6(main, report)
     section_6_3(main, report)
     fig_7(main, report)
     section_6_5(main, extra, report)
-    ours = experiments.PAPER_BEST.label
     report["anchors"] = anchors_table(
         main + arrived,
-        f"\nanchors, no usage history, re-planned at submissions and queue ends: "
-        f"{ours} against each anchor (Random second level)",
+        "\nanchors, no usage history, re-planned at submissions and queue ends: "
+        "all at once, and Poisson arrivals at every rate on the default and w/o-app scenarios",
+        rows,
     )
     report["anchors_half_life"] = anchors_table(
         decayed,
-        f"\nanchors with a {HALF_LIFE_S / HOUR:.0f} h half-life, re-planned every "
-        f"{INTERVAL_S:.0f} s: {ours} against each anchor",
+        f"\nanchors with a usage history: half-life {HALF_LIFE_S / HOUR:.0f} h "
+        f"(half_life_s={HALF_LIFE_S:.0f}), re-planned every {INTERVAL_S:.0f} s, for every "
+        "cell (ours, best, anchors, baseline)",
+        rows,
     )
     discrete_check(discrete, main, report)
 
