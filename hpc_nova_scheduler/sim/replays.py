@@ -1,17 +1,23 @@
-"""Replays of one log under several scenarios, as the cells of a sweep.
+"""Replays of logs under several scenarios and seeds, as the cells of a sweep.
 
 ``simulate`` compares scenarios (policies x parameters, each online and
-with each batch planner) on one log. Each replay is a cell of a
-:mod:`hpc_nova_scheduler.sweep` grid: :class:`Replay` names it, the
-:class:`Setting` every replay shares (the log's jobs, the cloud, the
-models) travels once to each worker, and :func:`replay` is the picklable
-top-level function a worker runs.
+with each batch planner) on one log or several, each with one seed or
+several. Each replay is a cell of a :mod:`hpc_nova_scheduler.sweep` grid:
+:class:`Replay` names it, the :class:`Setting` every replay of a log and a
+seed shares (the log's jobs, the cloud, the models) travels once to each
+worker, and :func:`replay` is the picklable top-level function a worker
+runs.
+
+Several logs or seeds share a :data:`Settings` mapping, keyed by ``(log,
+seed)`` as the cells name them. Its settings of one log hold the same
+jobs (and all of them the same models): pickling keeps one copy of an
+object it meets twice, so a log's jobs travel once, however many seeds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference.base import InterferenceModel
@@ -42,25 +48,51 @@ class Setting:
     profiles: tuple[ProfileRecord, ...] = ()
 
 
+#: The settings of a grid of several logs or seeds, by ``(log, seed)``:
+#: either is None when the grid has only one (see :class:`Replay`).
+Settings = Mapping[tuple[str | None, int | None], Setting]
+
+
 @dataclasses.dataclass(frozen=True)
 class Replay:
     """One cell: scenario ``scenario`` of the setting, online (``batches``
-    None) or with batch setting ``batches``, reported as ``name``."""
+    None) or with batch setting ``batches``, reported as ``name``.
+
+    ``log`` and ``seed`` pick the setting from :data:`Settings`; each is
+    None when the grid has only one log, or one seed, so that a cell of a
+    single replay reads as it always did.
+    """
 
     name: str
     scenario: int
     batches: int | None = None
+    log: str | None = None
+    seed: int | None = None
 
     def __str__(self) -> str:
-        return self.name
+        tags = [
+            *([] if self.log is None else [f"log {self.log}"]),
+            *([] if self.seed is None else [f"seed {self.seed}"]),
+        ]
+        return f"{self.name} ({', '.join(tags)})" if tags else self.name
 
 
-def replay(cell: Replay, setting: Setting, progress: Callable[[int], None] | None = None) -> Result:
+def setting_of(cell: Replay, shared: Setting | Settings) -> Setting:
+    """The setting the cell replays: the one there is, or the one of its log and seed."""
+    return shared if isinstance(shared, Setting) else shared[cell.log, cell.seed]
+
+
+def replay(
+    cell: Replay, setting: Setting | Settings, progress: Callable[[int], None] | None = None
+) -> Result:
     """Replay the setting's jobs under the cell's scenario.
 
-    ``progress`` is :class:`Simulator`'s; only a replay in the caller's own
-    process can have one, as it does not pickle.
+    ``setting`` is the one setting of the grid, or the :data:`Settings`
+    the cell's log and seed pick from. ``progress`` is :class:`Simulator`'s;
+    only a replay in the caller's own process can have one, as it does not
+    pickle.
     """
+    setting = setting_of(cell, setting)
     scenario = dataclasses.replace(setting.scenarios[cell.scenario], name=cell.name)
     batches = None if cell.batches is None else setting.batches[cell.batches]
     simulator = Simulator(
@@ -91,4 +123,20 @@ def grid(setting: Setting) -> list[Replay]:
         )
         for index, scenario in enumerate(setting.scenarios)
         for batch in [None, *range(len(setting.batches))]
+    ]
+
+
+def grid_of(settings: Settings) -> list[Replay]:
+    """Logs x scenarios (each online, then with each batch setting) x seeds.
+
+    The seeds are innermost, so that a scenario's repetitions are rows
+    side by side. Every setting has the same scenarios and batch settings.
+    """
+    logs = list(dict.fromkeys(log for log, _ in settings))
+    seeds = list(dict.fromkeys(seed for _, seed in settings))
+    return [
+        dataclasses.replace(cell, log=log, seed=seed)
+        for log in logs
+        for cell in grid(settings[log, seeds[0]])
+        for seed in seeds
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hpc_nova_scheduler import atomicfile, strictjson
 from hpc_nova_scheduler.sim.simulator import Result
@@ -25,19 +25,47 @@ def summary(result: Result, times: Sequence[float]) -> dict:
     }
 
 
-def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> list[str]:
-    """Write ``jobs.csv``, ``summary.json`` and ``completed.png``; return their paths."""
+#: What tells apart results of one scenario: e.g. ``{"log": "a.swf", "seed": 1}``.
+Tags = Mapping[str, object]
+
+
+def write(
+    results: Sequence[Result],
+    directory: str,
+    times: Sequence[float],
+    tags: Sequence[Tags] | None = None,
+) -> list[str]:
+    """Write ``jobs.csv``, ``summary.json`` and ``completed.png``; return their paths.
+
+    ``tags``, one mapping a result (each with the same keys), become the
+    first columns of ``jobs.csv`` and the first fields of each summary,
+    and label the plot's lines beside the scenario.
+    """
+    tags = list(tags) if tags is not None else [{} for _ in results]
+    if len(tags) != len(results):
+        raise ValueError(f"{len(tags)} tags for {len(results)} results")
+    names = list(tags[0]) if tags else []
     os.makedirs(directory, exist_ok=True)
     jobs_path = os.path.join(directory, "jobs.csv")
     with atomicfile.open_replacing(jobs_path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(
-            ["scenario", "job_id", "submit_s", "start_s", "end_s", "processors", "alone_run_s"]
+            [
+                *names,
+                "scenario",
+                "job_id",
+                "submit_s",
+                "start_s",
+                "end_s",
+                "processors",
+                "alone_run_s",
+            ]
         )
-        for result in results:
+        for result, tag in zip(results, tags, strict=True):
             for o in result.outcomes:
                 writer.writerow(
                     [
+                        *(tag[name] for name in names),
                         result.scenario,
                         o.job_id,
                         o.submit,
@@ -49,28 +77,46 @@ def write(results: Sequence[Result], directory: str, times: Sequence[float]) -> 
                 )
     summary_path = os.path.join(directory, "summary.json")
     with atomicfile.open_replacing(summary_path, "w", encoding="utf-8") as stream:
-        strictjson.dump([summary(r, times) for r in results], stream, indent=2)
+        strictjson.dump(
+            [{**tag, **summary(r, times)} for r, tag in zip(results, tags, strict=True)],
+            stream,
+            indent=2,
+        )
     plot_path = os.path.join(directory, "completed.png")
-    plot(results, plot_path, times)
+    labels = [_label(r.scenario, tag) for r, tag in zip(results, tags, strict=True)]
+    plot(results, plot_path, times, labels)
     return [jobs_path, summary_path, plot_path]
 
 
-def plot(results: Sequence[Result], path: str, times: Sequence[float] = ()) -> None:
-    """Completed jobs over time, one line per scenario (seed 003 Fig. 9).
+def _label(scenario: str, tag: Tags) -> str:
+    if not tag:
+        return scenario
+    return f"{scenario} ({', '.join(f'{name} {value}' for name, value in tag.items())})"
+
+
+def plot(
+    results: Sequence[Result],
+    path: str,
+    times: Sequence[float] = (),
+    labels: Sequence[str] | None = None,
+) -> None:
+    """Completed jobs over time, one line per result (seed 003 Fig. 9),
+    labelled by ``labels`` or else by scenario.
 
     Dashed lines mark ``times`` (seconds), where the table counts; the time
     axis stops a little after the last of them, where the comparison is (a
     log's few longest jobs would otherwise squeeze it into a corner).
     """
+    labels = list(labels) if labels is not None else [r.scenario for r in results]
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(8, 5))
-    for result in results:
+    for result, label in zip(results, labels, strict=True):
         ends = sorted(o.end / 3600.0 for o in result.outcomes)
-        axes.step(ends, range(1, len(ends) + 1), where="post", label=result.scenario)
+        axes.step(ends, range(1, len(ends) + 1), where="post", label=label)
     for time in times:
         axes.axvline(time / 3600.0, color="grey", linestyle="--", linewidth=0.8)
     if times:
