@@ -150,6 +150,10 @@ def check(args: argparse.Namespace) -> None:
         raise common.CommandError(
             f"--cores {args.cores} is not a multiple of --cores-per-host {args.cores_per_host}"
         )
+    # A log's rows and files are told apart by its path: twice would be one log.
+    twice = [path for index, path in enumerate(args.traces) if path in args.traces[:index]]
+    if twice:
+        raise common.CommandError(f"TRACE {twice[0]} is given twice")
 
 
 #: Cores of the cloud when neither --cores nor a MaxProcs header says.
@@ -158,14 +162,14 @@ DEFAULT_CORES = 1024
 DEFAULT_BATCH_PLANNER = "ffd"
 
 
-def _cores(args: argparse.Namespace) -> tuple[int, str]:
-    """The cloud's cores: --cores, else the logged system's in whole hosts."""
+def _cores(args: argparse.Namespace, path: str) -> tuple[int, str]:
+    """The cloud's cores: --cores, else the logged system's at ``path`` in whole hosts."""
     if args.host_kinds or args.cores is not None:
         return args.cores or DEFAULT_CORES, ""
     from hpc_nova_scheduler.sim import swf
 
     try:
-        found, source = swf.system_processors(args.trace)
+        found, source = swf.system_processors(path)
     except swf.TraceError as error:
         raise common.CommandError(str(error)) from None
     if found is None:
@@ -176,13 +180,43 @@ def _cores(args: argparse.Namespace) -> tuple[int, str]:
     return cores, f" (cores from {source}, {found}{rounded})"
 
 
+def _shape(args: argparse.Namespace, path: str):
+    """The cloud that replays the log at ``path``, and a note on where its cores came from."""
+    from hpc_nova_scheduler.sim import settings
+
+    cores, cores_note = _cores(args, path)
+    try:
+        if args.host_kinds:
+            shape = settings.ClusterShape.of_kinds(
+                [settings.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
+                hosts_per_rack=args.hosts_per_rack,
+            )
+        else:
+            shape = settings.ClusterShape.from_total_cores(
+                cores,
+                args.cores_per_host,
+                args.ram_per_host_mb,
+                hosts_per_rack=args.hosts_per_rack,
+                cpu_groups=args.cpu_groups,
+            )
+    except ValueError as error:
+        raise common.CommandError(str(error)) from None
+    return shape, cores_note
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    """--seeds, else the one --seed."""
+    return args.seeds or [args.seed]
+
+
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     check(args)
 
-    from hpc_nova_scheduler.sim import replays, report, scenarios, settings
+    from hpc_nova_scheduler.sim import replays, report, scenarios
 
     cache_range = args.cache_scores
     times = args.times
+    seeds = _seeds(args)
     admission = _admission_model(args)
     # Under a model the thresholds play no part: one scenario, not one per beta.
     betas = [args.betas[0]] if admission is not None else args.betas
@@ -201,111 +235,189 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         ]
     except ValueError as error:
         raise common.CommandError(f"--policies: {error}") from None
-    batch_runs = _batch_arrivals(args)
+    # The searching planners draw from the replay's seed: one set a seed.
+    batch_runs = {seed: _batch_arrivals(args, seed) for seed in seeds}
     model = _interference_model(args)
     judged = ""
     if admission is not None:
         judged = f"; admission by {args.admission_model} within {args.tolerance:g}%"
-    cores, cores_note = _cores(args)
-    try:
-        if args.host_kinds:
-            shape = settings.ClusterShape.of_kinds(
-                [settings.HostKind.parse(k) for k in args.host_kinds.split(",") if k.strip()],
-                hosts_per_rack=args.hosts_per_rack,
-            )
-        else:
-            shape = settings.ClusterShape.from_total_cores(
-                cores,
-                args.cores_per_host,
-                args.ram_per_host_mb,
-                hosts_per_rack=args.hosts_per_rack,
-                cpu_groups=args.cpu_groups,
-            )
-    except ValueError as error:
-        raise common.CommandError(str(error)) from None
+    shapes = {path: _shape(args, path) for path in args.traces}
     planner_models = [
         (
             f"--batch-planner {arrivals.planner.name}, model",
             getattr(arrivals.planner, "model", None),
         )
-        for arrivals in batch_runs
+        for arrivals in batch_runs[seeds[0]]
     ]
     profiles, profiles_note = _job_profiles(
         args,
         [("--admission-model", admission), ("--interference", model), *planner_models],
-        sorted(set(shape.host_types())),
+        sorted({t for shape, _ in shapes.values() for t in shape.host_types()}),
     )
-    report_in, jobs = trace.with_trace(args, list)
-    without_memory = sum(1 for job in jobs if job.memory_mb is None)
-    out.write(
-        f"{len(jobs)} jobs from {args.trace} ({report_in.malformed} malformed lines "
-        f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
-        f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
-        f"{shape.describe()}{cores_note}; interference: {args.interference}"
-        f"{judged}{profiles_note}{_batches_note(args)}\n"
-    )
-    setting = replays.Setting(
-        shape,
-        tuple(jobs),
-        tuple(built),
-        tuple(batch_runs),
-        seed=args.seed,
-        all_at_once=args.arrival == "zero",
-        backfill=args.backfill,
-        backfill_depth=args.backfill_depth,
-        cache_scores=cache_range,
-        interference=model,
-        memory_scale=args.memory_scale,
-        profiles=tuple(profiles),
-    )
-    swept = _sweep(args, setting, replays.grid(setting))
-    results = [cell.value for cell in swept if cell.ok]
+    # Every log is read before a line is written: a bad one writes nothing.
+    logs = {
+        path: trace.with_trace(argparse.Namespace(**{**vars(args), "trace": path}), tuple)
+        for path in args.traces
+    }
+    for path, (report_in, jobs) in logs.items():
+        shape, cores_note = shapes[path]
+        without_memory = sum(1 for job in jobs if job.memory_mb is None)
+        out.write(
+            f"{len(jobs)} jobs from {path} ({report_in.malformed} malformed lines "
+            f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
+            f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
+            f"{shape.describe()}{cores_note}; interference: {args.interference}"
+            f"{judged}{profiles_note}{_batches_note(args)}\n"
+        )
+    several_logs, several_seeds = len(logs) > 1, len(seeds) > 1
+    # The objects every setting holds alike (jobs, scenarios, models) are
+    # the same objects: a pickle of all the settings carries each once.
+    scenarios_built, profiles = tuple(built), tuple(profiles)
+    batches = {seed: tuple(runs) for seed, runs in batch_runs.items()}
+    settings = {
+        (path if several_logs else None, seed if several_seeds else None): replays.Setting(
+            shapes[path][0],
+            jobs,
+            scenarios_built,
+            batches[seed],
+            seed=seed,
+            all_at_once=args.arrival == "zero",
+            backfill=args.backfill,
+            backfill_depth=args.backfill_depth,
+            cache_scores=cache_range,
+            interference=model,
+            memory_scale=args.memory_scale,
+            profiles=profiles,
+        )
+        for path, (_, jobs) in logs.items()
+        for seed in seeds
+    }
+    if len(settings) == 1:
+        (shared,) = settings.values()
+        cells = replays.grid(shared)
+    else:
+        shared, cells = settings, replays.grid_of(settings)
+    swept = _sweep(args, shared, cells)
     hours = [f"by {options.describe_duration(t)}" for t in times]
+    figures = [
+        "completed",
+        "never fit",
+        *hours,
+        "makespan h",
+        "mean wait h",
+        "bounded slowdown",
+        "utilisation",
+        "interference",
+    ]
     common.table(
         [
+            *(["log"] if several_logs else []),
             "scenario",
-            "completed",
-            "never fit",
-            *hours,
-            "makespan h",
-            "mean wait h",
-            "bounded slowdown",
-            "utilisation",
-            "interference",
+            *(["seed"] if several_seeds else []),
+            *figures,
         ],
-        [_row(cell, times) for cell in swept],
+        [_tagged(_row(cell, times), cell.cell) for cell in swept],
         out,
     )
-    if args.out and results:
-        for path in report.write(results, args.out, times):
+    if several_seeds:
+        out.write(f"Mean over seeds {', '.join(str(seed) for seed in seeds)}:\n")
+        common.table(
+            [*(["log"] if several_logs else []), "scenario", "seeds", *figures],
+            _means(swept, times),
+            out,
+        )
+    done = [cell for cell in swept if cell.ok]
+    if args.out and done:
+        tags = [_tags(cell.cell) for cell in done]
+        for path in report.write([cell.value for cell in done], args.out, times, tags):
             out.write(f"wrote {path}\n")
     return _failures(swept, args.err)
+
+
+def _tags(replay) -> dict:
+    """The log and seed that tell apart replays of one scenario, where the grid has several."""
+    return {
+        **({} if replay.log is None else {"log": replay.log}),
+        **({} if replay.seed is None else {"seed": replay.seed}),
+    }
+
+
+def _tagged(row: list, replay) -> list:
+    """The row with its log first and its seed after the scenario, where the grid has several."""
+    tags = _tags(replay)
+    head = [tags["log"]] if "log" in tags else []
+    seed = [tags["seed"]] if "seed" in tags else []
+    return [*head, row[0], *seed, *row[1:]]
+
+
+def _figures(result, times) -> list[float]:
+    """A replay's figures, in the table's order and units."""
+    return [
+        len(result.outcomes),
+        len(result.never_fit),
+        *(result.completed_by(t) for t in times),
+        result.makespan / 3600,
+        result.mean_wait() / 3600,
+        result.mean_bounded_slowdown(),
+        result.utilisation(),
+        result.mean_interference(),
+    ]
+
+
+#: How the table prints the figures after the counts (makespan, wait,
+#: bounded slowdown, utilisation, interference).
+_FORMATS = ("{:.1f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}")
 
 
 def _row(cell, times) -> list:
     """A replay's row of the table; a failed replay's says so."""
     if not cell.ok:
-        return [cell.key, "failed", "", *("" for _ in times), "", "", "", "", ""]
-    r = cell.value
+        # A replay's name without its log and seed: those have columns.
+        name = getattr(cell.cell, "name", cell.key)
+        return [name, "failed", "", *("" for _ in times), "", "", "", "", ""]
+    figures = _figures(cell.value, times)
+    counts = len(figures) - len(_FORMATS)
     return [
-        r.scenario,
-        len(r.outcomes),
-        len(r.never_fit),
-        *(r.completed_by(t) for t in times),
-        f"{r.makespan / 3600:.1f}",
-        f"{r.mean_wait() / 3600:.2f}",
-        f"{r.mean_bounded_slowdown():.2f}",
-        f"{r.utilisation():.2f}",
-        f"{r.mean_interference():.3f}",
+        cell.value.scenario,
+        *figures[:counts],
+        *(fmt.format(value) for fmt, value in zip(_FORMATS, figures[counts:], strict=True)),
     ]
 
 
-def _sweep(args: argparse.Namespace, setting, cells: list) -> list:
+def _means(swept: list, times) -> list[list]:
+    """Per log and scenario, the mean of its seeds' figures; a scenario with a
+    failed seed says so rather than average fewer seeds."""
+    import statistics
+
+    groups: dict[tuple, list] = {}
+    for cell in swept:
+        groups.setdefault((cell.cell.log, cell.cell.name), []).append(cell)
+    rows = []
+    for (log, name), cells in groups.items():
+        head = [*([] if log is None else [log]), name, len(cells)]
+        if not all(cell.ok for cell in cells):
+            rows.append([*head, "failed", "", *("" for _ in times), "", "", "", "", ""])
+            continue
+        columns = zip(*(_figures(cell.value, times) for cell in cells), strict=True)
+        means = [statistics.fmean(column) for column in columns]
+        counts = len(means) - len(_FORMATS)
+        rows.append(
+            [
+                *head,
+                *(f"{value:.1f}" for value in means[:counts]),
+                *(fmt.format(value) for fmt, value in zip(_FORMATS, means[counts:], strict=True)),
+            ]
+        )
+    return rows
+
+
+def _sweep(args: argparse.Namespace, shared, cells: list) -> list:
     """The replays of ``cells``, each a :class:`sweep.CellResult`, in order.
 
-    In this process (one worker, or one replay) each shows a bar of its
-    jobs, as before there were sweeps; on a pool or a cluster one bar
-    counts the replays done.
+    ``shared`` is the one setting, or the settings the cells pick from. In
+    this process (one worker, or one replay) each shows a bar of its jobs,
+    as before there were sweeps; on a pool or a cluster one bar counts the
+    replays done.
     """
     import tqdm
 
@@ -315,27 +427,28 @@ def _sweep(args: argparse.Namespace, setting, cells: list) -> list:
     disable = {"auto": None, "on": False, "off": True}[args.progress]
     if sweep.in_process(cells, args.workers, args.dask):
 
-        def run(cell, setting):
+        def run(cell, shared):
+            setting = replays.setting_of(cell, shared)
             with tqdm.tqdm(
-                total=len(setting.jobs), desc=cell.name, unit="job", file=args.err, disable=disable
+                total=len(setting.jobs), desc=str(cell), unit="job", file=args.err, disable=disable
             ) as bar:
                 return replays.replay(cell, setting, lambda settled: bar.update(settled - bar.n))
 
-        return _grid(args, run, cells, setting)
+        return _grid(args, run, cells, shared)
     with tqdm.tqdm(
         total=len(cells), desc="replays", unit="replay", file=args.err, disable=disable
     ) as bar:
-        return _grid(args, replays.replay, cells, setting, lambda _: bar.update(1))
+        return _grid(args, replays.replay, cells, shared, lambda _: bar.update(1))
 
 
-def _grid(args: argparse.Namespace, fn, cells: list, setting, on_result=None) -> list:
+def _grid(args: argparse.Namespace, fn, cells: list, shared, on_result=None) -> list:
     from hpc_nova_scheduler import sweep
 
     try:
         return sweep.run_grid(
             fn,
             cells,
-            shared=setting,
+            shared=shared,
             workers=args.workers,
             dask_address=args.dask,
             on_result=on_result,
@@ -358,7 +471,7 @@ def _failures(swept: list, err: TextIO) -> int:
     return 0
 
 
-def _batch_arrivals(args: argparse.Namespace) -> list:
+def _batch_arrivals(args: argparse.Namespace, seed: int) -> list:
     """One batch setting per --batch-planner, none without --batch-window."""
     if args.batch_window is None:
         return []
@@ -369,7 +482,7 @@ def _batch_arrivals(args: argparse.Namespace) -> list:
     for name in args.batch_planner or [DEFAULT_BATCH_PLANNER]:
         # The searching planners draw from the replay's seed, so a run repeats.
         try:
-            planner = planner_registry.load(name, seed=args.seed)
+            planner = planner_registry.load(name, seed=seed)
         except planner_registry.UnknownPlanner as error:
             raise common.CommandError(f"--batch-planner: {error}") from None
         found.append(BatchArrivals(args.batch_window, planner, args.batch_size))
@@ -384,6 +497,15 @@ def _batches_note(args: argparse.Namespace) -> str:
         f"; batch windows of {args.batch_window:g} s planned by {planners} "
         f"(up to {args.batch_size} jobs a plan), the rest online"
     )
+
+
+def _seed_list(text: str) -> list[int]:
+    """--seeds: distinct whole numbers, 0 or more."""
+    seeds = options.comma_list(options.non_negative_int)(text)
+    twice = [seed for index, seed in enumerate(seeds) if seed in seeds[:index]]
+    if twice:
+        raise argparse.ArgumentTypeError(f"seed {twice[0]} is given twice")
+    return seeds
 
 
 def _planner_name(name: str) -> str:
@@ -419,7 +541,13 @@ def add_parser(sub) -> None:
         "configurations, with the same placement code nova-scheduler runs, and "
         "compare completed jobs over time, wait, utilisation and makespan.",
     )
-    simulate.add_argument("trace", metavar="TRACE", help="SWF file, plain or gzipped")
+    simulate.add_argument(
+        "traces",
+        metavar="TRACE",
+        nargs="+",
+        help="SWF file, plain or gzipped; several are each replayed under every policy, "
+        "each read with the same options (--jobs, --memory, ...)",
+    )
     trace.add_trace_options(simulate, jobs=1500)
     simulate.add_argument(
         "--cores",
@@ -581,7 +709,22 @@ def add_parser(sub) -> None:
         default="auto",
         help="progress bar on standard error (auto: when it is a terminal)",
     )
-    simulate.add_argument("--seed", type=int, default=0)
+    seeded = simulate.add_mutually_exclusive_group()
+    seeded.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the cache-score and profile draws and of the searching batch "
+        "planners (default 0)",
+    )
+    seeded.add_argument(
+        "--seeds",
+        type=_seed_list,
+        default=None,
+        metavar="LIST",
+        help="comma-separated seeds, e.g. 0,1,2, instead of --seed: every replay is "
+        "repeated with each, and a second table gives the mean over them",
+    )
     where = simulate.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
