@@ -27,16 +27,23 @@ discrete one on average:
   engine's does, so the allocator runs at the same moments (a queue
   emptying, a submission) and sees the same demand, ceil(Q_u). The rate
   credits a core's owner (t - s) / r + (1 + cv^2) / 2 tasks: its long-run
-  count, booked from the moment the core is handed over.
+  count, booked from the moment the core is handed over. At every event,
+  before the allocator runs, each core's owner is booked the difference
+  between the tasks the core started for it (1 + m) and what the rate and
+  earlier bookings credited, so the demand is the expected count of tasks
+  not started. (Booked only at a hand-over, after the plan, the young
+  pilots' difference could raise a queue past the demand it was planned
+  for, leaving a user fewer cores than tasks.)
 * **A core handed over** at a re-plan begins fetching for its new owner
   once its running task ends (non-preemptive, section 5): its new phase is
   now + the expected end of the running task (now for an idle core), and
   its new owner is booked the difference between the long-run count and
-  the rate's from now. Its old owner is booked the difference between the
-  tasks the core started for it (1 + m) and what the rate credited. The
-  same holds for a core that stays with its owner when its node's template
-  changes its run time. When a user's queue empties, each of its cores is
-  free once its running task ends: that becomes the core's phase.
+  the rate's from now. Its old owner is booked what the core started for
+  it beyond the booking before the plan: nothing at a re-plan, as both
+  are made at the same moment. The same holds for a core that stays with
+  its owner when its node's template changes its run time. When a user's
+  queue empties, each of its cores is free once its running task ends:
+  that becomes the core's phase.
 * **The renewal function** m(x) = sum over k of P(S_k <= x), S_k the sum
   of k factors: the log-normal's law for k = 1, a normal of mean k and
   variance k cv^2 beyond (close for the workload's cv = 0.1), and the
@@ -262,6 +269,9 @@ class Rates:
         #: Per core: when its pilot began (or begins) fetching for its owner;
         #: for a core without an owner with tasks, when its last task ends.
         self.phase = np.full(self.deployment.total_cores, -math.inf)
+        #: Per core: the tasks booked off the rates for its owner since its
+        #: phase (its owner has been credited head + age / r + this).
+        self.booked = np.zeros(self.deployment.total_cores)
         self.platform_of = self.deployment.platform_index
         # Of the current layout: tasks a second per user, cores per
         # (user, platform), and each user's cores per run time.
@@ -362,7 +372,17 @@ class Rates:
         self.finish[u] = now + expected_tail(in_flight, self.task_cv)
 
     def replan(self, now: float) -> None:
-        """Run the allocator, book the hand-overs, recompute the rates; again if a queue ran out."""
+        """Book every pilot's starts, run the allocator, book the hand-overs, recompute the
+        rates; again if a queue ran out."""
+        # The queues count the tasks not started before the allocator sees
+        # them: what a hand-over would book could otherwise raise a demand
+        # after it was planned for (young pilots credited tasks they had not
+        # started), leaving the user fewer cores than tasks.
+        self._settle(now)
+        tasks = self.workload.tasks
+        for u in range(len(self.queue)):
+            if self.active(u) and self.queue[u] <= EPSILON * tasks[u]:
+                self._empty(u, now)
         while True:
             if self.ledger.keeps_history:
                 self.ledger.settle(now, self.core_seconds)
@@ -409,7 +429,7 @@ class Rates:
         if on.any():
             age = now - phase[on]
             started, ends = self._started(age, old_time[on])
-            owed = started - (self.head + age / old_time[on])
+            owed = started - (self.head + age / old_time[on]) - self.booked[cores[on]]
             self._book(old[on], platform[on], owed, old_time[on])
             free[on] = now + ends
         # New owners: the long-run count from the new phase, against the rate's from now.
@@ -418,6 +438,26 @@ class Rates:
             started = self.head - (free[on] - now) / new_time[on]
             self._book(new[on], platform[on], started, new_time[on])
         self.phase[cores] = free
+        self.booked[cores] = 0.0
+
+    def _settle(self, now: float) -> None:
+        """Book off the rates what every pilot of a user with tasks waiting started by ``now``.
+
+        The tasks a pilot started, 1 + m(age / r), against the head + age / r
+        the rate credited and what was booked before: the same sum a hand-over
+        books, so a core handed over at ``now`` owes its old owner nothing more.
+        """
+        owners = self.deployment.owners
+        active = np.asarray([self.active(u) for u in range(len(self.queue))] + [False])
+        cores = np.flatnonzero(active[owners])
+        if not cores.size:
+            return
+        runtime = self.deployment.runtimes[cores]
+        age = now - self.phase[cores]
+        started, _ = self._started(age, runtime)
+        owed = started - (self.head + age / runtime) - self.booked[cores]
+        self._book(owners[cores], self.platform_of[cores], owed, runtime)
+        self.booked[cores] += owed
 
     def _book(
         self, users: np.ndarray, platforms: np.ndarray, tasks: np.ndarray, runtimes: np.ndarray
