@@ -9,6 +9,7 @@ higher fairness, lower efficiency (a makespan ratio).
 from __future__ import annotations
 
 import collections
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from hpc_nova_scheduler.fairshare.experiments import (
@@ -238,25 +239,49 @@ def against_anchors(
 
 
 def sensitivity(judged: Iterable[Judged]) -> dict[str, Summary]:
-    """Section 6.5: PA-based RR with D_unit and CA-based RR with P_unit, against unit 1."""
+    """Section 6.5: PA-based RR with D_unit and CA-based RR with P_unit, against unit 1.
+
+    Runs are bucketed by the unit and by every other setting (arrivals,
+    history, re-planning, the other unit, k), so that a grid sweeping
+    several settings at once never averages them together; the other
+    settings are named in the key only when the grid has more than one.
+    """
     out: dict[str, Summary] = {}
     items = list(judged)
     for label, pick, unit_of in (
         (
             "core_unit",
             lambda c: c.first == "pa-rr" and c.metric == "rpa",
-            lambda j: j.cell.core_unit,
+            lambda cell: cell.core_unit,
         ),
         (
             "node_unit",
             lambda c: c.second == "ca-rr" and c.first == "pa-rr",
-            lambda j: j.cell.node_unit,
+            lambda cell: cell.node_unit,
         ),
     ):
-        by_unit: dict[int, list[Judged]] = collections.defaultdict(list)
+        buckets: dict[tuple, list[Judged]] = collections.defaultdict(list)
         for item in items:
             if pick(item.cell.combination):
-                by_unit[unit_of(item)].append(item)
-        for unit, runs in sorted(by_unit.items()):
-            out[f"{label}={unit}"] = _summary(runs)
+                rest = dataclasses.replace(item.cell, **{label: 1}).options
+                buckets[(unit_of(item.cell), rest)].append(item)
+        several = len({rest for _, rest in buckets}) > 1
+        for (unit, _rest), runs in sorted(
+            buckets.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))
+        ):
+            key = f"{label}={unit}"
+            if several:
+                key += " (" + _describe(runs[0].cell, label) + ")"
+            out[key] = _summary(runs)
     return out
+
+
+def _describe(cell, unit: str) -> str:
+    """The settings of ``cell`` other than ``unit``, for a key."""
+    parts = [f"arrivals={cell.arrivals}", f"engine={cell.engine}"]
+    for name in ("core_unit", "node_unit", "top_percent", "half_life_s", "interval_s"):
+        if name != unit:
+            parts.append(f"{name}={getattr(cell, name):g}")
+    if cell.weights:
+        parts.append("weights=" + ",".join(f"{a}:{w:g}" for a, w in cell.weights))
+    return " ".join(parts)
