@@ -6,7 +6,9 @@ co-runners, its co-runner affinities (raw and normalised), as tables, CSV
 or JSON. The JSON object and the CSV columns are a contract that scripts
 read: numbers are unrounded, keys in the order of the file.
 
-``fairshare simulate`` lives in :mod:`.fairshare_simulate`.
+``fairshare simulate`` lives in :mod:`.fairshare_simulate`; ``fairshare share``,
+``demand`` and ``runs`` (the data in the plugin database) in
+:mod:`.fairshare_data`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import csv
 import json
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common, fairshare_simulate
+from hpc_nova_scheduler.cmd import common, fairshare_data, fairshare_simulate
 
 #: Metric key, its heading, and how tables print it (JSON and CSV never round).
 METRICS = (
@@ -101,3 +103,4 @@ def add_parser(sub) -> None:
     )
     affinity.set_defaults(func=cmd_affinity)
     fairshare_simulate.add_parser(actions)
+    fairshare_data.add_parser(actions)

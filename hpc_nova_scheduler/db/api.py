@@ -14,7 +14,9 @@ import datetime
 import functools
 import hashlib
 import json
+import math
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from oslo_config import cfg
@@ -28,7 +30,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from hpc_nova_scheduler import conf as hpc_conf
-from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.core.profile import AppClass, ProfileError
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_solo_runs
 from hpc_nova_scheduler.db import migration, models
 
@@ -363,6 +365,80 @@ def _upsert_running(session, vms: Sequence[RunningRecord]) -> None:
     rows = [_running_row(vm) for vm in vms]
     where = models.AppRunning.instance_uuid.in_([vm.instance_uuid for vm in vms])
     _upsert(session, models.AppRunning, ("instance_uuid",), rows, where)
+
+
+#: Where a stored task run came from: a runs file, or a characterisation here.
+RUN_SOURCES = ("import", "characterise")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredRun:
+    """One row of ``fairshare_runs``: a measured task run of seed 002."""
+
+    application: str
+    platform: str
+    runtime_s: float
+    #: The co-runners, sorted; empty for a solo run.
+    corunners: tuple[str, ...] = ()
+    source: str = "import"
+
+
+@dataclasses.dataclass
+class RunImportResult:
+    """What an import of task runs did, row by row."""
+
+    added: int = 0
+    removed: int = 0
+    unchanged: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.added} added, {self.removed} removed, {self.unchanged} unchanged"
+
+
+def _project(project: str) -> str:
+    if not isinstance(project, str) or not project.strip():
+        raise ProfileError("project", "empty")
+    if len(project) > models.NAME_LENGTH:
+        raise ProfileError("project", f"longer than {models.NAME_LENGTH} characters")
+    return project
+
+
+def _weight(weight: float) -> float:
+    try:
+        value = float(weight)
+    except (TypeError, ValueError):
+        raise ProfileError("weight", f"{weight!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ProfileError("weight", f"{weight!r} is not a positive finite number")
+    return value
+
+
+def _cores(cores: int) -> int:
+    if isinstance(cores, bool) or not isinstance(cores, int):
+        raise ProfileError("cores", f"{cores!r} is not an integer")
+    if cores < 0:
+        raise ProfileError("cores", f"{cores!r} is negative")
+    return cores
+
+
+def _run_key(run) -> tuple[str, str, str, float]:
+    """(application, platform, corunners joined, runtime) of a TaskRun-like record."""
+    for name in ("application", "platform"):
+        value = getattr(run, name)
+        if not isinstance(value, str) or not value.strip():
+            raise ProfileError(name, "empty")
+    runtime = float(run.runtime_s)
+    if not math.isfinite(runtime) or runtime <= 0:
+        raise ProfileError("runtime_s", f"{run.runtime_s!r} is not a positive finite number")
+    corunners = tuple(run.corunners or ())
+    if not all(isinstance(name, str) and name.strip() for name in corunners):
+        raise ProfileError("corunners", f"{corunners!r} has an empty name")
+    if any("+" in name for name in corunners):
+        raise ProfileError("corunners", f"{corunners!r}: a name holds '+'")
+    joined = "+".join(sorted(corunners))
+    if len(joined) > models.CORUNNERS_LENGTH:
+        raise ProfileError("corunners", f"longer than {models.CORUNNERS_LENGTH} characters")
+    return run.application, run.platform, joined, runtime
 
 
 class Database:
@@ -878,3 +954,116 @@ class Database:
                     if uuid not in found[claim_id][1]:
                         found[claim_id][1].append(uuid)
             return found
+
+    # -- seed 002's fair share --------------------------------------------
+
+    @_retry_on_deadlock
+    def set_share(self, project: str, weight: float) -> None:
+        """Give ``project`` the share weight ``weight`` (> 0), replacing its old one."""
+        project, weight = _project(project), _weight(weight)
+        with self._writer() as session:
+            row = session.get(models.FairshareShare, project)
+            if row is None:
+                session.add(models.FairshareShare(project=project, weight=weight))
+            elif row.weight != weight:
+                row.weight = weight
+
+    def shares(self) -> dict[str, float]:
+        """Each project's share weight, by project name."""
+        query = select(models.FairshareShare.project, models.FairshareShare.weight)
+        with self._reader() as session:
+            return dict(sorted(session.execute(query).tuples()))
+
+    @_retry_on_deadlock
+    def set_demand(self, project: str, cores: int) -> None:
+        """Record that ``project`` asks for ``cores`` cores (>= 0) now."""
+        project, cores = _project(project), _cores(cores)
+        with self._writer() as session:
+            row = session.get(models.FairshareDemand, project)
+            if row is None:
+                session.add(models.FairshareDemand(project=project, cores=cores))
+            elif row.cores != cores:
+                row.cores = cores
+
+    def demand(self) -> dict[str, int]:
+        """Each project's demand in cores, by project name."""
+        query = select(models.FairshareDemand.project, models.FairshareDemand.cores)
+        with self._reader() as session:
+            return dict(sorted(session.execute(query).tuples()))
+
+    @_retry_on_deadlock
+    def clear_demand(self, project: str | None = None) -> int:
+        """Forget ``project``'s demand, or every project's; the rows removed."""
+        query = delete(models.FairshareDemand)
+        if project is not None:
+            query = query.where(models.FairshareDemand.project == _project(project))
+        with self._writer() as session:
+            return session.execute(query).rowcount
+
+    @_retry_on_deadlock
+    def import_runs(self, runs: Sequence, source: str = "import") -> RunImportResult:
+        """Make ``runs`` the ``source`` runs of every application they name, all or none.
+
+        ``runs`` are :class:`~hpc_nova_scheduler.fairshare.runs.TaskRun`-like
+        (application, platform, runtime_s, corunners). An import replaces
+        every ``source`` row of the applications it names and leaves other
+        applications and sources alone, so importing the same runs twice
+        changes nothing; rows are compared as a multiset, and only those that
+        differ are removed or added.
+        """
+        if source not in RUN_SOURCES:
+            raise ProfileError("source", f"{source!r} is not one of {', '.join(RUN_SOURCES)}")
+        wanted = Counter(_run_key(run) for run in runs)
+        applications = sorted({key[0] for key in wanted})
+        table = models.FairshareRun
+        result = RunImportResult()
+        with self._writer() as session:
+            existing: dict[tuple, list[int]] = {}
+            for chunk in _chunks(applications):
+                query = select(
+                    table.id, table.application, table.platform, table.corunners, table.runtime_s
+                ).where(table.source == source, table.application.in_(chunk))
+                for row_id, *key in session.execute(query):
+                    existing.setdefault(tuple(key), []).append(row_id)
+            stale: list[int] = []
+            for key, ids in existing.items():
+                keep = min(len(ids), wanted.get(key, 0))
+                result.unchanged += keep
+                stale.extend(sorted(ids)[keep:])
+            for key, count in wanted.items():
+                for _ in range(count - len(existing.get(key, ()))):
+                    application, platform, corunners, runtime = key
+                    session.add(
+                        table(
+                            application=application,
+                            platform=platform,
+                            corunners=corunners,
+                            runtime_s=runtime,
+                            source=source,
+                        )
+                    )
+                    result.added += 1
+            for chunk in _chunks(stale):
+                session.execute(delete(table).where(table.id.in_(chunk)))
+            result.removed = len(stale)
+        return result
+
+    def runs(self, source: str | None = None) -> list[StoredRun]:
+        """The stored task runs (of ``source`` only, if given), in a stable order."""
+        table = models.FairshareRun
+        query = select(table).order_by(table.id)
+        if source is not None:
+            query = query.where(table.source == source)
+        with self._reader() as session:
+            found = [
+                StoredRun(
+                    row.application,
+                    row.platform,
+                    row.runtime_s,
+                    tuple(row.corunners.split("+")) if row.corunners else (),
+                    row.source,
+                )
+                for row in session.scalars(query)
+            ]
+        # Sorted here, not in SQL: backends collate names differently.
+        return sorted(found, key=lambda r: (r.application, r.platform, r.corunners, r.source))

@@ -11,6 +11,7 @@ import datetime
 from oslo_db.sqlalchemy import types as oslo_types
 from oslo_utils import timeutils
 from sqlalchemy import (
+    CheckConstraint,
     DateTime,
     Double,
     Index,
@@ -28,6 +29,7 @@ NAME_LENGTH = 255
 CLASS_LENGTH = 16
 SOURCE_LENGTH = 32
 UUID_LENGTH = 36
+CORUNNERS_LENGTH = 1024
 
 #: An application name: compared exactly, case included, on every backend
 #: (MariaDB's default collations ignore case; migration 0004).
@@ -212,3 +214,92 @@ class FittedModel(TimestampMixin, Base):
     )
     versions: Mapped[str] = mapped_column(Text, nullable=False)
     report: Mapped[str | None] = mapped_column(Text)
+
+
+#: Seed 002's co-runners of a run, sorted and joined by '+' ('' alone).
+Corunners = String(CORUNNERS_LENGTH).with_variant(
+    mysql.VARCHAR(CORUNNERS_LENGTH, charset="utf8mb4", collation="utf8mb4_bin"),
+    "mysql",
+    "mariadb",
+)
+
+
+class FairshareShare(Base):
+    """Seed 002: a project's share weight (its entitlement, relative to others)."""
+
+    __tablename__ = "fairshare_shares"
+    __table_args__ = (CheckConstraint("weight > 0", name="weight_positive"),)
+
+    project: Mapped[str] = mapped_column(AppName, primary_key=True)
+    weight: Mapped[float] = mapped_column(Double, nullable=False)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=_now, onupdate=_now, nullable=False
+    )
+
+
+class FairshareDemand(Base):
+    """Seed 002: the cores a project asks for now."""
+
+    __tablename__ = "fairshare_demand"
+    __table_args__ = (CheckConstraint("cores >= 0", name="cores_not_negative"),)
+
+    project: Mapped[str] = mapped_column(AppName, primary_key=True)
+    cores: Mapped[int] = mapped_column(Integer, nullable=False)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=_now, onupdate=_now, nullable=False
+    )
+
+
+class FairshareGeneration(Base):
+    """One allocator run: its policy and the node templates it planned (JSON)."""
+
+    __tablename__ = "fairshare_generations"
+
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+    policy: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    templates: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class FairshareAllocation(Base):
+    """The cores of one platform that one allocator run gave one project."""
+
+    __tablename__ = "fairshare_allocations"
+
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    project: Mapped[str] = mapped_column(AppName, primary_key=True)
+    platform: Mapped[str] = mapped_column(AppName, primary_key=True)
+    cores: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+
+
+class FairshareUsage(Base):
+    """A project's decayed usage of a platform, in best-equivalent core-seconds."""
+
+    __tablename__ = "fairshare_usage"
+
+    project: Mapped[str] = mapped_column(AppName, primary_key=True)
+    platform: Mapped[str] = mapped_column(AppName, primary_key=True)
+    usage: Mapped[float] = mapped_column(Double, nullable=False)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        DateTime, default=_now, onupdate=_now, nullable=False
+    )
+
+
+class FairshareRun(Base):
+    """One measured task run of a many-task application (seed 002's affinities).
+
+    ``source`` is ``import`` (a runs file) or ``characterise`` (measured
+    here); ``corunners`` is '' for a solo run.
+    """
+
+    __tablename__ = "fairshare_runs"
+    __table_args__ = (Index(None, "application", "platform"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    application: Mapped[str] = mapped_column(AppName, nullable=False)
+    platform: Mapped[str] = mapped_column(AppName, nullable=False)
+    runtime_s: Mapped[float] = mapped_column(Double, nullable=False)
+    corunners: Mapped[str] = mapped_column(Corunners, nullable=False)
+    source: Mapped[str] = mapped_column(String(SOURCE_LENGTH), nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)

@@ -12,6 +12,15 @@ from hpc_nova_scheduler.db import migration, models
 from tests import db_backends
 
 TABLES = {"app_profiles", "app_running", "app_interferences", "fitted_models"}
+#: What migration 0007 adds: seed 002's fair-share data.
+FAIRSHARE_TABLES = {
+    "fairshare_shares",
+    "fairshare_demand",
+    "fairshare_allocations",
+    "fairshare_generations",
+    "fairshare_usage",
+    "fairshare_runs",
+}
 
 
 def _profile_names(engine: sa.Engine) -> list[str]:
@@ -30,7 +39,7 @@ class MigrationTests:
             migration.head_revision(), migration.current_revision(self.database.engine)
         )
         tables = set(sa.inspect(self.database.engine).get_table_names())
-        self.assertTrue(tables >= TABLES, tables)
+        self.assertTrue(tables >= TABLES | FAIRSHARE_TABLES, tables)
 
     def test_upgrade_twice_is_a_no_op(self) -> None:
         migration.upgrade(self.database.engine)
@@ -99,7 +108,7 @@ class MigrationTests:
                     "'{\"cycles\": 3.0}', CURRENT_TIMESTAMP)"
                 )
             )
-        migration.upgrade(engine)
+        migration.upgrade(engine, "0006")
         self.assertEqual("0006", migration.current_revision(engine))
         (profile,) = self.database.list_profiles()
         self.assertEqual(
@@ -116,6 +125,34 @@ class MigrationTests:
         columns = {c["name"] for c in sa.inspect(engine).get_columns("app_profiles")}
         self.assertNotIn("solo_runs", columns)
         self.assertIn("counters", columns)
+
+    def test_upgrade_from_0006_keeps_the_data_and_adds_fair_share(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0006")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_profiles (name, app_class, cache_score, created_at) "
+                    "VALUES ('LU', 'SyncHPC', 16.0, CURRENT_TIMESTAMP)"
+                )
+            )
+        before = set(sa.inspect(engine).get_table_names())
+        self.assertFalse(before & FAIRSHARE_TABLES, before)
+        migration.upgrade(engine, "0007")
+        self.assertEqual("0007", migration.current_revision(engine))
+        self.assertEqual(["LU"], _profile_names(engine))
+        self.assertEqual(before | FAIRSHARE_TABLES, set(sa.inspect(engine).get_table_names()))
+        self.database.set_share("Proj", 2.5)
+        self.database.set_demand("Proj", 64)
+        self.assertEqual(
+            ({"Proj": 2.5}, {"Proj": 64}), (self.database.shares(), self.database.demand())
+        )
+        indexes = sa.inspect(engine).get_indexes("fairshare_runs")
+        self.assertIn(["application", "platform"], [i["column_names"] for i in indexes])
+        migration.downgrade(engine, "0006")
+        self.assertEqual("0006", migration.current_revision(engine))
+        self.assertEqual(before, set(sa.inspect(engine).get_table_names()))
+        self.assertEqual(["LU"], _profile_names(engine))
 
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)
