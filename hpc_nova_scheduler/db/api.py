@@ -17,7 +17,7 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
@@ -25,7 +25,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
 from oslo_utils import timeutils
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
@@ -439,6 +439,69 @@ def _run_key(run) -> tuple[str, str, str, float]:
     if len(joined) > models.CORUNNERS_LENGTH:
         raise ProfileError("corunners", f"longer than {models.CORUNNERS_LENGTH} characters")
     return run.application, run.platform, joined, runtime
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """One allocator run as stored: its entitlements and node templates."""
+
+    number: int
+    created_at: datetime.datetime
+    policy: str
+    #: Cores per project, then per platform (only cores > 0 are stored).
+    allocation: dict[str, dict[str, int]]
+    #: The second level's node templates, as the allocator wrote them (JSON).
+    templates: dict[str, list]
+
+
+#: The ``app_locks`` row that writers of generations take in turn.
+GENERATION_LOCK = "fairshare:generation"
+
+
+def _name(value: str, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ProfileError(key, "empty")
+    if len(value) > models.NAME_LENGTH:
+        raise ProfileError(key, f"{value!r} is longer than {models.NAME_LENGTH} characters")
+    return value
+
+
+def _allocation_rows(allocation: Mapping[str, Mapping[str, int]]) -> list[tuple[str, str, int]]:
+    """(project, platform, cores) of every positive entitlement, checked."""
+    rows = []
+    for project, platforms in allocation.items():
+        _name(project, "project")
+        if not isinstance(platforms, Mapping):
+            raise ProfileError("allocation", f"{project}: {platforms!r} is not platform -> cores")
+        for platform, cores in platforms.items():
+            _name(platform, "platform")
+            if _cores(cores) > 0:
+                rows.append((project, platform, cores))
+    return sorted(rows)
+
+
+def _usage_value(key: object, value: float) -> tuple[str, str, float]:
+    if not isinstance(key, tuple) or len(key) != 2:
+        raise ProfileError("usage", f"{key!r} is not a (project, platform) pair")
+    project, platform = _name(key[0], "project"), _name(key[1], "platform")
+    if isinstance(value, bool):
+        raise ProfileError("usage", f"{project}/{platform}: {value!r} is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ProfileError("usage", f"{project}/{platform}: {value!r} is not a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise ProfileError("usage", f"{project}/{platform}: {value!r} is not a finite number >= 0")
+    return project, platform, number
+
+
+def _naive_utc(at: datetime.datetime) -> datetime.datetime:
+    # Columns hold naive UTC, as timeutils.utcnow() gives it.
+    if not isinstance(at, datetime.datetime):
+        raise ProfileError("at", f"{at!r} is not a datetime")
+    if at.tzinfo is None:
+        return at
+    return at.astimezone(datetime.UTC).replace(tzinfo=None)
 
 
 class Database:
@@ -1067,3 +1130,147 @@ class Database:
             ]
         # Sorted here, not in SQL: backends collate names differently.
         return sorted(found, key=lambda r: (r.application, r.platform, r.corunners, r.source))
+
+    def write_generation(
+        self,
+        policy: str,
+        allocation: Mapping[str, Mapping[str, int]],
+        templates: Mapping[str, list],
+    ) -> int:
+        """Store a new generation of entitlements and node templates; its number.
+
+        The number is the newest one + 1 (1 for the first), and the
+        generation and its allocation rows (those with cores > 0) are
+        written in one transaction. The primary key keeps two writers from
+        both taking a number: the loser's insert fails, and it tries once
+        more with the next one.
+        """
+        policy = _name(policy, "policy")
+        rows = _allocation_rows(allocation)
+        try:
+            text = json.dumps(dict(templates), sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ProfileError("templates", f"not JSON: {error}") from None
+        self._ensure_locks([GENERATION_LOCK])
+        try:
+            return self._write_generation(policy, rows, text)
+        except db_exc.DBDuplicateEntry:
+            LOG.debug("generation number taken by another writer, trying the next one")
+            return self._write_generation(policy, rows, text)
+
+    @_retry_on_deadlock
+    def _write_generation(self, policy: str, rows: list[tuple[str, str, int]], text: str) -> int:
+        generations = models.FairshareGeneration
+        with self._writer() as session:
+            if session.get_bind().dialect.name != "sqlite":
+                # Writers queue on a lock row, so that the retry after a
+                # collision does not collide again with the next write of
+                # the same writer; SQLite's _writer already serialises them.
+                locks = models.AppLock.__table__
+                session.execute(
+                    select(locks.c.name).where(locks.c.name == GENERATION_LOCK).with_for_update()
+                ).all()
+            newest = session.execute(select(func.max(generations.generation))).scalar()
+            number = (newest or 0) + 1
+            now = timeutils.utcnow()
+            session.add(
+                generations(generation=number, created_at=now, policy=policy, templates=text)
+            )
+            # The generation first: a duplicate number fails here, before
+            # any allocation row is written.
+            session.flush()
+            session.add_all(
+                models.FairshareAllocation(
+                    generation=number,
+                    project=project,
+                    platform=platform,
+                    cores=cores,
+                    created_at=now,
+                )
+                for project, platform, cores in rows
+            )
+        return number
+
+    def latest_generation(self) -> Generation | None:
+        """The newest generation with its entitlements, None before the first."""
+        generations = models.FairshareGeneration
+        allocations = models.FairshareAllocation
+        with self._reader() as session:
+            row = session.scalars(
+                select(generations).order_by(generations.generation.desc()).limit(1)
+            ).first()
+            if row is None:
+                return None
+            allocation: dict[str, dict[str, int]] = {}
+            for project, platform, cores in sorted(
+                session.execute(
+                    select(allocations.project, allocations.platform, allocations.cores).where(
+                        allocations.generation == row.generation
+                    )
+                ).tuples()
+            ):
+                allocation.setdefault(project, {})[platform] = cores
+            return Generation(
+                row.generation, row.created_at, row.policy, allocation, json.loads(row.templates)
+            )
+
+    @_retry_on_deadlock
+    def prune_generations(self, keep: int) -> int:
+        """Keep the newest ``keep`` (>= 1) generations, delete older ones; how many went."""
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ProfileError("keep", f"{keep!r} is not an integer >= 1")
+        generations = models.FairshareGeneration
+        with self._writer() as session:
+            oldest_kept = session.execute(
+                select(generations.generation)
+                .order_by(generations.generation.desc())
+                .offset(keep - 1)
+                .limit(1)
+            ).scalar()
+            if oldest_kept is None:
+                return 0
+            session.execute(
+                delete(models.FairshareAllocation).where(
+                    models.FairshareAllocation.generation < oldest_kept
+                )
+            )
+            return session.execute(
+                delete(generations).where(generations.generation < oldest_kept)
+            ).rowcount
+
+    @_retry_on_deadlock
+    def set_usage(self, usage: Mapping[tuple[str, str], float], at: datetime.datetime) -> None:
+        """Replace the decayed usage of every (project, platform) given, as of ``at``.
+
+        Usage is >= 0 and finite; pairs not given keep their rows.
+        """
+        values = sorted(_usage_value(key, value) for key, value in usage.items())
+        at = _naive_utc(at)
+        if not values:
+            return
+        table = models.FairshareUsage
+        with self._writer() as session:
+            for project, platform, number in values:
+                row = session.get(table, (project, platform))
+                if row is None:
+                    session.add(
+                        table(project=project, platform=platform, usage=number, updated_at=at)
+                    )
+                else:
+                    # An explicit UPDATE: set on the row, an unchanged
+                    # updated_at would give way to the column's onupdate (now).
+                    session.execute(
+                        update(table)
+                        .where(table.project == project, table.platform == platform)
+                        .values(usage=number, updated_at=at)
+                    )
+
+    def usage(self) -> dict[tuple[str, str], float]:
+        """Each project's decayed usage per platform, by (project, platform)."""
+        table = models.FairshareUsage
+        query = select(table.project, table.platform, table.usage)
+        with self._reader() as session:
+            return {
+                (project, platform): value
+                for project, platform, value in sorted(session.execute(query).tuples())
+            }
