@@ -1023,34 +1023,33 @@ class Database:
     @_retry_on_deadlock
     def set_share(self, project: str, weight: float) -> None:
         """Give ``project`` the share weight ``weight`` (> 0), replacing its old one."""
-        project, weight = _project(project), _weight(weight)
-        with self._writer() as session:
-            row = session.get(models.FairshareShare, project)
-            if row is None:
-                session.add(models.FairshareShare(project=project, weight=weight))
-            elif row.weight != weight:
-                row.weight = weight
+        self._set_per_project(models.FairshareShare, "weight", _project(project), _weight(weight))
 
     def shares(self) -> dict[str, float]:
         """Each project's share weight, by project name."""
-        query = select(models.FairshareShare.project, models.FairshareShare.weight)
-        with self._reader() as session:
-            return dict(sorted(session.execute(query).tuples()))
+        return self._per_project(models.FairshareShare.weight)
 
     @_retry_on_deadlock
     def set_demand(self, project: str, cores: int) -> None:
         """Record that ``project`` asks for ``cores`` cores (>= 0) now."""
-        project, cores = _project(project), _cores(cores)
-        with self._writer() as session:
-            row = session.get(models.FairshareDemand, project)
-            if row is None:
-                session.add(models.FairshareDemand(project=project, cores=cores))
-            elif row.cores != cores:
-                row.cores = cores
+        self._set_per_project(models.FairshareDemand, "cores", _project(project), _cores(cores))
 
     def demand(self) -> dict[str, int]:
         """Each project's demand in cores, by project name."""
-        query = select(models.FairshareDemand.project, models.FairshareDemand.cores)
+        return self._per_project(models.FairshareDemand.cores)
+
+    def _set_per_project(self, model: type, field: str, project: str, value: object) -> None:
+        """Set ``field`` of ``project``'s row of a one-value-per-project table."""
+        with self._writer() as session:
+            row = session.get(model, project)
+            if row is None:
+                session.add(model(project=project, **{field: value}))
+            elif getattr(row, field) != value:
+                setattr(row, field, value)
+
+    def _per_project(self, column) -> dict:
+        """project -> ``column`` of a one-value-per-project table, sorted by project."""
+        query = select(column.class_.project, column)
         with self._reader() as session:
             return dict(sorted(session.execute(query).tuples()))
 
