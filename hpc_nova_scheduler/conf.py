@@ -7,6 +7,8 @@ through the ``oslo.config.opts`` entry point (:func:`list_opts`).
 
 from __future__ import annotations
 
+import dataclasses
+
 from oslo_config import cfg
 
 GROUP_NAME = "hpc_scheduler"
@@ -204,7 +206,128 @@ costs the scheduler one failed attempt rather than a stall; add
     ),
 ]
 
-ALL_OPTS = threshold_opts + record_opts + database_opts
+#: ``fairness_policy`` values and the first-level policy each one runs.
+FAIRNESS_POLICIES = {"equal": "fairness", "paf": "paf", "aaf": "aaf", "pa-rr": "pa-rr"}
+NO_FAIRNESS = "none"
+STRICT = "strict"
+BORROW = "borrow"
+
+fairness_opts = [
+    cfg.StrOpt(
+        "fairness_policy",
+        default=NO_FAIRNESS,
+        choices=[
+            (NO_FAIRNESS, "No fair share: placement as without it."),
+            ("equal", "Seed 002's Fairness: equal cores per project, platform by platform."),
+            ("paf", "Provider Affinity First: each platform to the projects that gain most."),
+            ("aaf", "Application Affinity First: each project to its best platforms."),
+            ("pa-rr", "Platform-Affinity Round Robin (seed 002's best): rounds of top picks."),
+        ],
+        help="""
+How the cores of each platform (processor group) are shared among the
+Keystone projects that have a share (``hpc-nova-scheduler fairshare share
+set``), seed 002's first level. An allocator in one scheduler worker at a
+time turns shares, demand, decayed usage and run times into entitlements
+per project and platform; the placement filter keeps each project's HPC
+requests within them (``fairshare_enforcement``) and on its best platforms
+first (``platform_affinity``). ``none`` keeps placement exactly as without
+fair share.
+""",
+    ),
+    cfg.StrOpt(
+        "platform_affinity",
+        default="rpa",
+        choices=[
+            ("throughput", "Tasks per hour of the application on the platform."),
+            ("epa", "Egocentric: the application's speed there against its own mean."),
+            ("rpa", "Reciprocal: EPA against the other projects' EPA there."),
+        ],
+        help="How a project's affinity to a platform is measured from the run times.",
+    ),
+    cfg.StrOpt(
+        "corunner_policy",
+        default="maf",
+        choices=[
+            ("allcore", "A node runs one project's VMs only."),
+            ("random", "Projects share nodes at random."),
+            ("maf", "Mutual Affinity First: pairs that slow each other least share nodes."),
+            ("ca-rr", "Co-runner Affinity Round Robin, fairest between co-runners."),
+        ],
+        help="""
+Seed 002's second level: which projects' VMs share a node. It yields node
+templates that the placement filter follows when it picks hosts.
+""",
+    ),
+    cfg.StrOpt(
+        "corunner_affinity",
+        default="normalised",
+        choices=[
+            ("raw", "Run time beside the co-runners."),
+            ("normalised", "Slowdown beside the co-runners against the solo run time."),
+        ],
+        help="How ``maf`` and ``ca-rr`` rank co-runner sets.",
+    ),
+    cfg.IntOpt(
+        "fairshare_top_percent",
+        default=50,
+        min=1,
+        max=50,
+        help="Seed 002's k: the share of best platforms a project picks from per round, percent.",
+    ),
+    cfg.IntOpt(
+        "fairshare_core_unit",
+        default=1,
+        min=1,
+        max=1024,
+        help="Seed 002's D_unit: cores handed out per pick of the first level.",
+    ),
+    cfg.IntOpt(
+        "fairshare_node_unit",
+        default=1,
+        min=1,
+        max=1024,
+        help="Seed 002's P_unit: nodes per template step of ``ca-rr``.",
+    ),
+    cfg.IntOpt(
+        "fairshare_half_life",
+        default=7 * 24 * 3600,
+        min=0,
+        max=365 * 24 * 3600,
+        help="""
+Seconds after which a project's past usage counts half (Slurm's
+PriorityDecayHalfLife). 0 forgets usage at once: entitlements then depend on
+shares and demand only.
+""",
+    ),
+    cfg.StrOpt(
+        "fairshare_enforcement",
+        default=STRICT,
+        choices=[
+            (STRICT, "A request beyond its project's entitlement gets NoValidHost."),
+            (
+                BORROW,
+                "A request beyond its project's entitlement may use cores of a "
+                "platform that no project is using; they are not taken back.",
+            ),
+        ],
+        help="What the placement filter does with a request beyond its project's entitlement.",
+    ),
+    cfg.IntOpt(
+        "fairshare_interval",
+        default=300,
+        min=10,
+        max=24 * 3600,
+        help="""
+Seconds between two runs of the allocator. It also runs as soon as demand
+or usage changes (a project's VMs end, a request is refused for its
+entitlement) and on ``hpc-nova-scheduler fairshare allocate``.
+Entitlements older than two intervals count as stale: the filter then
+places as if ``fairness_policy`` were ``none`` and says so in its log.
+""",
+    ),
+]
+
+ALL_OPTS = threshold_opts + record_opts + database_opts + fairness_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
@@ -230,6 +353,65 @@ def check_thresholds(conf: cfg.ConfigOpts) -> None:
             f"[{GROUP_NAME}] cache_threshold ({group.cache_threshold}) is below "
             f"sync_cache_threshold ({group.sync_cache_threshold}); alpha must be >= beta"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class FairnessSettings:
+    """The fair-share options, read and checked together."""
+
+    #: The first-level policy's registered name (``fairness``, ``paf``...).
+    first_level: str
+    #: ``fairness_policy`` as the operator wrote it.
+    policy: str
+    platform_affinity: str
+    corunner_policy: str
+    corunner_affinity: str
+    top_percent: int
+    core_unit: int
+    node_unit: int
+    half_life: int
+    enforcement: str
+    interval: int
+
+
+FAIRNESS_OPTION_NAMES = tuple(opt.dest for opt in fairness_opts)
+
+
+def fairness_settings(conf: cfg.ConfigOpts) -> FairnessSettings | None:
+    """The fair-share options; None when ``fairness_policy = none``.
+
+    :class:`ConfigurationError` names the first option with a bad value
+    (oslo.config checks choices and ranges only when an option is read).
+    """
+    group = conf[GROUP_NAME]
+    values = {}
+    for name in FAIRNESS_OPTION_NAMES:
+        try:
+            values[name] = getattr(group, name)
+        except (ValueError, cfg.Error) as error:
+            raise ConfigurationError(f"[{GROUP_NAME}] {name}: {_reason(error)}") from None
+    if values["fairness_policy"] == NO_FAIRNESS:
+        return None
+    return FairnessSettings(
+        first_level=FAIRNESS_POLICIES[values["fairness_policy"]],
+        policy=values["fairness_policy"],
+        platform_affinity=values["platform_affinity"],
+        corunner_policy=values["corunner_policy"],
+        corunner_affinity=values["corunner_affinity"],
+        top_percent=values["fairshare_top_percent"],
+        core_unit=values["fairshare_core_unit"],
+        node_unit=values["fairshare_node_unit"],
+        half_life=values["fairshare_half_life"],
+        enforcement=values["fairshare_enforcement"],
+        interval=values["fairshare_interval"],
+    )
+
+
+def _reason(error: Exception) -> str:
+    # oslo.config's message repeats the option's name and spans lines.
+    text = " ".join(str(error).split())
+    marker = " is not valid: "
+    return text.split(marker, 1)[1] if marker in text else text
 
 
 CONF = cfg.CONF

@@ -6,6 +6,8 @@ import filecmp
 import os
 import subprocess
 import sys
+import tempfile
+import unittest
 
 import fixtures
 import testtools
@@ -87,3 +89,41 @@ class TestShippedConfiguration(testtools.TestCase):
         self.assertEqual(60.0, conf.hpc_scheduler.sync_cache_threshold)
         self.assertIn("mysql+pymysql", conf.hpc_scheduler.connection)
         hpc_conf.check_thresholds(conf)
+
+
+class TestFairnessSettings(unittest.TestCase):
+    """The fair-share options are read together; a bad one names itself."""
+
+    def _conf(self, text: str) -> cfg.ConfigOpts:
+        directory = self.enterContext(tempfile.TemporaryDirectory())
+        path = os.path.join(directory, "nova.conf")
+        with open(path, "w") as handle:
+            handle.write("[hpc_scheduler]\n" + text)
+        conf = cfg.ConfigOpts()
+        hpc_conf.register_opts(conf)
+        conf(["--config-file", path])
+        return conf
+
+    def test_none_by_default(self) -> None:
+        self.assertIsNone(hpc_conf.fairness_settings(self._conf("")))
+
+    def test_policy_names_its_first_level(self) -> None:
+        settings = hpc_conf.fairness_settings(self._conf("fairness_policy = equal\n"))
+        self.assertEqual("fairness", settings.first_level)
+        self.assertEqual("strict", settings.enforcement)
+        self.assertEqual(300, settings.interval)
+
+    def test_bad_values_name_the_option(self) -> None:
+        for text, option in (
+            ("fairness_policy = fair\n", "fairness_policy"),
+            ("fairness_policy = paf\nfairshare_top_percent = 80\n", "fairshare_top_percent"),
+            ("fairness_policy = paf\ncorunner_policy = best\n", "corunner_policy"),
+            ("fairness_policy = paf\nfairshare_interval = 1\n", "fairshare_interval"),
+            ("fairness_policy = paf\nfairshare_enforcement = soft\n", "fairshare_enforcement"),
+        ):
+            with self.subTest(option=option):
+                with self.assertRaises(hpc_conf.ConfigurationError) as raised:
+                    hpc_conf.fairness_settings(self._conf(text))
+                message = str(raised.exception)
+                self.assertTrue(message.startswith(f"[hpc_scheduler] {option}: "), message)
+                self.assertNotIn("\n", message)
