@@ -100,6 +100,8 @@ class RunningRecord:
     placed_at: datetime.datetime | None = dataclasses.field(default=None, compare=False)
     #: The claim the VM was placed under, if any.
     claim_id: str | None = None
+    #: The VM's cores (its flavor's vCPUs), what fair share counts; 0: unknown.
+    cores: int = 0
 
     @property
     def key(self) -> str:
@@ -123,6 +125,8 @@ class Claim:
     app_name: str | None = None
     project_id: str | None = None
     cell_uuid: str | None = None
+    #: Cores of each planned VM, what fair share counts.
+    cores: int = 0
 
     @property
     def key(self) -> str:
@@ -137,6 +141,9 @@ class ClaimView:
     running: list[RunningRecord]
     #: Live claims on the claim's hosts, and every live claim of the application.
     claims: list[Claim]
+    #: Fair share: cores per project and host key on the hosts of ``Database.claim``'s
+    #: ``use_hosts`` (recorded VMs and live claims' planned VMs); None if not asked.
+    use: dict[str, dict[str, int]] | None = None
 
 
 def host_key(host: str, nodename: str | None) -> str:
@@ -169,6 +176,7 @@ _RUNNING_FIELDS = (
     "project_id",
     "created_at",
     "claim_id",
+    "cores",
 )
 _CLAIM_FIELDS = (
     "claim_id",
@@ -183,6 +191,7 @@ _CLAIM_FIELDS = (
     "app_name",
     "project_id",
     "cell_uuid",
+    "cores",
 )
 
 
@@ -356,6 +365,9 @@ def _running_row(vm: RunningRecord) -> dict:
         "request_id": vm.request_id,
         "project_id": vm.project_id,
     }
+    if vm.cores:
+        # 0 is "unknown": a refresh that does not know the cores keeps them.
+        columns["cores"] = vm.cores
     if vm.claim_id is not None:
         columns["claim_id"] = vm.claim_id
     return columns
@@ -502,6 +514,75 @@ def _naive_utc(at: datetime.datetime) -> datetime.datetime:
     if at.tzinfo is None:
         return at
     return at.astimezone(datetime.UTC).replace(tzinfo=None)
+
+
+def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, int]]:
+    """project -> host key -> cores of its recorded VMs and live claims' planned VMs.
+
+    On ``hosts`` (names), or everywhere when None. Claims are read before
+    rows, as in :meth:`Database._claim_view`: a VM moves from its claim to
+    its row, never back. Spare slots are not counted: a rebuild on an
+    alternate replaces a VM that failed, it does not add one.
+    """
+    claims = models.AppClaim.__table__
+    running = models.AppRunning.__table__
+    use: dict[str, dict[str, int]] = {}
+
+    def add(project, host, nodename, cores) -> None:
+        if project is None or not cores:
+            return
+        by_host = use.setdefault(project, {})
+        key = host_key(host, nodename)
+        by_host[key] = by_host.get(key, 0) + int(cores)
+
+    claimed = select(
+        claims.c.project_id,
+        claims.c.host,
+        claims.c.nodename,
+        func.sum(claims.c.vms * claims.c.cores),
+    ).where(claims.c.expires_at >= timeutils.utcnow(), claims.c.vms > 0)
+    recorded = select(
+        running.c.project_id, running.c.host, running.c.nodename, func.sum(running.c.cores)
+    )
+    groups = (
+        (claimed, claims.c.host, (claims.c.project_id, claims.c.host, claims.c.nodename)),
+        (recorded, running.c.host, (running.c.project_id, running.c.host, running.c.nodename)),
+    )
+    for query, host_column, group in groups:
+        if hosts is None:
+            for row in session.execute(query.group_by(*group)):
+                add(*row)
+            continue
+        for chunk in _chunks(sorted(set(hosts))):
+            for row in session.execute(query.where(host_column.in_(chunk)).group_by(*group)):
+                add(*row)
+    return use
+
+
+#: The ``fairshare_lease`` row of the allocator.
+ALLOCATOR_LEASE = "allocator"
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    """The allocator's lease row."""
+
+    holder: str
+    expires_at: datetime.datetime
+    #: When usage was last charged.
+    accounted_at: datetime.datetime | None
+    #: A digest of the inputs of the last allocator run.
+    digest: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """A request refused for its project's entitlement."""
+
+    project: str
+    application: str | None
+    cores: int
+    at: datetime.datetime
 
 
 class Database:
@@ -846,6 +927,8 @@ class Database:
         check: Callable[[ClaimView], str | None],
         *,
         ttl: float,
+        extra_locks: Sequence[str] = (),
+        use_hosts: Sequence[str] | None = None,
     ) -> str | None:
         """Write ``claims`` if ``check`` finds nothing against them; else say why.
 
@@ -855,13 +938,20 @@ class Database:
         schedulers claiming the same host are thereby serialised, and the
         second one sees the first one's claim. ``ttl`` seconds from now the
         claims expire, in case their scheduler never comes back to them.
+
+        Fair share adds the lock of the claim's platform (``extra_locks``,
+        names from :func:`lock_name`) and asks for the cores in use on all
+        of the platform's hosts (``use_hosts``, host names), so that two
+        schedulers never spend one entitlement, or one idle core, twice.
         """
         if not claims:
             return None
         application_id = claims[0].application_id
         hosts = sorted({claim.host for claim in claims})
         names = sorted(
-            {lock_name("host", claim.key) for claim in claims} | {lock_name("app", application_id)}
+            {lock_name("host", claim.key) for claim in claims}
+            | {lock_name("app", application_id)}
+            | set(extra_locks)
         )
         self._ensure_locks(names)
         locks = models.AppLock.__table__
@@ -882,6 +972,8 @@ class Database:
                     .with_for_update()
                 ).all()
             view = self._claim_view(session, hosts, application_id)
+            if use_hosts is not None:
+                view = dataclasses.replace(view, use=_cores_in_use(session, use_hosts))
             reason = check(view)
             if reason is not None:
                 return reason
@@ -1273,3 +1365,142 @@ class Database:
                 (project, platform): value
                 for project, platform, value in sorted(session.execute(query).tuples())
             }
+
+    # -- fair share inside nova-scheduler -----------------------------------
+
+    def cores_in_use(self, hosts: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
+        """project -> host key -> cores recorded or claimed (:func:`_cores_in_use`)."""
+        with self._reader() as session:
+            return _cores_in_use(session, None if hosts is None else list(hosts))
+
+    @_retry_on_deadlock
+    def set_cores(self, cores: Mapping[str, int]) -> int:
+        """Set the cores of recorded VMs by instance (the sweep fills in old rows)."""
+        table = models.AppRunning.__table__
+        changed = 0
+        with self._writer() as session:
+            for uuid, value in sorted(cores.items()):
+                changed += session.execute(
+                    update(table)
+                    .where(table.c.instance_uuid == uuid, table.c.cores != _cores(value))
+                    .values(cores=value)
+                ).rowcount
+        return changed
+
+    @oslo_db_api.wrap_db_retry(
+        max_retries=3,
+        retry_interval=0.05,
+        exception_checker=lambda error: isinstance(error, db_exc.DBDuplicateEntry),
+    )
+    @_retry_on_deadlock
+    def take_lease(self, holder: str, ttl: float, name: str = ALLOCATOR_LEASE) -> Lease | None:
+        """Hold the lease ``name`` for ``ttl`` more seconds; None if another holds it.
+
+        The lease goes to whoever asks once its holder has let it expire: a
+        scheduler worker that died loses it ``ttl`` seconds after its last
+        renewal.
+        """
+        holder = _name(holder, "holder")
+        table = models.FairshareLease
+        now = timeutils.utcnow()
+        expires = now + datetime.timedelta(seconds=ttl)
+        with self._writer() as session:
+            query = select(table).where(table.name == name)
+            if session.get_bind().dialect.name != "sqlite":
+                query = query.with_for_update()
+            row = session.scalars(query).first()
+            if row is None:
+                session.add(table(name=name, holder=holder, expires_at=expires))
+                session.flush()
+                return Lease(holder, expires, None, None)
+            if row.holder != holder and row.expires_at >= now:
+                return None
+            row.holder, row.expires_at = holder, expires
+            return Lease(holder, expires, row.accounted_at, row.digest)
+
+    def lease(self, name: str = ALLOCATOR_LEASE) -> Lease | None:
+        table = models.FairshareLease
+        with self._reader() as session:
+            row = session.get(table, name)
+            if row is None:
+                return None
+            return Lease(row.holder, row.expires_at, row.accounted_at, row.digest)
+
+    @_retry_on_deadlock
+    def release_lease(self, holder: str, name: str = ALLOCATOR_LEASE) -> bool:
+        """Let the lease go at once (a worker that stops); False if ``holder`` did not hold it."""
+        table = models.FairshareLease
+        with self._writer() as session:
+            return bool(
+                session.execute(
+                    update(table)
+                    .where(table.name == name, table.holder == holder)
+                    .values(expires_at=timeutils.utcnow() - datetime.timedelta(seconds=1))
+                ).rowcount
+            )
+
+    @_retry_on_deadlock
+    def mark_lease(
+        self,
+        holder: str,
+        *,
+        accounted_at: datetime.datetime | None = None,
+        digest: str | None = None,
+        name: str = ALLOCATOR_LEASE,
+    ) -> bool:
+        """Record, as the lease's holder, when usage was charged and the inputs' digest.
+
+        False (and nothing written) when ``holder`` no longer holds the lease.
+        """
+        table = models.FairshareLease
+        values: dict = {}
+        if accounted_at is not None:
+            values["accounted_at"] = _naive_utc(accounted_at)
+        if digest is not None:
+            values["digest"] = digest
+        if not values:
+            return True
+        with self._writer() as session:
+            return bool(
+                session.execute(
+                    update(table).where(table.name == name, table.holder == holder).values(**values)
+                ).rowcount
+            )
+
+    @_retry_on_deadlock
+    def forget_digest(self, name: str = ALLOCATOR_LEASE) -> None:
+        """Make the allocator run at its holder's next look (shares or runs changed)."""
+        table = models.FairshareLease
+        with self._writer() as session:
+            session.execute(update(table).where(table.name == name).values(digest=None))
+
+    def record_refusal(self, project: str, application: str | None, cores: int) -> None:
+        """A request of ``project`` was refused for its entitlement."""
+        with self._writer() as session:
+            session.add(
+                models.FairshareRefusal(
+                    project=_project(project),
+                    application=application,
+                    cores=_cores(cores),
+                    created_at=timeutils.utcnow(),
+                )
+            )
+
+    def refusals(self, since: datetime.datetime) -> list[Refusal]:
+        """Refusals for entitlement at or after ``since``, oldest first."""
+        table = models.FairshareRefusal
+        query = (
+            select(table.project, table.application, table.cores, table.created_at)
+            .where(table.created_at >= _naive_utc(since))
+            .order_by(table.created_at, table.id)
+        )
+        with self._reader() as session:
+            return [Refusal(*row) for row in session.execute(query).tuples()]
+
+    @_retry_on_deadlock
+    def prune_refusals(self, before: datetime.datetime) -> int:
+        table = models.FairshareRefusal
+        with self._writer() as session:
+            return session.execute(
+                delete(table).where(table.created_at < _naive_utc(before))
+            ).rowcount

@@ -117,6 +117,8 @@ class AppRunning(TimestampMixin, Base):
     project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     #: The claim this VM was placed under (see :class:`AppClaim`).
     claim_id: Mapped[str | None] = mapped_column(String(UUID_LENGTH))
+    #: The VM's cores (its flavor's vCPUs), what fair share counts.
+    cores: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
 
 
 class AppClaim(TimestampMixin, Base):
@@ -157,6 +159,8 @@ class AppClaim(TimestampMixin, Base):
     cache_score: Mapped[float] = mapped_column(Double, nullable=False)
     project_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    #: Cores of each planned VM, what fair share counts.
+    cores: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
 
 
 class AppLock(Base):
@@ -302,4 +306,33 @@ class FairshareRun(Base):
     runtime_s: Mapped[float] = mapped_column(Double, nullable=False)
     corunners: Mapped[str] = mapped_column(Corunners, nullable=False)
     source: Mapped[str] = mapped_column(String(SOURCE_LENGTH), nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+
+
+class FairshareLease(Base):
+    """The allocator's lease: the one scheduler worker that runs it, until when.
+
+    ``accounted_at`` is when usage was last charged; ``digest`` sums up the
+    inputs of the last run, so that a change of them triggers the next.
+    """
+
+    __tablename__ = "fairshare_lease"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    accounted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    digest: Mapped[str | None] = mapped_column(String(64))
+
+
+class FairshareRefusal(Base):
+    """A request refused for its project's entitlement: demand Nova cannot queue."""
+
+    __tablename__ = "fairshare_refusals"
+    __table_args__ = (Index(None, "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = mapped_column(AppName, nullable=False)
+    application: Mapped[str | None] = mapped_column(AppName)
+    cores: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)

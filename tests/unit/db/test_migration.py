@@ -154,6 +154,34 @@ class MigrationTests:
         self.assertEqual(before, set(sa.inspect(engine).get_table_names()))
         self.assertEqual(["LU"], _profile_names(engine))
 
+    def test_upgrade_from_0007_counts_cores_and_adds_the_lease_and_refusals(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0007")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO app_running (instance_uuid, host, app_class, cache_score, "
+                    "created_at) VALUES ('vm-1', 'h1', 'SyncHPC', 1.0, CURRENT_TIMESTAMP)"
+                )
+            )
+        before = set(sa.inspect(engine).get_table_names())
+        migration.upgrade(engine, "0008")
+        added = {"fairshare_lease", "fairshare_refusals"}
+        self.assertEqual(before | added, set(sa.inspect(engine).get_table_names()))
+        with engine.connect() as connection:
+            self.assertEqual(
+                [0], list(connection.scalars(sa.text("SELECT cores FROM app_running")))
+            )
+        migration.downgrade(engine, "0007")
+        self.assertEqual(before, set(sa.inspect(engine).get_table_names()))
+        for table in ("app_running", "app_claims"):
+            columns = {c["name"] for c in sa.inspect(engine).get_columns(table)}
+            self.assertNotIn("cores", columns)
+        with engine.connect() as connection:
+            self.assertEqual(
+                ["vm-1"], list(connection.scalars(sa.text("SELECT instance_uuid FROM app_running")))
+            )
+
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)
         inspector = sa.inspect(self.database.engine)
