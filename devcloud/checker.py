@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterable, Mapping
 
+from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 
@@ -55,7 +56,14 @@ def host_violations(
     beta: float,
     harmful: frozenset[tuple[str, str]],
     groups: Mapping[str, str],
+    cache_thresholds: bool = True,
 ) -> list[str]:
+    """Every host and request that breaks a rule the plugin enforces.
+
+    ``cache_thresholds``: whether alpha and beta bind; under an
+    interference model they do not, the model judges shared hosts instead
+    (:func:`interference_violations`).
+    """
     found = []
     by_host: dict[str, list[Server]] = {}
     by_request: dict[str, list[Server]] = {}
@@ -69,10 +77,12 @@ def host_violations(
             for tag, a in sorted(requests.items())
         )
         total = sum(s.asked.cache_score for s in here)
-        if total > alpha + EPSILON:
+        if cache_thresholds and total > alpha + EPSILON:
             found.append(f"{host}: cache {total:g} > alpha {alpha:g} [{names}]")
-        if any(a.app_class is AppClass.SYNC_HPC for a in requests.values()) and (
-            total > beta + EPSILON
+        if (
+            cache_thresholds
+            and any(a.app_class is AppClass.SYNC_HPC for a in requests.values())
+            and total > beta + EPSILON
         ):
             found.append(f"{host}: runs SyncHPC, cache {total:g} > beta {beta:g} [{names}]")
         if len(requests) > 1 and any(
@@ -95,6 +105,40 @@ def host_violations(
                 f"{sorted(s.host for s in placed)}"
             )
     return found
+
+
+def interference_violations(
+    servers: Iterable[Server], judge: HostJudge, groups: Mapping[str, str]
+) -> tuple[list[str], int]:
+    """Shared hosts the interference model refuses as they are now, and how
+    many shared hosts were judged.
+
+    ``judge`` is the rule the filter applies
+    (:class:`~hpc_nova_scheduler.interference.rule.ModelRule`): a host is a
+    violation when an application on it is predicted to slow down past the
+    tolerance, or when the model cannot judge a co-runner (no profile, or
+    one without its features), which the filter refuses too. The
+    applications on a host are its requests, each with its VMs there, as
+    the filter groups them; the host's type is its processor group. Servers
+    without an application name are left out: they are plain requests,
+    which the plugin leaves to Nova and never judges.
+    """
+    residents: dict[str, dict[str, list]] = {}
+    for server in servers:
+        if server.asked.app_name is None:
+            continue
+        here = residents.setdefault(server.host, {})
+        entry = here.setdefault(server.asked.tag, [server.asked.app_name, 0])
+        entry[1] += 1
+    shared = sorted(host for host, here in residents.items() if len(here) > 1)
+    hosts = [[(name, vms) for name, vms in residents[host].values()] for host in shared]
+    reasons = judge.refusals(hosts, [groups.get(host) for host in shared])
+    found = []
+    for host, reason in zip(shared, reasons, strict=True):
+        if reason is not None:
+            names = ", ".join(f"{name}:{vms}" for name, vms in residents[host].values())
+            found.append(f"{host} ({groups.get(host, '?')}): {reason} [{names}]")
+    return found, len(shared)
 
 
 def record_mismatches(

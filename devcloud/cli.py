@@ -30,13 +30,17 @@ def cmd_up(args: argparse.Namespace) -> int:
         say=_say,
         keep_on_failure=args.keep_on_failure,
         policy=args.policy,
+        interference_model=args.interference_model,
     )
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     run = control.load_current(args.root)
-    print(f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'})")
+    print(
+        f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'}, "
+        f"interference_model {run.interference_model})"
+    )
     width = max(len(s.name) for s in run.services) if run.services else 10
     stopped = 0
     for name, pid, state, detail in control.status(run):
@@ -91,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("reject", "degrade"),
         default="reject",
         help="[hpc_scheduler] database_failure_policy (default reject)",
+    )
+    up.add_argument(
+        "--interference-model",
+        metavar="NAME",
+        default="cache-score",
+        help="[hpc_scheduler] interference_model: cache-score (default), ivmp, ivmp-base, "
+        "pair-forest, runtime-trees or a stored name (a fitted kind is fitted and stored)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

@@ -131,6 +131,7 @@ def nova_conf(run: Run) -> Path:
             "cache_threshold": ALPHA,
             "sync_cache_threshold": BETA,
             "interference_tolerance": INTERFERENCE_TOLERANCE,
+            "interference_model": run.interference_model,
             # Records of servers the stress deletes converge within this.
             "reconcile_interval": RECONCILE_INTERVAL,
         },

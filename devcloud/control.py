@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from devcloud import SOURCE_TREE, backends, config, operator, services, workload
+from devcloud import SOURCE_TREE, backends, config, models, operator, services, workload
 from devcloud.layout import Run, current, mark_current
 
 Say = Callable[[str], None]
@@ -194,6 +194,7 @@ def up(
     say: Say,
     keep_on_failure: bool = False,
     policy: str = "reject",
+    interference_model: str = "cache-score",
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -204,6 +205,7 @@ def up(
         scheduler_workers=scheduler_workers,
         plugin=plugin,
         policy=policy,
+        interference_model=interference_model,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -216,6 +218,7 @@ def up(
         backends.create_plugin_account(run)
         config.write_all(run)
         _setup_databases(run, say)
+        models.prepare(run, run.interference_model, say)
         _start_services(run, say)
         conn = operator.connect(run)
         _wait_for_computes(run, conn, say)
@@ -285,6 +288,12 @@ def set_policy(run: Run, policy: str, *, say: Say, timeout: float = 120.0) -> No
     """Set ``database_failure_policy``: rewrite nova.conf, restart nova-scheduler."""
     run.policy = policy
     _restart_scheduler(run, f"with database_failure_policy = {policy}", say=say, timeout=timeout)
+
+
+def set_interference_model(run: Run, name: str, *, say: Say, timeout: float = 120.0) -> None:
+    """Set ``interference_model``: rewrite nova.conf, restart nova-scheduler."""
+    run.interference_model = name
+    _restart_scheduler(run, f"with interference_model = {name}", say=say, timeout=timeout)
 
 
 def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:

@@ -55,6 +55,8 @@ class Run:
     hpc_account: tuple[str, str] | None = None
     #: ``[hpc_scheduler] database_failure_policy`` of the schedulers.
     policy: str = "reject"
+    #: ``[hpc_scheduler] interference_model`` of the schedulers.
+    interference_model: str = "cache-score"
 
     @classmethod
     def new(cls, root: Path, **settings) -> Run:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from openstack import exceptions as openstack_exceptions
 
-from devcloud import checker, config, control, faults, operator, workload
+from devcloud import checker, config, control, faults, models, operator, workload
 from devcloud.layout import Run
 from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.core.criteria import InterferenceTable
@@ -90,6 +90,14 @@ def add_arguments(sub, func) -> None:
         choices=("reject", "degrade"),
         default=None,
         help="database_failure_policy of the schedulers (restarts nova-scheduler if it changes)",
+    )
+    parser.add_argument(
+        "--interference-model",
+        metavar="NAME",
+        default=None,
+        help="interference_model of the schedulers: cache-score, ivmp, ivmp-base, "
+        "pair-forest, runtime-trees or a stored name (restarts nova-scheduler if it "
+        "changes; a fitted kind not stored yet is fitted first)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
     parser.add_argument(
@@ -416,15 +424,41 @@ def _records_converge(run: Run, placed, alive: set[str], say: Say) -> list[str]:
         database.dispose()
 
 
+def _use_interference_model(run: Run, name: str | None, say: Say) -> None:
+    """Make the schedulers judge by ``name`` (None: keep the current model).
+
+    The model is made usable first (profiles, and a fitted kind fitted and
+    stored), so that no scheduler runs with a model it cannot apply; the
+    profiles are imported before every load under a predictive model, in
+    case the cloud was set up with older ones.
+    """
+    wanted = run.interference_model if name is None else name
+    models.prepare(run, wanted, say)
+    if wanted != run.interference_model:
+        control.set_interference_model(run, wanted, say=say)
+
+
+def _interference_violations(run: Run, placed, groups, say: Say) -> list[str]:
+    """Shared hosts the interference model refuses as the load left them."""
+    found, shared = checker.interference_violations(placed, models.judge(run), groups)
+    say(
+        f"interference model {run.interference_model}: {shared} shared hosts judged, "
+        f"{len(found)} over the tolerance of {config.INTERFERENCE_TOLERANCE:g}% or unjudgeable"
+    )
+    return found
+
+
 def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if args.plugin is not None and (args.plugin == "on") != run.plugin:
         control.set_plugin(run, args.plugin == "on", say=say)
     if args.policy is not None and args.policy != run.policy:
         control.set_policy(run, args.policy, say=say)
+    _use_interference_model(run, getattr(args, "interference_model", None), say)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     say(
         f"{args.clients} clients for {args.seconds:g} s, plugin "
-        f"{'on' if run.plugin else 'off'}, database_failure_policy {run.policy}, seed {seed}"
+        f"{'on' if run.plugin else 'off'}, database_failure_policy {run.policy}, "
+        f"interference_model {run.interference_model}, seed {seed}"
     )
     admin = operator.connect(run)
     clear(admin, say)
@@ -463,9 +497,17 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         if server.status == "ACTIVE" and asked is not None and server.compute_host:
             placed.append(checker.Server(server.id, server.compute_host, asked))
     groups = {host: group for host, (_, group) in operator.topology(run.computes).items()}
+    predictive = run.plugin and models.is_predictive(run.interference_model)
     violations = checker.host_violations(
-        placed, alpha=config.ALPHA, beta=config.BETA, harmful=_harmful(), groups=groups
+        placed,
+        alpha=config.ALPHA,
+        beta=config.BETA,
+        harmful=_harmful(),
+        groups=groups,
+        cache_thresholds=not predictive,
     )
+    if predictive:
+        violations += _interference_violations(run, placed, groups, say)
     mismatches: list[str] = []
     if run.plugin:
         mismatches = _records_converge(run, placed, {s.id for s in servers}, say)
