@@ -462,8 +462,9 @@ class Generation:
     policy: str
     #: Cores per project, then per platform (only cores > 0 are stored).
     allocation: dict[str, dict[str, int]]
-    #: The second level's node templates, as the allocator wrote them (JSON).
-    templates: dict[str, list]
+    #: What the allocator planned besides entitlements, as it wrote it (JSON):
+    #: the second level's node templates, and the affinities requests follow.
+    templates: dict[str, object]
 
 
 #: The ``app_locks`` row that writers of generations take in turn.
@@ -1226,7 +1227,7 @@ class Database:
         self,
         policy: str,
         allocation: Mapping[str, Mapping[str, int]],
-        templates: Mapping[str, list],
+        templates: Mapping[str, object],
     ) -> int:
         """Store a new generation of entitlements and node templates; its number.
 

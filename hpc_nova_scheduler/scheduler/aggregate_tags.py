@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 #: Seconds a read of the aggregates serves requests in one process.
 REFRESH = 5.0
-KEYS = ("hpc:rack", "hpc:cpu_group")
+KEYS = ("hpc:rack", "hpc:cpu_group", "hpc:platform")
 
 #: host name -> metadata key -> the values its aggregates give it
 Tags = Mapping[str, Mapping[str, frozenset[str]]]

@@ -29,7 +29,7 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import host_view
+from hpc_nova_scheduler.scheduler import fairness, host_view
 from hpc_nova_scheduler.scheduler.corunners import claimed_vms
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
 from hpc_nova_scheduler.scheduler.nova_instances import look_up
@@ -130,11 +130,14 @@ def claim(
     plan: algorithm.Plan,
     spares: tuple[str, ...],
     policy: FailurePolicy,
+    fair: fairness.Choice | None = None,
 ) -> str | None:
     """Claim the plan and its spares; say what conflicts if they cannot be.
 
     Without a database (``database_failure_policy = degrade``) nothing
-    is claimed: the plan stands on what this scheduler alone knows.
+    is claimed: the plan stands on what this scheduler alone knows. With
+    ``fair`` the claim also takes its platform's lock and is refused when
+    the cores in use there leave no room for it (:meth:`fairness.Choice.refusal`).
     """
     database = state.database
     if database is None:
@@ -160,14 +163,24 @@ def claim(
                 cache_score=profile.cache_score,
                 app_name=profile.app_name,
                 project_id=context.project_id,
+                cores=state.vm_cores,
             )
         )
     slots = {**{key: 1 for key in spares}, **adding}
     try:
+
+        def check(view: db_api.ClaimView) -> str | None:
+            reason = context.check(view, plan, slots)
+            if reason is None and fair is not None:
+                reason = fair.refusal(view.use or {})
+            return reason
+
         conflict = database.claim(
             claims,
-            lambda view: context.check(view, plan, slots),
+            check,
             ttl=CONF.hpc_scheduler.claim_timeout,
+            extra_locks=[fair.lock] if fair is not None else (),
+            use_hosts=fair.hosts if fair is not None else None,
         )
     except DATABASE_ERRORS as error:
         state.database = policy.failed(profile, error, database)

@@ -44,6 +44,7 @@ import threading
 from nova import conf as nova_conf
 from nova.scheduler import filters
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import algorithm
@@ -53,7 +54,7 @@ from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.interference import model_registry
-from hpc_nova_scheduler.scheduler import claims, host_view, refusals
+from hpc_nova_scheduler.scheduler import claims, fairness, host_view, refusals
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
 from hpc_nova_scheduler.scheduler.fallback import DatabaseDown, FailurePolicy, FallbackStore
@@ -136,7 +137,11 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._models = ModelCache(self._policy)
         self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
+        self._entitlements = fairness.Entitlements()
+        self._allocator = fairness.Allocator(self._db, self._tags.current)
         report_threshold_problems()
+        # A bad fair-share option is said once, now, rather than at the first request.
+        fairness.settings()
 
     def _db(self) -> db_api.Database:
         group = CONF.hpc_scheduler
@@ -160,6 +165,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             request = Request.from_spec(spec_obj, planning=state is None)
             if state is None:
                 self._sweeper.ensure_started()
+                self._allocator.ensure_started()
                 state = self._start(hosts, request)
                 remember(spec_obj, state)
             _ROUND.settled = state.plan is None and state.refusal is None
@@ -264,6 +270,10 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return state
         if state.database is not None:
             claims.settle(state.database, self._source.nova)
+        fair = self._fair_scope(state, request)
+        # Cores the request adds: fair share counts a VM as its flavor's vCPUs.
+        state.vm_cores = round(demand.vcpus) if demand is not None else 0
+        cores = state.vm_cores * placement.count
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
         reserved = host_view.reservations()
         tags = self._tags.current()
@@ -295,17 +305,39 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                     model, profile, knowledge.vms, state.database
                 )
             context.rule = rule
-            try:
-                plan = algorithm.plan(placement, core_hosts, thresholds, table, rule=rule)
-            except algorithm.NoPlacement as refusal:
-                refusals.refused(placement, core_hosts, thresholds, table, rule, refusal.reason)
+            if fair is None:
+                tries: list = [(core_hosts, None)]
+            else:
+                tries = self._fair_tries(state, request, fair, core_hosts, cores)
+                if not tries:
+                    return state
+            plan = refused = None
+            for hosts_tried, fair_choice in tries:
+                try:
+                    plan = algorithm.plan(placement, hosts_tried, thresholds, table, rule=rule)
+                except algorithm.NoPlacement as refusal:
+                    refused = refused or (hosts_tried, refusal)
+                    continue
+                tried, choice = hosts_tried, fair_choice
+                break
+            if plan is None:
+                tried, refusal = refused
+                refusals.refused(placement, tried, thresholds, table, rule, refusal.reason)
                 state.refusal = refusal.reason
                 return state
-            spares = self._alternates(placement, core_hosts, plan, thresholds, table, rule)
-            refusals.left_out(placement, core_hosts, plan, thresholds, table, rule, spares)
+            if choice is not None:
+                LOG.debug(
+                    "hpc-nova-scheduler: %s on platform %s (%s, %d hosts)",
+                    application_id,
+                    choice.platform,
+                    "borrowed" if choice.borrowed else f"entitled {choice.entitled}",
+                    len(tried),
+                )
+            spares = self._alternates(placement, tried, plan, thresholds, table, rule)
+            refusals.left_out(placement, tried, plan, thresholds, table, rule, spares)
             context.knowledge = knowledge.vms
             context.groups = {host.name: host.cpu_group for host in core_hosts}
-            conflict = claims.claim(state, context, plan, spares, self._policy)
+            conflict = claims.claim(state, context, plan, spares, self._policy, fair=choice)
             if conflict is None and extreme:
                 conflict = claims.check_dedicated(
                     state, context, plan, spares, knowledge, occupied, self._occupancy
@@ -335,6 +367,71 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             f", alternates {list(spares)}" if spares else "",
         )
         return state
+
+    # -- fair share ----------------------------------------------------------
+
+    def _fair_scope(self, state: RequestState, request: Request) -> fairness.InForce | None:
+        """The entitlements the request is held to; None when fair share does not apply.
+
+        It applies to the HPC requests of projects with a share, while a
+        generation less than two intervals old is in force.
+        """
+        options = fairness.settings()
+        if options is None or state.database is None or not request.project_id:
+            return None
+        try:
+            in_force = self._entitlements.current(state.database)
+        except db_api.ERRORS as error:
+            LOG.warning(
+                "hpc-nova-scheduler: cannot read entitlements (%s); fair share skipped", error
+            )
+            return None
+        if in_force is None or request.project_id not in in_force.governed:
+            return None
+        if in_force.stale(options.interval, timeutils.utcnow()):
+            fairness.warn_stale(in_force)
+            return None
+        return in_force
+
+    def _fair_tries(
+        self,
+        state: RequestState,
+        request: Request,
+        in_force: fairness.InForce,
+        core_hosts: list,
+        cores: int,
+    ) -> list:
+        """(hosts, choice) to plan over in turn: each platform the project may
+        use, its template-following hosts first; empty after refusing the request."""
+        options = fairness.settings()
+        project = request.project_id
+        use = state.database.cores_in_use()
+        found = fairness.choices(
+            in_force,
+            in_force.cloud,
+            project,
+            cores,
+            [host.name for host in core_hosts],
+            use,
+            options.enforcement if options is not None else hpc_conf.STRICT,
+        )
+        tries = []
+        for choice in found:
+            on_platform = [host for host in core_hosts if host.name in choice.keys]
+            if choice.preferred:
+                following = [host for host in on_platform if host.name in choice.preferred]
+                if following and len(following) < len(on_platform):
+                    tries.append((following, choice))
+            tries.append((on_platform, choice))
+        if tries:
+            return tries
+        state.refusal = fairness.describe_refusal(in_force, in_force.cloud, project, cores, use)
+        LOG.info("hpc-nova-scheduler: refusing %s: %s", state.application_id, state.refusal)
+        try:
+            state.database.record_refusal(project, state.profile.app_name, cores)
+        except db_api.ERRORS as error:
+            LOG.warning("hpc-nova-scheduler: could not record the refusal: %s", error)
+        return []
 
     @staticmethod
     def _log_hosts(core_hosts) -> None:

@@ -140,6 +140,8 @@ class RequestState:
     #: application that may share them (checked against Placement).
     dedicated: dict[str, Any] = dataclasses.field(default_factory=dict)
     own_vms: frozenset[str] = frozenset()
+    #: Cores of each VM (its flavor's vCPUs), recorded for fair share.
+    vm_cores: int = 0
 
 
 #: The state of every request being scheduled. Nova hands the filter the

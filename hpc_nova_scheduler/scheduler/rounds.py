@@ -154,6 +154,7 @@ class Rounds:
             app_name=profile.app_name,
             request_id=state.application_id,
             project_id=request.project_id,
+            cores=state.vm_cores,
         )
         try:
             if state.claim_id is None:
