@@ -64,12 +64,22 @@ from nova.scheduler import filters as nova_filters  # noqa: E402
 from nova.scheduler import host_manager  # noqa: E402
 from nova.scheduler import weights as nova_weights  # noqa: E402
 
+from hpc_nova_scheduler import conf as hpc_conf  # noqa: E402
 from hpc_nova_scheduler.core.profile import AppClass  # noqa: E402
 from hpc_nova_scheduler.core.records import ProfileRecord  # noqa: E402
 from hpc_nova_scheduler.db import api as db_api  # noqa: E402
+from hpc_nova_scheduler.scheduler import fairness  # noqa: E402
 
 CONF = nova_conf.CONF
 HPC_FILTER = "HpcPlacementFilter"
+#: The project of plain requests: no share, so fair share never governs it.
+PLAIN_PROJECT = "p"
+#: Projects with a share under ``--fairness``, and their share weights.
+SHARES = {"proj-a": 1.0, "proj-b": 1.0, "proj-c": 2.0}
+#: vCPUs of a busy host's VMs (8 used by 4 VMs) and of a request's VMs (the flavor).
+VM_CORES = 2
+#: Processor groups of the cloud under ``--fairness``.
+FAIR_GROUPS = 3
 
 
 class _Aggregate:
@@ -77,12 +87,18 @@ class _Aggregate:
         self.metadata = metadata
 
 
-def host_states(count: int) -> tuple[list, list[db_api.RunningRecord]]:
-    """``count`` hosts in racks of 32, two processor groups; some busy."""
+def host_states(
+    count: int, groups: int = 2, projects: tuple[str, ...] = ()
+) -> tuple[list, list[db_api.RunningRecord]]:
+    """``count`` hosts in racks of 32, ``groups`` processor groups; some busy.
+
+    With ``projects`` the busy hosts' VMs belong to them in turn, host by
+    host, and carry their cores, as fair share counts them.
+    """
     now = datetime.datetime.now(datetime.UTC)
     racks = [_Aggregate({"hpc:rack": f"rack-{r}"}) for r in range((count + 31) // 32)]
-    # Named like the host types of the seeded runtime-trees data.
-    groups = [_Aggregate({"hpc:cpu_group": "T1"}), _Aggregate({"hpc:cpu_group": "T2"})]
+    # Named like the host types of the seeded runtime-trees data (T1, T2).
+    groups_of = [_Aggregate({"hpc:cpu_group": name}) for name in group_names(groups)]
     states, running = [], []
     for i in range(count):
         name = f"host-{i:05d}"
@@ -95,7 +111,7 @@ def host_states(count: int) -> tuple[list, list[db_api.RunningRecord]]:
         state.total_usable_disk_gb, state.free_disk_mb = 1000, (1000 - (80 if busy else 0)) * 1024
         state.cpu_allocation_ratio = state.ram_allocation_ratio = state.disk_allocation_ratio = 1.0
         state.cpu_info = '{"vendor": "Intel", "model": "Skylake"}'
-        state.aggregates = [racks[i // 32], groups[(i // 64) % 2]]
+        state.aggregates = [racks[i // 32], groups_of[(i // 64) % groups]]
         state.service = {
             "disabled": False,
             "last_seen_up": now,
@@ -114,14 +130,25 @@ def host_states(count: int) -> tuple[list, list[db_api.RunningRecord]]:
                 state.instances[vm] = None
                 running.append(
                     db_api.RunningRecord(
-                        vm, name, AppClass.ASYNC_HPC, 5.0, "EP.B", request_id=f"app-{i}"
+                        vm,
+                        name,
+                        AppClass.ASYNC_HPC,
+                        5.0,
+                        "EP.B",
+                        request_id=f"app-{i}",
+                        project_id=projects[(i // 4) % len(projects)] if projects else None,
+                        cores=VM_CORES if projects else 0,
                     )
                 )
         states.append(state)
     return states, running
 
 
-def request_spec(vms: int, hpc: bool) -> objects.RequestSpec:
+def group_names(groups: int) -> list[str]:
+    return [f"T{n}" for n in range(1, groups + 1)]
+
+
+def request_spec(vms: int, hpc: bool, project: str = PLAIN_PROJECT) -> objects.RequestSpec:
     specs = (
         {"hpc:app_class": "SyncHPC", "hpc:cache_score": "8", "hpc:app_name": "LU.C"} if hpc else {}
     )
@@ -141,7 +168,7 @@ def request_spec(vms: int, hpc: bool) -> objects.RequestSpec:
         image=objects.ImageMeta.from_dict({}),
         instance_group=None,
         scheduler_hints={},
-        project_id="p",
+        project_id=project,
         user_id="u",
         instance_uuid=str(uuid.uuid4()),
         force_hosts=None,
@@ -154,6 +181,87 @@ def request_spec(vms: int, hpc: bool) -> objects.RequestSpec:
         availability_zone=None,
         is_bfv=False,
     )
+
+
+class Fair:
+    """Fair share as ``--fairness`` sets it up: shares, demand, runs and a generation.
+
+    The projects of :data:`SHARES` get a share, each declares as much
+    demand as the cloud holds, and run times of the request's application
+    (LU.C) and the busy hosts' (EP.B) differ by platform, so that affinity
+    orders the platforms. The busy hosts' VMs are recorded with their
+    projects and cores. One allocator run over a cloud built from the
+    benchmark's hosts writes the generation in force; the benchmark then
+    holds the allocator's lease, as another scheduler worker would, so the
+    filter's own allocator thread only ever finds it taken.
+    """
+
+    def __init__(self, policy: str, groups: int = FAIR_GROUPS) -> None:
+        self.policy = policy
+        self.groups = groups
+        self.projects = tuple(SHARES)
+
+    def switch(self, on: bool) -> None:
+        CONF.set_override(
+            "fairness_policy", self.policy if on else hpc_conf.NO_FAIRNESS, group="hpc_scheduler"
+        )
+
+    def set_up(self, database: db_api.Database, count: int) -> fairness.Outcome:
+        from hpc_nova_scheduler.fairshare.runs import TaskRun
+
+        # Far longer than any run here: the generation never goes stale.
+        CONF.set_override("fairshare_interval", 24 * 3600, group="hpc_scheduler")
+        self.switch(True)
+        names = group_names(self.groups)
+        runs = [
+            TaskRun(application, platform, base * (1.0 + 0.25 * ((n + shift) % len(names))))
+            for application, base, shift in (("LU.C", 400.0, 0), ("EP.B", 100.0, 1))
+            for n, platform in enumerate(names)
+        ]
+        database.import_runs(runs)
+        for project, weight in SHARES.items():
+            database.set_share(project, weight)
+            database.set_demand(project, count * 32)
+        states, _ = host_states(count, self.groups)
+        nodes = [fairness.Node(hs.host, hs.nodename, hs.vcpus_total, hs.cpu_info) for hs in states]
+        tags: dict[str, dict[str, set[str]]] = {}
+        for hs in states:
+            for aggregate in hs.aggregates:
+                for key, value in aggregate.metadata.items():
+                    tags.setdefault(hs.host, {}).setdefault(key, set()).add(value)
+        cloud = fairness.build_cloud(nodes, tags)
+        outcome = fairness.allocate(database, fairness.settings(), cloud, write=True)
+        if database.take_lease("scheduler-overhead", 24 * 3600) is None:
+            raise RuntimeError("the allocator's lease is taken")
+        return outcome
+
+    @staticmethod
+    def platform_locks(database: db_api.Database) -> int:
+        """How often platforms' locks were taken: SQLite's claims bump their generation."""
+        from sqlalchemy import func, select
+
+        from hpc_nova_scheduler.db import models
+
+        locks = models.AppLock.__table__
+        query = select(func.coalesce(func.sum(locks.c.generation), 0)).where(
+            locks.c.name.like("platform:%")
+        )
+        with database.engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def check(self, database: db_api.Database, fair_path: bool, locked: int) -> None:
+        """The run took the fair path exactly when it should, and was refused nothing."""
+        taken = self.platform_locks(database) > locked
+        if taken != fair_path:
+            raise RuntimeError(
+                "fair share "
+                + ("did not run" if fair_path else "ran")
+                + " for a request it "
+                + ("governs" if fair_path else "does not govern")
+            )
+        since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
+        if database.refusals(since):
+            raise RuntimeError("a request was refused for its entitlement")
 
 
 class Pipeline:
@@ -287,20 +395,36 @@ def measure(
     repeat: int,
     database: db_api.Database,
     base: set[str],
+    fair: Fair | None = None,
 ) -> dict[str, float]:
+    """Medians of each pipeline's CPU seconds per request, and of the pairs' ratios.
+
+    With ``fair`` the pipeline named ``fair`` is the plugin with fair share
+    on, ``plugin`` the same plugin with it off; HPC requests come from the
+    projects with a share in turn, and each fair run is checked to have
+    claimed under its platform's lock (the fair path) and to be refused
+    nothing. ``extra`` is then the median of fair - plugin over the runs.
+    """
     times: dict[str, list[float]] = {name: [] for name in pipelines}
     order = list(pipelines.items())
+    groups = fair.groups if fair is not None else 2
     for run in range(repeat):
+        project = fair.projects[run % len(fair.projects)] if fair and hpc else PLAIN_PROJECT
         # ABBA order: the second run of a pair pays for the first one's
         # garbage and memory layout, so each pipeline takes each place.
         for name, pipeline in order if run % 2 == 0 else reversed(order):
-            states, _ = host_states(count)
-            spec = request_spec(vms, hpc)
+            states, _ = host_states(count, groups)
+            spec = request_spec(vms, hpc, project)
+            if fair is not None:
+                fair.switch(name == "fair")
+                locked = fair.platform_locks(database)
             gc.collect()
             started = time.process_time()
             placed = pipeline.schedule(states, spec)
             times[name].append(time.process_time() - started)
             assert len(placed) == vms
+            if fair is not None:
+                fair.check(database, name == "fair" and hpc, locked)
             # The plugin records what it placed; those VMs do not exist in
             # the next run's fresh host states.
             database.forget_running(
@@ -314,6 +438,14 @@ def measure(
         plugin / baseline
         for plugin, baseline in zip(times["plugin"], times["baseline"], strict=True)
     )
+    if "fair" in times:
+        medians["fair ratio"] = statistics.median(
+            plugin / baseline
+            for plugin, baseline in zip(times["fair"], times["baseline"], strict=True)
+        )
+        medians["extra"] = statistics.median(
+            on - off for on, off in zip(times["fair"], times["plugin"], strict=True)
+        )
     return medians
 
 
@@ -423,8 +555,18 @@ def main() -> int:
         help="[hpc_scheduler] interference_model: cache-score (default), ivmp, ivmp-base, "
         "pair-forest or runtime-trees",
     )
+    parser.add_argument(
+        "--fairness",
+        metavar="POLICY",
+        choices=[p for p in hpc_conf.FAIRNESS_POLICIES],
+        help="[hpc_scheduler] fairness_policy for a third pipeline, the plugin with fair "
+        "share on: equal, paf, aaf or pa-rr (default: off)",
+    )
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.fairness and (args.instructions or args.one):
+        print("--fairness: not supported with --instructions", file=sys.stderr)
+        return 2
     if args.one:
         name, count, vms, kind = args.one
         run_one(name, int(count), int(vms), kind == "hpc", args.repeat, args.model)
@@ -438,18 +580,35 @@ def main() -> int:
         database = db_api.Database(url)
         database.sync()
         configure(url, args.model)
-        _, running = host_states(max(sizes))
+        fair = Fair(args.fairness) if args.fairness else None
+        groups = fair.groups if fair is not None else 2
+        _, running = host_states(max(sizes), groups, fair.projects if fair is not None else ())
         database.record_running(running)
         database.import_profiles(profiles())
         store_fitted(database, args.model)
         print(f"interference model: {args.model}")
         pipelines = {"baseline": Pipeline(False), "plugin": Pipeline(True)}
+        if fair is not None:
+            outcome = fair.set_up(database, max(sizes))
+            pipelines["fair"] = Pipeline(True)
+            print(
+                f"fair share: {args.fairness} (generation {outcome.generation}, "
+                f"{groups} processor groups); HPC requests from {', '.join(fair.projects)} "
+                f"(shares), plain ones from {PLAIN_PROJECT} (no share); entitlements: "
+                + "; ".join(
+                    f"{project} "
+                    + ", ".join(f"{p} {c}" for p, c in sorted(outcome.allocation[project].items()))
+                    for project in fair.projects
+                )
+            )
         print(
             f"{'hosts':>7} {'VMs':>4} {'request':>8} {'baseline s':>11} {'plugin s':>9} "
             f"{'ratio':>6} {'plugin us/host':>15}"
         )
         per_host: dict[tuple[int, bool], list[float]] = {}
         baseline_per_host: dict[tuple[int, bool], list[float]] = {}
+        #: (hosts, VMs, HPC) -> fair share's extra ms per request, and fair / baseline
+        fair_figures: dict[tuple[int, int, bool], tuple[float, float]] = {}
         for count in sizes:
             for vms in vm_counts:
                 for hpc in (True, False):
@@ -461,6 +620,7 @@ def main() -> int:
                         args.repeat,
                         database,
                         {vm.instance_uuid for vm in running},
+                        fair,
                     )
                     ratio = medians["ratio"]
                     cost = medians["plugin"] / count * 1e6
@@ -474,6 +634,15 @@ def main() -> int:
                         f"{ratio:>6.3f} {cost:>15.2f}",
                         flush=True,
                     )
+                    if fair is not None:
+                        extra_ms = medians["extra"] * 1e3
+                        fair_figures[(count, vms, hpc)] = (extra_ms, medians["fair ratio"])
+                        print(
+                            f"{'':>21} with {args.fairness}: plugin {medians['fair']:.4f} s, "
+                            f"ratio {medians['fair ratio']:.3f}, "
+                            f"{extra_ms:+.2f} ms per request over fairness none",
+                            flush=True,
+                        )
         database.dispose()
         if len(sizes) > 1:
             print(
@@ -482,6 +651,17 @@ def main() -> int:
             for (vms, hpc), costs in per_host.items():
                 print(
                     f"  {vms:>2} VMs {'SyncHPC' if hpc else 'plain':>8}: {costs[-1] / costs[0]:.2f}"
+                )
+        if fair is not None:
+            print(f"\nfair share ({args.fairness}):")
+            for count in sizes:
+                mine = [(hpc, f) for (c, _, hpc), f in fair_figures.items() if c == count]
+                extra = max(figures[0] for hpc, figures in mine if hpc)
+                plain = max(figures[1] for hpc, figures in mine if not hpc)
+                print(
+                    f"  {count} hosts: extra per HPC request of a project with a share, at most "
+                    f"{extra:.2f} ms (target <= 5 ms); plain requests of a project without a "
+                    f"share, ratio plugin / baseline at most {plain:.3f} (target <= 1.05)"
                 )
     return 0
 
