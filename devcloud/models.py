@@ -106,7 +106,9 @@ def prepare(run: Run, name: str, say: Say) -> None:
         str(profiles_file),
         str(dataset),
     )
-    for line in output.strip().splitlines()[:3]:
+    # Its lines, not its table of errors per family.
+    lines = [line for line in output.splitlines() if line and line[0] not in "+|"]
+    for line in lines[:3]:
         say(f"  {line}")
 
 

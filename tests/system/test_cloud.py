@@ -5,7 +5,8 @@ local MariaDB and RabbitMQ, with ``database_failure_policy = degrade``; the
 stress boots and deletes requests of every class for about a minute while
 the plugin's database refuses connections for 20 s and then one
 nova-scheduler worker is killed with SIGKILL, and checks every invariant and
-the plugin's records against Nova.
+the plugin's records against Nova. A short stress under the stored
+``pair-forest`` model follows on the same cloud.
 ``down`` must leave no process, database or virtual host behind. Without
 MariaDB or RabbitMQ the test skips, except where CI (or
 ``HPC_REQUIRE_DB_BACKENDS``) is set: there it fails.
@@ -52,6 +53,34 @@ def _missing_backend() -> str | None:
 
 
 class TestCloudStress(testtools.TestCase):
+    def _stress_under_a_stored_model(self, run) -> None:
+        """A short stress with ``--interference-model pair-forest``: the forest
+        is fitted and stored, nova-scheduler restarted to use it, and no shared
+        host is left with a predicted slowdown past the tolerance."""
+        args = argparse.Namespace(
+            seconds=15.0,
+            clients=4,
+            plugin=None,
+            policy=None,
+            interference_model="pair-forest",
+            seed=20261123,
+            fault=[],
+            keep_servers=False,
+        )
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = stress.main(run, args, say=self.say)
+        report = out.getvalue() + "\n".join(self.log)
+        found = LAST_LINE.match(out.getvalue().strip().splitlines()[-1])
+        self.assertIsNotNone(found, report)
+        requests, _, violations, mismatches, _ = map(int, found.groups())
+        self.assertGreater(requests, 0, report)
+        self.assertEqual((0, 0, 0), (violations, mismatches, code), report)
+        self.assertEqual("pair-forest", run.interference_model)
+        self.assertTrue(
+            any(line.startswith("interference model pair-forest: ") for line in self.log), report
+        )
+
     def setUp(self) -> None:
         super().setUp()
         reason = _missing_backend()
@@ -105,6 +134,7 @@ class TestCloudStress(testtools.TestCase):
                 self.assertTrue(any(f"fault {fault} from" in line for line in self.log), report)
             handed = (Path(run.folder) / "logs" / "nova-scheduler.log").read_text(errors="replace")
             self.assertIn("the plugin database answers again; handed over", handed, report)
+            self._stress_under_a_stored_model(run)
         finally:
             databases, vhost, account = list(run.databases), run.vhost, run.hpc_account
             control.down(run, say=self.say)
