@@ -8,7 +8,8 @@ read: numbers are unrounded, keys in the order of the file.
 
 ``fairshare simulate`` lives in :mod:`.fairshare_simulate`; ``fairshare share``,
 ``demand`` and ``runs`` (the data in the plugin database) in
-:mod:`.fairshare_data`.
+:mod:`.fairshare_data`; ``allocate``, ``show`` and ``report`` (fair share in
+the live cloud) in :mod:`.fairshare_live`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import csv
 import json
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common, fairshare_data, fairshare_simulate
+from hpc_nova_scheduler.cmd import common, fairshare_data, fairshare_live, fairshare_simulate
 
 #: Metric key, its heading, and how tables print it (JSON and CSV never round).
 METRICS = (
@@ -104,3 +105,4 @@ def add_parser(sub) -> None:
     affinity.set_defaults(func=cmd_affinity)
     fairshare_simulate.add_parser(actions)
     fairshare_data.add_parser(actions)
+    fairshare_live.add_parser(actions)

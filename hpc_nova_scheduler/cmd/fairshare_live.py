@@ -1,0 +1,653 @@
+"""``hpc-nova-scheduler fairshare allocate | show | report``: fair share in the live cloud.
+
+``allocate`` runs seed 002's two levels once, from the plugin database
+(shares, demand, runs, recorded VMs, refusals, decayed usage) and Nova's
+compute nodes and aggregates, prints the entitlements per project and
+platform and the node templates, and writes them as a new generation
+unless ``--dry-run``. It is what the allocator inside nova-scheduler does
+at every ``fairshare_interval``, except that it never charges usage: only
+the lease's holder does, so that no second is charged twice.
+
+``show`` is the tenant's view, what Slurm's ``sshare`` shows: per project
+and platform the entitlement of the latest generation, the cores in use,
+the decayed usage, the affinity and the relative throughput. ``report``
+is the operator's: how fairly the cores in use serve the projects now
+(Jain's index of their normalised throughput) and how well they fit the
+platforms (an efficiency estimate). Both read the generation's stored
+platforms, so neither needs Nova.
+
+Nova is imported only by ``allocate``'s default source of compute nodes,
+and by :mod:`~hpc_nova_scheduler.scheduler.fairness` (imported when a
+command runs), so that ``--help`` and the other commands run without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import logging
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from oslo_utils import timeutils
+
+from hpc_nova_scheduler import atomicfile, strictjson
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.cmd import common
+
+if TYPE_CHECKING:
+    from hpc_nova_scheduler.db import api as db_api
+    from hpc_nova_scheduler.fairshare import entitlements as live
+    from hpc_nova_scheduler.scheduler import fairness
+
+#: Where ``allocate`` gets the compute nodes and their aggregates' ``hpc:``
+#: tags (host -> key -> values) from: Nova by default, a list in tests.
+CloudSource = Callable[[argparse.Namespace], "tuple[Sequence[fairness.Node], Mapping | None]"]
+
+
+def _fairness():
+    """:mod:`~hpc_nova_scheduler.scheduler.fairness`, imported without Nova's chatter.
+
+    It imports Nova, and Nova loads oslo.service's eventlet backend, which
+    logs at INFO where the command's oslo.log writes (standard output, where
+    it would break ``--format json``) and warns that eventlet is deprecated.
+    Neither concerns the reader of a fair-share table.
+    """
+    logging.getLogger("oslo_service.backend").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+        from hpc_nova_scheduler.scheduler import fairness
+    return fairness
+
+
+# -- options -----------------------------------------------------------------
+
+
+def _settings(conf, policy: str | None = None) -> hpc_conf.FairnessSettings | None:
+    """The command's fair-share options, ``policy`` overriding ``fairness_policy``."""
+    if policy is not None:
+        conf.set_override("fairness_policy", policy, group=hpc_conf.GROUP_NAME)
+    try:
+        return hpc_conf.fairness_settings(conf)
+    except hpc_conf.ConfigurationError as error:
+        raise common.CommandError(str(error)) from None
+
+
+def _interval(conf) -> tuple[int, str]:
+    """``fairshare_interval`` and ``fairness_policy``, also when fair share is off."""
+    found = _settings(conf)
+    if found is not None:
+        return found.interval, found.policy
+    # fairness_settings read (and checked) every option before it saw 'none'.
+    return conf[hpc_conf.GROUP_NAME].fairshare_interval, hpc_conf.NO_FAIRNESS
+
+
+# -- allocate ------------------------------------------------------------------
+
+
+def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:
+    """Every host's ``hpc:`` aggregate metadata, as the scheduler reads it.
+
+    The same reading as :class:`~hpc_nova_scheduler.scheduler.aggregate_tags.AggregateTags`,
+    which falls back to the scheduler's cache on failure; a command has no
+    cache, so a failure here is the command's error.
+    """
+    from hpc_nova_scheduler.scheduler import aggregate_tags
+
+    tags: dict[str, dict[str, set[str]]] = {}
+    for aggregate in aggregates:
+        metadata = aggregate.metadata or {}
+        for key in aggregate_tags.KEYS:
+            value = metadata.get(key)
+            if isinstance(value, str) and value.strip():
+                for host in aggregate.hosts or []:
+                    tags.setdefault(host, {}).setdefault(key, set()).add(value.strip())
+    return {
+        host: {key: frozenset(values) for key, values in by_key.items()}
+        for host, by_key in tags.items()
+    }
+
+
+def read_nova() -> tuple[list[fairness.Node], dict]:
+    """The compute nodes of every cell and the aggregates' tags, with Nova configured."""
+    from nova import context as nova_context
+    from nova import objects
+
+    fairness = _fairness()
+
+    aggregates = objects.AggregateList.get_all(nova_context.get_admin_context())
+    return fairness.nova_nodes(), tags_of(aggregates)
+
+
+def nova_source(args: argparse.Namespace) -> tuple[list[fairness.Node], dict]:
+    """:func:`read_nova` after loading Nova's configuration from the command's files."""
+    from nova import exception as nova_exception
+    from oslo_db import exception as db_exc
+    from sqlalchemy import exc as sa_exc
+
+    from hpc_nova_scheduler.cmd import reconcile
+
+    try:
+        reconcile._load_nova(args)
+        return read_nova()
+    except (
+        db_exc.CantStartEngineError,
+        db_exc.DBError,
+        sa_exc.SQLAlchemyError,
+        nova_exception.NovaException,
+    ) as error:
+        raise common.CommandError(
+            f"cannot read Nova's compute nodes and aggregates ({common._cause(error)}); "
+            "pass nova-scheduler's nova.conf with --config-file"
+        ) from None
+
+
+def allocate_handler(source: CloudSource = nova_source) -> common.Handler:
+    """The ``fairshare allocate`` command, reading compute nodes from ``source``."""
+
+    def handler(args: argparse.Namespace, out: TextIO) -> int:
+        return _allocate(args, out, source)
+
+    return handler
+
+
+def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int:
+    from hpc_nova_scheduler.core.sharing import SharingError
+
+    fairness = _fairness()
+
+    options = _settings(args.conf, args.policy)
+    if options is None:
+        raise common.CommandError(
+            f"fair share is off ([{hpc_conf.GROUP_NAME}] fairness_policy = none); set it, "
+            "or pass --policy equal|paf|aaf|pa-rr for a trial"
+        )
+    database = common.database(args)
+    try:
+        if not database.shares():
+            raise common.CommandError(
+                f"no project has a share; set one with '{common.PROG} fairshare share set "
+                "PROJECT WEIGHT'"
+            )
+        nodes, tags = source(args)
+        try:
+            cloud = fairness.build_cloud(nodes, tags)
+            outcome = fairness.allocate(database, options, cloud, write=not args.dry_run)
+        except (fairness.FairshareError, SharingError) as error:
+            raise common.CommandError(f"cannot allocate: {error}; nothing written") from None
+    finally:
+        database.dispose()
+    if args.format == "json":
+        strictjson.dump(_allocation_json(options, outcome, args.dry_run), out, indent=2)
+        out.write("\n")
+        return 0
+    _allocation_tables(outcome, out)
+    if args.dry_run:
+        out.write(f"policy {options.policy}: nothing written (--dry-run)\n")
+    else:
+        out.write(f"policy {options.policy}: generation {outcome.generation} written\n")
+    return 0
+
+
+def _allocation_json(options, outcome, dry_run: bool) -> dict:
+    return {
+        "policy": options.policy,
+        "generation": outcome.generation,
+        "dry_run": dry_run,
+        "platforms": {
+            p.name: {"nodes": p.nodes, "cores_per_node": p.cores_per_node, "cores": p.cores}
+            for p in outcome.inputs.cloud.platforms
+        },
+        "demand": {p.name: p.demand for p in outcome.inputs.projects},
+        "allocation": outcome.allocation,
+        "affinity": outcome.affinity,
+        "templates": outcome.templates,
+    }
+
+
+def _allocation_tables(outcome, out: TextIO) -> None:
+    platforms = [p.name for p in outcome.inputs.cloud.platforms]
+    rows = []
+    for project in outcome.inputs.projects:
+        cores = outcome.allocation.get(project.name, {})
+        rows.append(
+            (
+                project.name,
+                f"{project.weight:g}",
+                project.demand,
+                *(cores.get(name, 0) for name in platforms),
+                sum(cores.values()),
+            )
+        )
+    out.write("entitlements (cores)\n")
+    common.table(("project", "weight", "demand", *platforms, "total"), rows, out)
+    out.write("node templates\n")
+    template_rows = [
+        (
+            platform,
+            " + ".join(f"{name}:{cores}" for name, cores in template["slots"]) or "(empty)",
+            template["nodes"],
+        )
+        for platform in platforms
+        for template in outcome.templates.get(platform, [])
+    ]
+    common.table(("platform", "cores per project on a node", "nodes"), template_rows, out)
+
+
+# -- what show and report read -----------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Live:
+    """The latest generation and the cloud's use now, as show and report read them."""
+
+    generation: db_api.Generation
+    cloud: fairness.Cloud
+    policy: str
+    interval: int
+    age_s: float
+    shares: dict[str, float]
+    projects: dict[str, live.ProjectView]
+    #: project -> platform -> cores recorded or claimed now.
+    in_use: dict[str, dict[str, int]]
+    #: project -> cores on hosts the generation does not know.
+    elsewhere: dict[str, int]
+    #: project -> platform -> solo run time (measured pairs only).
+    solo: dict[str, dict[str, float]]
+    usage: dict[tuple[str, str], float]
+
+    @property
+    def stale(self) -> bool:
+        return self.age_s > 2 * self.interval
+
+    @property
+    def platforms(self) -> list[str]:
+        return [p.name for p in self.cloud.platforms]
+
+    def speed(self, project: str, platform: str) -> float | None:
+        """The project's throughput on ``platform`` over its best platform's; None unmeasured."""
+        solo = self.solo.get(project, {})
+        if platform not in solo:
+            return None
+        return min(solo.values()) / solo[platform]
+
+    def best_equivalent(self, project: str) -> float:
+        """Cores in use, each counted at its relative speed (unmeasured: 1, as usage is)."""
+        return sum(
+            cores * (self.speed(project, platform) or 1.0)
+            for platform, cores in self.in_use.get(project, {}).items()
+        )
+
+    def generation_json(self) -> dict:
+        return {
+            "number": self.generation.number,
+            "policy": self.generation.policy,
+            "created_at": self.generation.created_at.isoformat(),
+            "age_s": self.age_s,
+            "stale": self.stale,
+            "fairness_policy": self.policy,
+            "fairshare_interval": self.interval,
+        }
+
+
+def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
+    from hpc_nova_scheduler.fairshare import entitlements as live
+
+    fairness = _fairness()
+
+    interval, policy = _interval(args.conf)
+    database = common.database(args)
+    try:
+        shares = database.shares()
+        if project is not None and project not in shares:
+            raise common.CommandError(
+                f"--project {project}: no such project has a share "
+                f"(see '{common.PROG} fairshare share list')"
+            )
+        generation = database.latest_generation()
+        if generation is None:
+            raise common.CommandError(
+                f"no fair-share generation yet: the allocator has not run; run "
+                f"'{common.PROG} fairshare allocate' or set [{hpc_conf.GROUP_NAME}] "
+                "fairness_policy"
+            )
+        stored = generation.templates if isinstance(generation.templates, Mapping) else {}
+        cloud = fairness.cloud_from_json(stored.get("cloud", {"platforms": [], "hosts": {}}))
+        now = timeutils.utcnow()
+        inputs = fairness.read_inputs(database, cloud, interval, now)
+        use = database.cores_in_use()
+        usage = database.usage()
+    finally:
+        database.dispose()
+    in_use: dict[str, dict[str, int]] = collections.defaultdict(dict)
+    elsewhere: dict[str, int] = collections.Counter()
+    for name, by_key in use.items():
+        if name not in shares:
+            continue
+        for key, cores in by_key.items():
+            platform = cloud.platform_of.get(key)
+            if platform is None:
+                elsewhere[name] += cores
+            else:
+                in_use[name][platform] = in_use[name].get(platform, 0) + cores
+    return Live(
+        generation=generation,
+        cloud=cloud,
+        policy=policy,
+        interval=interval,
+        age_s=max((now - generation.created_at).total_seconds(), 0.0),
+        shares=shares,
+        projects={p.name: p for p in inputs.projects},
+        in_use=dict(in_use),
+        elsewhere=dict(elsewhere),
+        solo=live.solo_times(inputs.projects, cloud.platforms, inputs.runs),
+        usage=usage,
+    )
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def _header(found: Live, out: TextIO, err: TextIO) -> None:
+    state = "STALE, not enforced" if found.stale else "in force"
+    if found.policy == hpc_conf.NO_FAIRNESS:
+        state = "not enforced: fairness_policy = none"
+    out.write(
+        f"generation {found.generation.number} ({found.generation.policy}), written "
+        f"{_age(found.age_s)} ago at {found.generation.created_at:%Y-%m-%d %H:%M:%S} UTC: "
+        f"{state} (stale after 2 x fairshare_interval = {2 * found.interval} s)\n"
+    )
+    _warn_elsewhere(found, err)
+
+
+def _warn_elsewhere(found: Live, err: TextIO) -> None:
+    lost = sum(found.elsewhere.values())
+    if lost:
+        err.write(
+            f"{common.PROG}: warning: {lost} cores in use on hosts that generation "
+            f"{found.generation.number} does not know are left out; run "
+            f"'{common.PROG} fairshare allocate'\n"
+        )
+
+
+def _number(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
+
+
+# -- show --------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    found = _read_live(args, args.project)
+    affinity = found.generation.templates.get("affinity", {})
+    names = [args.project] if args.project else sorted(found.shares)
+    projects = {}
+    for name in names:
+        view = found.projects.get(name)
+        platforms = {}
+        for platform in found.platforms:
+            platforms[platform] = {
+                "entitled": found.generation.allocation.get(name, {}).get(platform, 0),
+                "in_use": found.in_use.get(name, {}).get(platform, 0),
+                "usage_core_seconds": found.usage.get((name, platform), 0.0),
+                "affinity": affinity.get(name, {}).get(platform),
+                "relative_throughput": found.speed(name, platform),
+            }
+        projects[name] = {
+            "weight": found.shares[name],
+            "application": view.application if view else None,
+            "demand": view.demand if view else 0,
+            "platforms": platforms,
+        }
+    if args.format == "json":
+        strictjson.dump(
+            {"generation": found.generation_json(), "projects": projects}, out, indent=2
+        )
+        out.write("\n")
+        _warn_elsewhere(found, args.err)
+        return 0
+    _header(found, out, args.err)
+    rows = []
+    for name, project in projects.items():
+        for platform, values in project["platforms"].items():
+            rows.append(
+                (
+                    name,
+                    f"{project['weight']:g}",
+                    project["application"] or "-",
+                    platform,
+                    values["entitled"],
+                    values["in_use"],
+                    f"{values['usage_core_seconds'] / 3600:.2f}",
+                    _number(values["affinity"], "{:.3f}"),
+                    _number(values["relative_throughput"], "{:.2f}"),
+                )
+            )
+    common.table(
+        (
+            "project",
+            "weight",
+            "application",
+            "platform",
+            "entitled",
+            "in use",
+            "usage (core-h)",
+            "affinity",
+            "rel. throughput",
+        ),
+        rows,
+        out,
+    )
+    return 0
+
+
+# -- report ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Fairness:
+    """Live fairness over the projects with a share."""
+
+    #: project -> weight, cores in use, best-equivalent cores, normalised share
+    projects: dict[str, dict[str, float]]
+    #: The projects Jain's index counts: those asking for cores.
+    counted: tuple[str, ...]
+    jain: float | None
+    efficiency: float | None
+
+
+def fairness_of(found: Live) -> Fairness:
+    """Normalised throughput share per project, Jain's index, and the efficiency estimate.
+
+    A project's share is its best-equivalent cores in use over its weight.
+    Jain's index counts the projects that ask for cores (demand, or cores in
+    use): one asking for nothing is not wronged by getting nothing. The
+    efficiency is best-equivalent cores over cores in use, over the
+    projects with a share: 1 when every core runs its project's
+    application on its fastest platform.
+    """
+    projects: dict[str, dict[str, float]] = {}
+    for name, weight in sorted(found.shares.items()):
+        cores = sum(found.in_use.get(name, {}).values())
+        best = found.best_equivalent(name)
+        view = found.projects.get(name)
+        projects[name] = {
+            "weight": weight,
+            "demand": view.demand if view else 0,
+            "cores_in_use": cores,
+            "best_equivalent_cores": best,
+            "normalised_throughput_share": best / weight,
+        }
+    counted = tuple(
+        name for name, p in projects.items() if p["demand"] > 0 or p["cores_in_use"] > 0
+    )
+    values = [projects[name]["normalised_throughput_share"] for name in counted]
+    jain = None
+    if values and any(v > 0 for v in values):
+        from hpc_nova_scheduler.fairshare import evaluation
+
+        jain = evaluation.jain(values)
+    total = sum(p["cores_in_use"] for p in projects.values())
+    efficiency = (
+        sum(p["best_equivalent_cores"] for p in projects.values()) / total if total else None
+    )
+    return Fairness(projects, counted, jain, efficiency)
+
+
+def _draw(path: str, result: Fairness, found: Live) -> None:
+    """A bar per project: its normalised throughput share; written whole or not at all."""
+    import matplotlib
+
+    # Its first run logs at INFO that it built its font cache: not the reader's concern.
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    names = list(result.projects)
+    values = [result.projects[n]["normalised_throughput_share"] for n in names]
+    figure, axis = pyplot.subplots(figsize=(max(4.0, 0.8 * len(names) + 2), 3.5))
+    colours = ["tab:blue" if n in result.counted else "tab:gray" for n in names]
+    axis.bar(names, values, color=colours)
+    axis.set_ylabel("best-equivalent cores / weight")
+    jain = "-" if result.jain is None else f"{result.jain:.3f}"
+    efficiency = "-" if result.efficiency is None else f"{result.efficiency:.3f}"
+    axis.set_title(
+        f"generation {found.generation.number}: Jain {jain}, efficiency {efficiency}",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    try:
+        with atomicfile.replacing(path) as scratch:
+            figure.savefig(scratch, format="png")
+    finally:
+        pyplot.close(figure)
+
+
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    found = _read_live(args)
+    result = fairness_of(found)
+    if args.png:
+        # Before anything is printed: a file that cannot be written leaves
+        # no report behind either.
+        try:
+            _draw(args.png, result, found)
+        except OSError as error:
+            raise common.CommandError(f"--png {args.png}: {error.strerror or error}") from None
+    if args.format == "json":
+        strictjson.dump(
+            {
+                "generation": found.generation_json(),
+                "projects": result.projects,
+                "counted": list(result.counted),
+                "jain_index": result.jain,
+                "efficiency": result.efficiency,
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+        _warn_elsewhere(found, args.err)
+        return 0
+    _header(found, out, args.err)
+    rows = [
+        (
+            name,
+            f"{p['weight']:g}",
+            p["demand"],
+            p["cores_in_use"],
+            f"{p['best_equivalent_cores']:.2f}",
+            f"{p['normalised_throughput_share']:.2f}",
+        )
+        for name, p in result.projects.items()
+    ]
+    common.table(
+        ("project", "weight", "demand", "in use", "best-equiv. cores", "norm. throughput share"),
+        rows,
+        out,
+    )
+    out.write(
+        f"Jain's index over {len(result.counted)} project(s) asking for cores: "
+        f"{_number(result.jain, '{:.3f}')}\n"
+        f"efficiency (best-equivalent cores / cores in use): "
+        f"{_number(result.efficiency, '{:.3f}')}\n"
+    )
+    return 0
+
+
+# -- the parsers ---------------------------------------------------------------
+
+
+def _format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="table (rounded), or json (unrounded, for scripts); default table",
+    )
+
+
+def add_parser(actions, source: CloudSource = nova_source) -> None:
+    allocate = actions.add_parser(
+        "allocate",
+        help="run the fair-share allocator once and write a generation",
+        description="Run seed 002's two levels once, as the allocator inside "
+        "nova-scheduler does every fairshare_interval: from the shares, demand, runs, "
+        "recorded VMs, refusals and decayed usage of the plugin database and from Nova's "
+        "compute nodes and aggregates (hpc:platform, hpc:cpu_group, cpu_info), compute "
+        "the entitlements per project and platform and the node templates, print them, "
+        "and write them as a new generation, which the placement filter enforces. Uses "
+        "the [hpc_scheduler] fair-share options of the configuration files; usage is not "
+        "charged (only the allocator that holds the lease charges it). Needs "
+        "nova-scheduler's nova.conf to read Nova's databases.",
+    )
+    allocate.add_argument(
+        "--dry-run", action="store_true", help="print the entitlements, write nothing"
+    )
+    allocate.add_argument(
+        "--policy",
+        choices=sorted(hpc_conf.FAIRNESS_POLICIES),
+        help="first-level policy for this run instead of fairness_policy (a trial; a "
+        "generation it writes holds until the allocator's next run)",
+    )
+    _format(allocate)
+    allocate.set_defaults(func=allocate_handler(source))
+
+    show = actions.add_parser(
+        "show",
+        help="entitlements, use and affinity per project and platform (like sshare)",
+        description="Per project with a share and per platform, what Slurm's sshare shows "
+        "a user: the entitlement in cores of the latest generation; the cores in use "
+        "(recorded VMs and live claims); the decayed usage in best-equivalent core-hours "
+        "as the allocator last charged it; the affinity the filter orders platforms by "
+        "(platform_affinity); and the relative throughput, the project's application's "
+        "tasks per core-hour on the platform over those on its fastest platform (1.00 on "
+        "its best platform; '-' where it has no solo run there), from the stored runs. "
+        "Also the generation's number and age, and whether it is stale (older than 2 x "
+        "fairshare_interval: the filter then places without fair share).",
+    )
+    show.add_argument("--project", metavar="PROJECT", help="only this project (it needs a share)")
+    _format(show)
+    show.set_defaults(func=cmd_show)
+
+    report = actions.add_parser(
+        "report",
+        help="live fairness and efficiency over the cloud",
+        description="Per project with a share: its normalised throughput share, the cores "
+        "it uses on each platform times its relative throughput there (best-equivalent "
+        "cores; 1 where unmeasured), over its weight. Then Jain's index of those shares "
+        "over the projects that ask for cores (demand or cores in use; 1 is perfectly "
+        "fair), and an efficiency estimate: best-equivalent cores in use over cores in "
+        "use (1 when every core runs its project on its fastest platform). Platforms are "
+        "those of the latest generation.",
+    )
+    report.add_argument("--png", metavar="FILE", help="also draw the shares as a bar chart (PNG)")
+    _format(report)
+    report.set_defaults(func=cmd_report)
