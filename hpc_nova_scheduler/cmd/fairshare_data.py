@@ -68,8 +68,9 @@ def cmd_share_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_demand_set(args: argparse.Namespace, out: TextIO) -> int:
     project, cores = _project(args.project), _cores(args.cores)
-    common.database(args).set_demand(project, cores)
-    out.write(f"{project}: demand {cores} cores\n")
+    common.database(args).set_demand(project, cores, args.application)
+    suffix = f" of {args.application}" if args.application else ""
+    out.write(f"{project}: demand {cores} cores{suffix}\n")
     return 0
 
 
@@ -154,6 +155,12 @@ def add_parser(actions) -> None:
     )
     demand_set.add_argument("project", metavar="PROJECT")
     demand_set.add_argument("cores", metavar="CORES", help="a whole number of cores, >= 0")
+    demand_set.add_argument(
+        "--application",
+        metavar="APP",
+        help="the application the cores are for (its hpc:app_name): entitlements follow "
+        "its platform affinities before its first VM runs",
+    )
     demand_set.set_defaults(func=cmd_demand_set)
     demand_list = demand_actions.add_parser(
         "list", help="list the demands", description="List every project's demand in cores."

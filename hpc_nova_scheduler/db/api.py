@@ -1123,9 +1123,26 @@ class Database:
         return self._per_project(models.FairshareShare.weight)
 
     @_retry_on_deadlock
-    def set_demand(self, project: str, cores: int) -> None:
-        """Record that ``project`` asks for ``cores`` cores (>= 0) now."""
-        self._set_per_project(models.FairshareDemand, "cores", _project(project), _cores(cores))
+    def set_demand(self, project: str, cores: int, application: str | None = None) -> None:
+        """Record that ``project`` asks for ``cores`` cores (>= 0) now, for ``application``."""
+        project, cores = _project(project), _cores(cores)
+        if application is not None:
+            application = _name(application, "application")
+        with self._writer() as session:
+            row = session.get(models.FairshareDemand, project)
+            if row is None:
+                session.add(
+                    models.FairshareDemand(project=project, cores=cores, application=application)
+                )
+            else:
+                row.cores, row.application = cores, application
+
+    def demand_applications(self) -> dict[str, str]:
+        """The application each declared demand is for, where one was named."""
+        table = models.FairshareDemand
+        query = select(table.project, table.application).where(table.application.is_not(None))
+        with self._reader() as session:
+            return dict(sorted(session.execute(query).tuples()))
 
     def demand(self) -> dict[str, int]:
         """Each project's demand in cores, by project name."""

@@ -249,6 +249,8 @@ class FairshareDemand(Base):
 
     project: Mapped[str] = mapped_column(AppName, primary_key=True)
     cores: Mapped[int] = mapped_column(Integer, nullable=False)
+    #: The application the cores are for (None: not said).
+    application: Mapped[str | None] = mapped_column(AppName)
     updated_at: Mapped[datetime.datetime] = mapped_column(
         DateTime, default=_now, onupdate=_now, nullable=False
     )

@@ -263,6 +263,8 @@ def read_inputs(
         by_platform = running[vm.project_id]
         by_platform[platform] = by_platform.get(platform, 0) + vm.cores
         weighted[vm.project_id].append((vm.app_name, vm.cores))
+    for project, application in database.demand_applications().items():
+        weighted[project].append((application, declared.get(project, 0)))
     refused: dict[str, int] = collections.Counter()
     for refusal in refusals:
         refused[refusal.project] += refusal.cores
@@ -373,7 +375,11 @@ def allocate(
             database.mark_lease(holder, accounted_at=now, digest=inputs.digest(options))
         database.prune_generations(KEEP_GENERATIONS)
         database.prune_refusals(now - datetime.timedelta(seconds=4 * options.interval))
-    return Outcome(inputs, plan.allocation, templates, affinity, usage, number)
+    allocation = {
+        project: {platform: cores for platform, cores in by_platform.items() if cores > 0}
+        for project, by_platform in plan.allocation.items()
+    }
+    return Outcome(inputs, allocation, templates, affinity, usage, number)
 
 
 # -- the allocator thread ----------------------------------------------------

@@ -9,7 +9,9 @@ runs in one scheduler worker at a time, the holder of the
 and a digest of the allocator's last inputs, so that a change of demand or
 usage triggers a run. ``fairshare_refusals`` counts requests refused for
 their project's entitlement: Nova has no queue, so they are the demand
-Nova shows beyond the running VMs.
+Nova shows beyond the running VMs. A declared demand may name the
+application it is for (``fairshare_demand.application``), so that
+entitlements follow its affinities before its first VM runs.
 
 Revision ID: 0008
 Revises: 0007
@@ -34,6 +36,8 @@ def upgrade() -> None:
     for table in ("app_running", "app_claims"):
         with op.batch_alter_table(table) as batch:
             batch.add_column(sa.Column("cores", sa.Integer(), nullable=False, server_default="0"))
+    with op.batch_alter_table("fairshare_demand") as batch:
+        batch.add_column(sa.Column("application", NAME, nullable=True))
     op.create_table(
         "fairshare_lease",
         sa.Column("name", sa.String(64), nullable=False),
@@ -61,6 +65,8 @@ def downgrade() -> None:
     op.drop_index("ix_fairshare_refusals_created_at", table_name="fairshare_refusals")
     op.drop_table("fairshare_refusals")
     op.drop_table("fairshare_lease")
+    with op.batch_alter_table("fairshare_demand") as batch:
+        batch.drop_column("application")
     for table in ("app_claims", "app_running"):
         with op.batch_alter_table(table) as batch:
             batch.drop_column("cores")

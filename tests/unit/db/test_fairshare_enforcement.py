@@ -138,6 +138,15 @@ class EnforcementDataTests:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             self.assertEqual(1, sum(pool.map(take, range(4))))
 
+    def test_a_declared_demand_may_name_its_application(self) -> None:
+        self.database.set_demand("A", 8, "BLAST")
+        self.database.set_demand("B", 4)
+        self.assertEqual({"A": 8, "B": 4}, self.database.demand())
+        self.assertEqual({"A": "BLAST"}, self.database.demand_applications())
+        self.database.set_demand("A", 6)
+        self.assertEqual({}, self.database.demand_applications())
+        self.assertRaises(ProfileError, self.database.set_demand, "A", 6, " ")
+
     def test_refusals_are_read_since_a_time_and_pruned(self) -> None:
         self.database.record_refusal("A", "BLAST", 8)
         self.database.record_refusal("B", None, 2)

@@ -142,11 +142,24 @@ class MigrationTests:
         self.assertEqual("0007", migration.current_revision(engine))
         self.assertEqual(["LU"], _profile_names(engine))
         self.assertEqual(before | FAIRSHARE_TABLES, set(sa.inspect(engine).get_table_names()))
-        self.database.set_share("Proj", 2.5)
-        self.database.set_demand("Proj", 64)
-        self.assertEqual(
-            ({"Proj": 2.5}, {"Proj": 64}), (self.database.shares(), self.database.demand())
-        )
+        # Plain SQL: the models describe the head schema, which has more columns.
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO fairshare_demand (project, cores, updated_at) "
+                    "VALUES ('Proj', 64, CURRENT_TIMESTAMP)"
+                )
+            )
+        with engine.connect() as connection:
+            self.assertEqual(
+                [("Proj", 64)],
+                [
+                    tuple(row)
+                    for row in connection.execute(
+                        sa.text("SELECT project, cores FROM fairshare_demand")
+                    )
+                ],
+            )
         indexes = sa.inspect(engine).get_indexes("fairshare_runs")
         self.assertIn(["application", "platform"], [i["column_names"] for i in indexes])
         migration.downgrade(engine, "0006")

@@ -1,0 +1,137 @@
+"""The filter's fair-share rules without Nova: platforms, choices, claim checks, templates."""
+
+from __future__ import annotations
+
+import datetime
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.scheduler import fairness
+
+NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
+NODES = [fairness.Node(f"a{i}", f"a{i}", 4) for i in range(3)] + [
+    fairness.Node(f"i{i}", f"i{i}", 4) for i in range(3)
+]
+TAGS = {f"a{i}": {"hpc:cpu_group": frozenset({"amd"})} for i in range(3)} | {
+    f"i{i}": {"hpc:cpu_group": frozenset({"intel"})} for i in range(3)
+}
+
+
+def in_force(allocation, templates=None, affinity=None) -> fairness.InForce:
+    cloud = fairness.build_cloud(NODES, TAGS)
+    return fairness.InForce(
+        generation=1,
+        created_at=NOW,
+        allocation=allocation,
+        templates=templates or {},
+        affinity=affinity or {},
+        governed=frozenset(allocation),
+        cloud=fairness.cloud_from_json(fairness.cloud_as_json(cloud)),
+    )
+
+
+class TestPlatforms(testtools.TestCase):
+    def test_platform_tag_overrides_the_cpu_group_and_cpu_info(self) -> None:
+        tags = {"h": {"hpc:platform": frozenset({"fast"}), "hpc:cpu_group": frozenset({"g"})}}
+        self.assertEqual("fast", fairness.platform_of("h", tags, None))
+        self.assertEqual("g", fairness.platform_of("h", {"h": {"hpc:cpu_group": {"g"}}}, None))
+        info = {"vendor": "AMD", "model": "EPYC"}
+        self.assertEqual("AMD/EPYC", fairness.platform_of("h", {}, info))
+
+    def test_a_host_in_two_platforms_and_a_platform_without_cores_are_errors(self) -> None:
+        tags = {"h": {"hpc:platform": frozenset({"x", "y"})}}
+        error = self.assertRaises(
+            fairness.FairshareError, fairness.build_cloud, [fairness.Node("h", "h", 4)], tags
+        )
+        self.assertIn("host h is in two platforms", str(error))
+        error = self.assertRaises(
+            fairness.FairshareError,
+            fairness.build_cloud,
+            [fairness.Node("h", "h", 0)],
+            {"h": {"hpc:platform": frozenset({"x"})}},
+        )
+        self.assertEqual("platform x has no cores (1 hosts, 0 vCPUs)", str(error))
+
+    def test_the_cloud_round_trips_through_a_generation(self) -> None:
+        cloud = fairness.build_cloud(NODES, TAGS)
+        again = fairness.cloud_from_json(fairness.cloud_as_json(cloud))
+        self.assertEqual(cloud.platforms, again.platforms)
+        self.assertEqual(dict(cloud.platform_of), dict(again.platform_of))
+        self.assertEqual(12, again.cores("amd"))
+
+    def test_stale_after_two_intervals(self) -> None:
+        entitlements = in_force({"p": {"amd": 4}})
+        self.assertFalse(entitlements.stale(300, NOW + datetime.timedelta(seconds=600)))
+        self.assertTrue(entitlements.stale(300, NOW + datetime.timedelta(seconds=601)))
+
+
+KEYS = [node.key for node in NODES]
+
+
+class TestChoices(testtools.TestCase):
+    def test_entitled_platforms_come_first_by_affinity_then_borrowed_ones(self) -> None:
+        entitlements = in_force(
+            {"p": {"amd": 4, "intel": 4}, "q": {"intel": 8}},
+            affinity={"p": {"amd": 1.0, "intel": 2.0}},
+        )
+        found = fairness.choices(
+            entitlements, entitlements.cloud, "p", 4, KEYS, {}, hpc_conf.STRICT
+        )
+        self.assertEqual(["intel", "amd"], [c.platform for c in found])
+        used = {"p": {"i0": 4}}
+        found = fairness.choices(
+            entitlements, entitlements.cloud, "p", 4, KEYS, used, hpc_conf.BORROW
+        )
+        self.assertEqual(
+            [("amd", False), ("intel", True)], [(c.platform, c.borrowed) for c in found]
+        )
+
+    def test_templates_steer_hosts(self) -> None:
+        templates = {"amd": [{"slots": [["p", 4]], "nodes": 2}, {"slots": [["q", 4]], "nodes": 1}]}
+        entitlements = in_force({"p": {"amd": 8}, "q": {"amd": 4}}, templates=templates)
+        used = {"q": {"a0": 4}, "p": {"a1": 2}}
+        (choice,) = fairness.choices(
+            entitlements, entitlements.cloud, "p", 2, KEYS, used, hpc_conf.STRICT
+        )
+        self.assertEqual(frozenset({"a1", "a2"}), choice.preferred)
+
+
+@st.composite
+def situations(draw):
+    projects = ["p", "q", "r"]
+    allocation = {
+        name: {pl: draw(st.integers(0, 12)) for pl in ("amd", "intel")} for name in projects
+    }
+    use = {
+        name: {key: draw(st.integers(0, 4)) for key in draw(st.sets(st.sampled_from(KEYS)))}
+        for name in projects
+    }
+    cores = draw(st.integers(1, 8))
+    enforcement = draw(st.sampled_from([hpc_conf.STRICT, hpc_conf.BORROW]))
+    return allocation, use, cores, enforcement
+
+
+class TestEntitlementInvariants(testtools.TestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(situations())
+    def test_a_choice_never_exceeds_an_entitlement_or_the_idle_cores(self, situation) -> None:
+        allocation, use, cores, enforcement = situation
+        entitlements = in_force(allocation)
+        cloud = entitlements.cloud
+        for choice in fairness.choices(entitlements, cloud, "p", cores, KEYS, use, enforcement):
+            keys = {k for k, p in cloud.platform_of.items() if p == choice.platform}
+            mine = sum(c for k, c in use["p"].items() if k in keys)
+            total = sum(c for by_key in use.values() for k, c in by_key.items() if k in keys)
+            if choice.borrowed:
+                self.assertEqual(hpc_conf.BORROW, enforcement)
+                self.assertLessEqual(total + cores, cloud.cores(choice.platform))
+            else:
+                self.assertLessEqual(mine + cores, allocation["p"][choice.platform])
+            # The check under the claim's lock agrees with the choice.
+            self.assertIsNone(choice.refusal(use))
+            # And refuses once the cores are spent by a concurrent claim.
+            spent = {**use, "p": {**use["p"], "a0" if choice.platform == "amd" else "i0": 99}}
+            self.assertIsNotNone(choice.refusal(spent))
