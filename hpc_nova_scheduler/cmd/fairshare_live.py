@@ -27,6 +27,7 @@ import argparse
 import collections
 import dataclasses
 import logging
+import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 CloudSource = Callable[[argparse.Namespace], "tuple[Sequence[fairness.Node], Mapping | None]"]
 
 
-def _fairness():
+def _fairness() -> types.ModuleType:
     """:mod:`~hpc_nova_scheduler.scheduler.fairness`, imported without Nova's chatter.
 
     It imports Nova, and Nova loads oslo.service's eventlet backend, which
@@ -116,7 +117,6 @@ def read_nova() -> tuple[list[fairness.Node], dict]:
     from nova import objects
 
     fairness = _fairness()
-
     aggregates = objects.AggregateList.get_all(nova_context.get_admin_context())
     return fairness.nova_nodes(), tags_of(aggregates)
 
@@ -139,7 +139,7 @@ def nova_source(args: argparse.Namespace) -> tuple[list[fairness.Node], dict]:
         nova_exception.NovaException,
     ) as error:
         raise common.CommandError(
-            f"cannot read Nova's compute nodes and aggregates ({common._cause(error)}); "
+            f"cannot read Nova's compute nodes and aggregates: {common._cause(error)}; "
             "pass nova-scheduler's nova.conf with --config-file"
         ) from None
 
@@ -157,7 +157,6 @@ def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int
     from hpc_nova_scheduler.core.sharing import SharingError
 
     fairness = _fairness()
-
     options = _settings(args.conf, args.policy)
     if options is None:
         raise common.CommandError(
@@ -171,8 +170,8 @@ def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int
                 f"no project has a share; set one with '{common.PROG} fairshare share set "
                 "PROJECT WEIGHT'"
             )
-        nodes, tags = source(args)
         try:
+            nodes, tags = source(args)
             cloud = fairness.build_cloud(nodes, tags)
             outcome = fairness.allocate(database, options, cloud, write=not args.dry_run)
         except (fairness.FairshareError, SharingError) as error:
@@ -191,7 +190,9 @@ def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int
     return 0
 
 
-def _allocation_json(options, outcome, dry_run: bool) -> dict:
+def _allocation_json(
+    options: hpc_conf.FairnessSettings, outcome: fairness.Outcome, dry_run: bool
+) -> dict:
     return {
         "policy": options.policy,
         "generation": outcome.generation,
@@ -207,7 +208,7 @@ def _allocation_json(options, outcome, dry_run: bool) -> dict:
     }
 
 
-def _allocation_tables(outcome, out: TextIO) -> None:
+def _allocation_tables(outcome: fairness.Outcome, out: TextIO) -> None:
     platforms = [p.name for p in outcome.inputs.cloud.platforms]
     rows = []
     for project in outcome.inputs.projects:
@@ -296,7 +297,6 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
     from hpc_nova_scheduler.fairshare import entitlements as live
 
     fairness = _fairness()
-
     interval, policy = _interval(args.conf)
     database = common.database(args)
     try:
