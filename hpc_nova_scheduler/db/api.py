@@ -777,6 +777,45 @@ class Database:
             for record in interferences:
                 session.add(models.AppInterference(**_interference_columns(record)))
 
+    @_retry_on_deadlock
+    def replace_entitlements(self, shares: Mapping[str, float], latest: Generation | None) -> None:
+        """Make the shares and the only generation exactly these (the fallback copy's).
+
+        The generation keeps its number and its time, so that it expires in
+        the copy when it would have in the database.
+        """
+        rows = _allocation_rows(latest.allocation) if latest is not None else []
+        with self._writer() as session:
+            session.execute(delete(models.FairshareShare))
+            session.execute(delete(models.FairshareAllocation))
+            session.execute(delete(models.FairshareGeneration))
+            session.flush()
+            for project, weight in shares.items():
+                session.add(
+                    models.FairshareShare(project=_project(project), weight=_weight(weight))
+                )
+            if latest is None:
+                return
+            session.add(
+                models.FairshareGeneration(
+                    generation=latest.number,
+                    created_at=latest.created_at,
+                    policy=latest.policy,
+                    templates=json.dumps(latest.templates, sort_keys=True),
+                )
+            )
+            session.flush()
+            session.add_all(
+                models.FairshareAllocation(
+                    generation=latest.number,
+                    project=project,
+                    platform=platform,
+                    cores=cores,
+                    created_at=latest.created_at,
+                )
+                for project, platform, cores in rows
+            )
+
     def has_placements(self) -> bool:
         """Whether any ``app_running`` row or live claim is here."""
         running = models.AppRunning.__table__

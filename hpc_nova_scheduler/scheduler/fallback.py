@@ -7,8 +7,9 @@ others' placements until their computes report them. So the workers of one
 host share a small SQLite database (``[hpc_scheduler] fallback_connection``)
 with the plugin's schema:
 
-- every sweep copies the profiles and the interference table into it, so
-  that stored profiles and harmful pairs still count;
+- every sweep copies the profiles, the interference table and the
+  fair-share entitlements into it, so that stored profiles, harmful pairs
+  and entitlements still count (entitlements until they turn stale);
 - while the database is down, claims and ``app_running`` rows are written
   to the copy, which serialises the workers' plans as the database does;
 - once the database answers again, the copy's rows and live claims are
@@ -178,11 +179,17 @@ class FallbackStore:
         return rows, claims
 
     def refresh(self, main: db_api.Database) -> None:
-        """Copy the profiles and the interference table from the database."""
+        """Copy the profiles, the interference table and the fair-share entitlements.
+
+        The entitlements are the shares and the latest generation: while the
+        database is down, governed requests are held to them, until they
+        turn stale (:mod:`.fairness`).
+        """
         fallback = self.database()
         if fallback is None:
             return
         fallback.replace_reference(main.list_profiles(), main.list_interferences())
+        fallback.replace_entitlements(main.shares(), main.latest_generation())
 
 
 FALLBACK = FallbackStore()

@@ -16,6 +16,7 @@ import threading
 import time
 
 import fixtures
+import sqlalchemy as sa
 from nova.scheduler import rpcapi as scheduler_rpcapi
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
@@ -24,8 +25,10 @@ from hpc_nova_scheduler.demo.fake_driver import Shape
 from hpc_nova_scheduler.fairshare.runs import TaskRun
 from hpc_nova_scheduler.scheduler import fairness
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
+from hpc_nova_scheduler.scheduler.fallback import FallbackStore
 from tests.functional import base
 from tests.functional.test_concurrency import BurstMixin
+from tests.functional.test_fallback import UNREACHABLE
 
 AMD = ["a1", "a2", "a3"]
 INTEL = ["i1", "i2", "i3"]
@@ -351,3 +354,31 @@ class TestFairnessOff(FairshareCloud):
         servers = self.boot_as("p-blast", self.app_flavor("blast"), 8)
         self.assertEqual({"ACTIVE"}, {s["status"] for s in servers})
         self.assertEqual([], self.database.refusals(datetime.datetime(2000, 1, 1)))
+
+
+class TestOutage(FairshareCloud):
+    """The plugin database is down: the fallback copy carries the entitlements."""
+
+    DEMAND = {"p-blast": 4, "p-gene": 12}
+
+    def test_the_copy_holds_requests_to_the_last_entitlements_until_they_expire(self) -> None:
+        self.allocate()
+        FallbackStore().refresh(self.database)  # what every sweep does
+        self.flags(connection=UNREACHABLE, database_failure_policy="degrade", group="hpc_scheduler")
+        flavor = self.app_flavor("blast")
+        servers = self.boot_as("p-blast", flavor, 4)
+        self.assertEqual({"amd"}, self.platforms_of(servers))
+        self.assert_refused(self.boot_as("p-blast", flavor, 1))
+        copy = FallbackStore().database()
+        # Refused for the entitlement, recorded in the copy.
+        refused = copy.refusals(datetime.datetime(2000, 1, 1))
+        self.assertEqual([("p-blast", 1)], [(r.project, r.cores) for r in refused])
+        # Two intervals later without a new generation, the entitlements are
+        # stale: placement goes on without fair share.
+        with copy.engine.begin() as connection:
+            connection.execute(
+                sa.text("UPDATE fairshare_generations SET created_at = :old"),
+                {"old": datetime.datetime(2000, 1, 1)},
+            )
+        more = self.boot_as("p-blast", flavor, 1)
+        self.assertEqual({"ACTIVE"}, {s["status"] for s in more})

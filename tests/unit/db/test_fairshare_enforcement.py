@@ -138,6 +138,18 @@ class EnforcementDataTests:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             self.assertEqual(1, sum(pool.map(take, range(4))))
 
+    def test_the_copy_takes_the_shares_and_the_latest_generation_as_they_are(self) -> None:
+        self.database.set_share("old", 1.0)
+        self.database.write_generation("paf", {"old": {"amd": 1}}, {})
+        latest = db_api.Generation(
+            7, datetime.datetime(2026, 1, 2, 3, 4, 5), "pa-rr", {"A": {"amd": 4}}, {"cloud": {}}
+        )
+        self.database.replace_entitlements({"A": 2.0}, latest)
+        self.assertEqual({"A": 2.0}, self.database.shares())
+        self.assertEqual(latest, self.database.latest_generation())
+        self.database.replace_entitlements({}, None)
+        self.assertIsNone(self.database.latest_generation())
+
     def test_a_declared_demand_may_name_its_application(self) -> None:
         self.database.set_demand("A", 8, "BLAST")
         self.database.set_demand("B", 4)
