@@ -51,7 +51,6 @@ from hpc_nova_scheduler.core.sharing import Platform, SharingError
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.fairshare import entitlements as live
 from hpc_nova_scheduler.fairshare.allocator import TwoLevel
-from hpc_nova_scheduler.scheduler import host_view
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -118,6 +117,10 @@ def _one(host: str, key: str, values: Iterable[str]) -> str | None:
 
 def platform_of(host: str, tags: Mapping | None, cpu_info: Any) -> str:
     """A host's platform: ``hpc:platform``, else ``hpc:cpu_group``, else its ``cpu_info``."""
+    # Imported here: host_view imports Nova, which the fair-share commands
+    # that only read the plugin database (show, report) do without.
+    from hpc_nova_scheduler.scheduler import host_view
+
     mine = (tags or {}).get(host, {})
     for key in (PLATFORM_KEY, host_view.CPU_GROUP_KEY):
         value = _one(host, key, mine.get(key, ()))

@@ -8,7 +8,9 @@ failed to write) is repaired here:
 - a row whose instance is gone (deleted, never built, archived) is removed;
 - a row whose instance runs on another host now follows it;
 - a live instance whose flavor has ``hpc:`` extra specs and that has no row
-  gets one, from its flavor.
+  gets one, from its flavor;
+- a row that does not know its VM's cores (written before fair share
+  counted them) gets its flavor's vCPUs.
 
 A row whose instance Nova is still scheduling (a build request, no cell
 yet) or building (in its cell, no host yet) is left alone.
@@ -42,6 +44,8 @@ class Found:
     vm_state: str | None
     extra_specs: dict
     project_id: str | None
+    #: The flavor's vCPUs: the VM's cores, as fair share counts them.
+    vcpus: int = 0
 
 
 @dataclasses.dataclass
@@ -51,9 +55,11 @@ class Changes:
         default_factory=list
     )
     missing: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
+    #: instance -> its cores, for rows that did not know them.
+    cores: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.stale or self.moved or self.missing)
+        return bool(self.stale or self.moved or self.missing or self.cores)
 
     def describe(self) -> list[str]:
         lines = [f"stale: {vm.instance_uuid} on {vm.host} (instance gone)" for vm in self.stale]
@@ -65,6 +71,7 @@ class Changes:
             f"cache score {vm.cache_score:g})"
             for vm in self.missing
         ]
+        lines += [f"cores: {uuid} has {cores}" for uuid, cores in sorted(self.cores.items())]
         return lines
 
 
@@ -90,6 +97,7 @@ class NovaView:
             vm_state=instance.vm_state,
             extra_specs=dict(instance.flavor.extra_specs or {}),
             project_id=instance.project_id,
+            vcpus=int(instance.flavor.vcpus or 0),
         )
 
     def look_up(self, uuids: Sequence[str]) -> tuple[dict[str, Found], set[str]]:
@@ -152,24 +160,26 @@ def plan(rows: Iterable[db_api.RunningRecord], nova: NovaView) -> Changes:
         elif not instance.host:
             # Created in its cell, not yet claimed by a compute: building.
             continue
-        elif instance.host != row.host:
-            changes.moved.append((row, instance.host, instance.nodename))
+        else:
+            if instance.host != row.host:
+                changes.moved.append((row, instance.host, instance.nodename))
+            if not row.cores and instance.vcpus:
+                changes.cores[row.instance_uuid] = instance.vcpus
     known = {row.instance_uuid for row in rows}
     missing = [i for i in nova.hpc_instances() if i.uuid not in known]
     hinted = hinted_names(
         nova.nova, [i.uuid for i in missing if core_profile.SPEC_APP_NAME not in i.extra_specs]
     )
     for instance in missing:
-        changes.missing.append(
-            record_from_flavor(
-                instance.uuid,
-                instance.host,
-                instance.nodename,
-                instance.extra_specs,
-                instance.project_id,
-                hinted.get(instance.uuid),
-            )
+        record = record_from_flavor(
+            instance.uuid,
+            instance.host,
+            instance.nodename,
+            instance.extra_specs,
+            instance.project_id,
+            hinted.get(instance.uuid),
         )
+        changes.missing.append(dataclasses.replace(record, cores=instance.vcpus))
     return changes
 
 
@@ -185,3 +195,5 @@ def apply(database: db_api.Database, changes: Changes) -> None:
         )
     if changes.missing:
         database.record_running(changes.missing)
+    if changes.cores:
+        database.set_cores(changes.cores)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import sqlalchemy as sa
+
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import reconcile
@@ -41,12 +43,29 @@ class TestReconcile(base.HpcTestCase):
         self.assertEqual([lost], [vm.instance_uuid for vm in changes.missing])
         self.assertEqual("EP", changes.missing[0].app_name)
         self.assertEqual(10.0, changes.missing[0].cache_score)
+        self.assertEqual(1, changes.missing[0].cores)
 
         reconcile.apply(self.database, changes)
         repaired = self.rows()
         self.assertEqual({moved, lost}, set(repaired))
         self.assertEqual(right_host, repaired[moved].host)
         self.assertFalse(reconcile.plan(self.database.list_running(), reconcile.NovaView()))
+
+    def test_rows_written_before_cores_were_kept_get_their_flavors_vcpus(self) -> None:
+        flavor = self.hpc_flavor(vcpus=2, app_class="AsyncHPC", cache_score="10", app_name="EP")
+        servers = self.launch(flavor, count=2)
+        self.assertEqual({2}, {vm.cores for vm in self.rows().values()})
+        old = servers[0]["id"]
+        with self.database.engine.begin() as connection:
+            connection.execute(
+                sa.text("UPDATE app_running SET cores = 0 WHERE instance_uuid = :uuid"),
+                {"uuid": old},
+            )
+        changes = reconcile.plan(self.database.list_running(), reconcile.NovaView())
+        self.assertEqual({old: 2}, changes.cores)
+        self.assertEqual([f"cores: {old} has 2"], changes.describe())
+        reconcile.apply(self.database, changes)
+        self.assertEqual({2}, {vm.cores for vm in self.rows().values()})
 
     def test_a_missing_record_gets_the_name_of_the_boot_hint(self) -> None:
         flavor = self.hpc_flavor(app_class="AsyncHPC", cache_score="10")
