@@ -445,7 +445,12 @@ class Allocator:
         try:
             cloud = build_cloud(self._nodes(), self._tags())
         except FairshareError as error:
-            _once(f"fair share cannot run: {error}; the last entitlements stay in force")
+            problem = f"fair share cannot run: {error}; the last entitlements stay in force"
+        else:
+            problem = None
+        if problem is not None:
+            # Logged outside the handler: a tagging mistake is one line, not a traceback.
+            _once(problem)
             return None
         inputs = read_inputs(database, cloud, options.interval, now)
         latest = database.latest_generation()
@@ -459,7 +464,11 @@ class Allocator:
         try:
             outcome = allocate(database, options, cloud, holder=self.holder, now=now)
         except SharingError as error:
-            _once(f"fair share cannot allocate: {error}; the last entitlements stay in force")
+            problem = f"fair share cannot allocate: {error}; the last entitlements stay in force"
+        else:
+            problem = None
+        if problem is not None:
+            _once(problem)
             return None
         LOG.info(
             "hpc-nova-scheduler: fair-share generation %s (%s): %s",

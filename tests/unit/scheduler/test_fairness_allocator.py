@@ -1,0 +1,99 @@
+"""The allocator thread's run, on every backend: one holder, due runs, usage charged once."""
+
+from __future__ import annotations
+
+import datetime
+
+from oslo_config import fixture as config_fixture
+from oslo_utils import timeutils
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.db import migration
+from hpc_nova_scheduler.fairshare.runs import TaskRun
+from hpc_nova_scheduler.scheduler import fairness
+from tests import db_backends
+
+NODES = [fairness.Node(f"a{i}", f"a{i}", 4) for i in range(2)] + [
+    fairness.Node(f"i{i}", f"i{i}", 4) for i in range(2)
+]
+TAGS = {f"a{i}": {"hpc:cpu_group": frozenset({"amd"})} for i in range(2)} | {
+    f"i{i}": {"hpc:cpu_group": frozenset({"intel"})} for i in range(2)
+}
+
+
+class AllocatorTests:
+    def setUp(self) -> None:
+        super().setUp()
+        # The allocator compares with the generations' real creation times.
+        self.t0 = timeutils.utcnow()
+        migration.upgrade(self.database.engine)
+        config = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        config.config(fairness_policy="pa-rr", fairshare_interval=3600, group="hpc_scheduler")
+        self.database.import_runs(
+            [
+                TaskRun("blast", "amd", 100.0),
+                TaskRun("blast", "intel", 200.0),
+                TaskRun("gene", "amd", 200.0),
+                TaskRun("gene", "intel", 100.0),
+            ]
+        )
+        self.database.set_share("pb", 1.0)
+        self.database.set_share("pg", 1.0)
+        self.database.set_demand("pb", 8, "blast")
+        self.database.set_demand("pg", 8, "gene")
+
+    def allocator(self) -> fairness.Allocator:
+        database = db_api.Database(self.db_url)
+        self.addCleanup(database.dispose)
+        allocator = fairness.Allocator(lambda: database, lambda: TAGS, lambda: NODES)
+        allocator.holder = f"worker-{id(allocator)}"
+        return allocator
+
+    def test_only_the_lease_holder_runs_and_only_when_due(self) -> None:
+        first, second = self.allocator(), self.allocator()
+        outcome = first.tick(self.t0)
+        self.assertEqual({"pb": {"amd": 8}, "pg": {"intel": 8}}, outcome.allocation)
+        self.assertEqual(1, outcome.generation)
+        # The other worker waits for the lease; the holder has nothing to do.
+        self.assertIsNone(second.tick(self.t0 + datetime.timedelta(seconds=5)))
+        self.assertIsNone(first.tick(self.t0 + datetime.timedelta(seconds=5)))
+        # Demand changed: a run at the next look, long before the interval is up.
+        self.database.set_demand("pb", 4, "blast")
+        outcome = first.tick(self.t0 + datetime.timedelta(seconds=10))
+        self.assertEqual({"amd": 4}, outcome.allocation["pb"])
+        self.assertEqual(2, self.database.latest_generation().number)
+
+    def test_usage_is_charged_for_the_time_vms_ran_and_only_once(self) -> None:
+        allocator = self.allocator()
+        allocator.tick(self.t0)
+        self.database.record_running(
+            [
+                db_api.RunningRecord(
+                    "vm-1", "a0", AppClass.ASYNC_HPC, 1.0, "blast", "a0", project_id="pb", cores=4
+                )
+            ]
+        )
+        # The VM was placed just now: the next run charges from max(placed, last charge).
+        placed = self.database.list_running()[0].placed_at
+        later = placed + datetime.timedelta(seconds=100)
+        outcome = allocator.tick(later)
+        self.assertIsNotNone(outcome)
+        charged = self.database.usage()[("pb", "amd")]
+        # blast runs at its best on amd: a core-second counts in full.
+        self.assertAlmostEqual(400.0, charged, delta=1.0)
+        self.assertIsNone(allocator.tick(later))
+        self.assertEqual(charged, self.database.usage()[("pb", "amd")])
+
+    def test_a_host_in_two_platforms_keeps_the_last_entitlements(self) -> None:
+        allocator = self.allocator()
+        allocator.tick(self.t0)
+        bad = {**TAGS, "a0": {"hpc:cpu_group": frozenset({"amd", "intel"})}}
+        allocator._tags = lambda: bad
+        self.database.set_demand("pb", 2, "blast")
+        self.assertIsNone(allocator.tick(self.t0 + datetime.timedelta(seconds=5)))
+        self.assertEqual(1, self.database.latest_generation().number)
+
+
+db_backends.for_each_backend(globals(), AllocatorTests, "TestAllocator")
