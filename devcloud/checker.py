@@ -30,6 +30,10 @@ class Asked:
     cache_score: float
     app_name: str | None
     count: int
+    #: The Keystone project the request came from (None: not said).
+    project: str | None = None
+    #: vCPUs of each server: the cores fair share counts it for.
+    vcpus: int = 0
 
     def describe(self) -> str:
         kind = self.app_class.value if self.app_class else "plain"
@@ -139,6 +143,75 @@ def interference_violations(
             names = ", ".join(f"{name}:{vms}" for name, vms in residents[host].values())
             found.append(f"{host} ({groups.get(host, '?')}): {reason} [{names}]")
     return found, len(shared)
+
+
+def entitlement_violations(
+    servers: Iterable[Server],
+    *,
+    governed: Iterable[str],
+    most: Mapping[str, Mapping[str, int]],
+    platform_of: Mapping[str, str],
+    capacity: Mapping[str, int],
+    enforcement: str,
+) -> list[str]:
+    """Fair share as the load left it: projects and platforms beyond what the
+    entitlements allowed.
+
+    Only the HPC servers of ``governed`` projects (those with a share) are
+    held to entitlements; ``most`` is each one's largest entitlement per
+    platform over the generations in force during the load (a VM placed
+    under an older, larger entitlement stays legitimately). ``platform_of``
+    maps hosts to platforms, ``capacity`` gives each platform's cores.
+
+    ``strict``: a project's cores on a platform never exceed ``most`` there.
+    Every claim of it took the platform's lock and saw all its earlier VMs,
+    so its last VM still alive saw all the others.
+
+    ``borrow``: beyond its entitlement a project may only use idle cores,
+    which are not taken back; a project entitled later may still place its
+    entitlement beside them, so a platform's governed cores may end above
+    its cores. What does hold: the projects above their entitlement at the
+    end, together, hold no more than the platform's cores. Each one's last
+    VM there was borrowed (an entitled claim would have left it within its
+    entitlement), and the latest of those borrowed claims saw every VM of
+    them all and found room for itself among the platform's cores.
+    """
+    wanted = set(governed)
+    held: dict[str, dict[str, int]] = {}
+    tags: dict[tuple[str, str], set[str]] = {}
+    for server in servers:
+        asked = server.asked
+        if asked.app_class is None or asked.project not in wanted:
+            continue
+        platform = platform_of.get(server.host, f"?{server.host}")
+        by_project = held.setdefault(platform, {})
+        by_project[asked.project] = by_project.get(asked.project, 0) + asked.vcpus
+        tags.setdefault((platform, asked.project), set()).add(asked.tag)
+    found = []
+    for platform, by_project in sorted(held.items()):
+        over = {
+            project: cores
+            for project, cores in sorted(by_project.items())
+            if cores > most.get(project, {}).get(platform, 0)
+        }
+        if enforcement == "strict":
+            for project, cores in over.items():
+                found.append(
+                    f"{project} holds {cores} cores on {platform}, entitled to at most "
+                    f"{most.get(project, {}).get(platform, 0)} "
+                    f"[{', '.join(sorted(tags[(platform, project)]))}]"
+                )
+        elif sum(over.values()) > capacity.get(platform, 0):
+            names = ", ".join(
+                f"{project} {cores}/{most.get(project, {}).get(platform, 0)}"
+                for project, cores in over.items()
+            )
+            found.append(
+                f"{platform}: projects beyond their entitlement hold {sum(over.values())} cores, "
+                f"more than its {capacity.get(platform, 0)} cores could lend "
+                f"(held/entitled: {names})"
+            )
+    return found
 
 
 def record_mismatches(

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from devcloud import SOURCE_TREE, backends, control, services
+from devcloud import SOURCE_TREE, backends, control, fairshare, services
 from hpc_nova_scheduler.cmd import options
 
 DEFAULT_ROOT = SOURCE_TREE / ".cloud"
@@ -31,6 +31,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         keep_on_failure=args.keep_on_failure,
         policy=args.policy,
         interference_model=args.interference_model,
+        fairness=args.fairness,
+        enforcement=args.enforcement,
     )
     return 0
 
@@ -39,7 +41,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     run = control.load_current(args.root)
     print(
         f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'}, "
-        f"interference_model {run.interference_model})"
+        f"interference_model {run.interference_model}, fairness_policy {run.fairness}"
+        + (f" ({run.enforcement})" if run.fairness != "none" else "")
+        + ")"
     )
     width = max(len(s.name) for s in run.services) if run.services else 10
     stopped = 0
@@ -102,6 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="cache-score",
         help="[hpc_scheduler] interference_model: cache-score (default), ivmp, ivmp-base, "
         "pair-forest, runtime-trees or a stored name (a fitted kind is fitted and stored)",
+    )
+    up.add_argument(
+        "--fairness",
+        choices=fairshare.POLICIES,
+        default="none",
+        help="[hpc_scheduler] fairness_policy (default none); stress then sets up three "
+        "projects with a share",
+    )
+    up.add_argument(
+        "--enforcement",
+        choices=fairshare.ENFORCEMENTS,
+        default="strict",
+        help="[hpc_scheduler] fairshare_enforcement under --fairness (default strict)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

@@ -36,6 +36,10 @@ ALPHA, BETA = 100.0, 60.0
 #: Percent, as ``[hpc_scheduler] interference_tolerance``.
 INTERFERENCE_TOLERANCE = 10.0
 RECONCILE_INTERVAL = 10
+#: ``[hpc_scheduler] fairshare_interval`` under ``--fairness``: longer than a
+#: stress, so that a generation changes during the load only when its inputs
+#: (demand, VMs running, refusals) do, and never goes stale (two intervals).
+FAIRSHARE_INTERVAL = 600
 
 
 def _data_file(*parts: str) -> Path:
@@ -139,6 +143,14 @@ def nova_conf(run: Run) -> Path:
         # The stress load is bounded by the computes, not by project quotas.
         "quota": {"instances": -1, "cores": -1, "ram": -1},
     }
+    if run.fairness != "none":
+        sections["hpc_scheduler"].update(
+            {
+                "fairness_policy": run.fairness,
+                "fairshare_enforcement": run.enforcement,
+                "fairshare_interval": FAIRSHARE_INTERVAL,
+            }
+        )
     if not run.plugin:
         sections["filter_scheduler"]["weight_classes"] = ["nova.scheduler.weights.all_weighers"]
     return _write(etc / "nova.conf", sections)

@@ -195,6 +195,8 @@ def up(
     keep_on_failure: bool = False,
     policy: str = "reject",
     interference_model: str = "cache-score",
+    fairness: str = "none",
+    enforcement: str = "strict",
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -206,6 +208,8 @@ def up(
         plugin=plugin,
         policy=policy,
         interference_model=interference_model,
+        fairness=fairness,
+        enforcement=enforcement,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -294,6 +298,18 @@ def set_interference_model(run: Run, name: str, *, say: Say, timeout: float = 12
     """Set ``interference_model``: rewrite nova.conf, restart nova-scheduler."""
     run.interference_model = name
     _restart_scheduler(run, f"with interference_model = {name}", say=say, timeout=timeout)
+
+
+def set_fairness(
+    run: Run, policy: str, enforcement: str, *, say: Say, timeout: float = 120.0
+) -> None:
+    """Set ``fairness_policy`` and ``fairshare_enforcement``: rewrite nova.conf,
+    restart nova-scheduler."""
+    run.fairness, run.enforcement = policy, enforcement
+    why = f"with fairness_policy = {policy}"
+    if policy != "none":
+        why += f", fairshare_enforcement = {enforcement}"
+    _restart_scheduler(run, why, say=say, timeout=timeout)
 
 
 def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:

@@ -57,6 +57,10 @@ class Run:
     policy: str = "reject"
     #: ``[hpc_scheduler] interference_model`` of the schedulers.
     interference_model: str = "cache-score"
+    #: ``[hpc_scheduler] fairness_policy`` of the schedulers (``none``: off).
+    fairness: str = "none"
+    #: ``[hpc_scheduler] fairshare_enforcement``, written while fairness is on.
+    enforcement: str = "strict"
 
     @classmethod
     def new(cls, root: Path, **settings) -> Run:

@@ -7,9 +7,14 @@ until the time is up. Then it waits for deletions to settle, reads every
 server from the compute API and the plugin's ``app_running`` table, and
 checks them (:mod:`devcloud.checker`). The last line is
 
-    stress: R requests, S servers, V invariant violations, L record mismatches, T s
+    stress: R requests, S servers, V invariant violations, E entitlement violations,
+    L record mismatches, T s
 
-and the exit status is non-zero when V or L is above zero.
+(on one line) and the exit status is non-zero when V, E or L is above zero.
+Under ``--fairness`` the clients come from three projects with a share and
+one without (:mod:`devcloud.fairshare`), and E counts the projects and
+platforms beyond what the entitlements allowed
+(:func:`devcloud.checker.entitlement_violations`); without it E is 0.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 
 from openstack import exceptions as openstack_exceptions
 
-from devcloud import checker, config, control, faults, models, operator, workload
+from devcloud import checker, config, control, fairshare, faults, models, operator, workload
 from devcloud.layout import Run
 from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.core.criteria import InterferenceTable
@@ -99,6 +104,21 @@ def add_arguments(sub, func) -> None:
         "pair-forest, runtime-trees or a stored name (restarts nova-scheduler if it "
         "changes; a fitted kind not stored yet is fitted first)",
     )
+    parser.add_argument(
+        "--fairness",
+        choices=fairshare.POLICIES,
+        default=None,
+        help="fairness_policy of the schedulers, with three projects given a share, run "
+        "times and demand, and a first generation written before the load (restarts "
+        "nova-scheduler if it changes)",
+    )
+    parser.add_argument(
+        "--enforcement",
+        choices=fairshare.ENFORCEMENTS,
+        default=None,
+        help="fairshare_enforcement of the schedulers under --fairness (restarts "
+        "nova-scheduler if it changes)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
     parser.add_argument(
         "--keep-servers",
@@ -115,18 +135,28 @@ def add_arguments(sub, func) -> None:
     parser.set_defaults(func=func)
 
 
-def random_request(rng: random.Random, tag: str, kinds=KINDS) -> tuple[checker.Asked, str]:
+def random_request(
+    rng: random.Random,
+    tag: str,
+    kinds=KINDS,
+    *,
+    project: str | None = None,
+    applications: tuple[str, ...] = workload.APPLICATIONS,
+) -> tuple[checker.Asked, str]:
+    """A request of ``project`` for one of ``applications``, and its flavor."""
     app_class = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
     size = rng.choice(sorted(workload.SIZES))
     if app_class is None:
         count = rng.randint(1, 2)
         flavor = rng.choice(sorted(workload.PLAIN_FLAVORS))
-        return checker.Asked(tag, None, 0.0, None, count), flavor
+        vcpus = workload.PLAIN_FLAVORS[flavor][0]
+        return checker.Asked(tag, None, 0.0, None, count, project, vcpus), flavor
     count = rng.randint(1, 2) if app_class is AppClass.EXTREME_HPC else rng.randint(1, 4)
     score = rng.choice(workload.CACHE_SCORES)
-    name = rng.choice(workload.APPLICATIONS)
+    name = rng.choice(applications)
     flavor = workload.flavor_name(app_class, score, size)
-    return checker.Asked(tag, app_class, float(score), name, count), flavor
+    vcpus = workload.SIZES[size][0]
+    return checker.Asked(tag, app_class, float(score), name, count, project, vcpus), flavor
 
 
 #: Names of the servers a stress boots: ``s<run>c<client>r<request>[-n]``.
@@ -143,9 +173,15 @@ class Client(threading.Thread):
         ledger: list,
         prefix: str,
         kinds=KINDS,
+        projects: tuple[fairshare.Project, ...] | None = None,
     ) -> None:
         super().__init__(name=f"stress-client-{index}", daemon=True)
         self.index = index
+        # Without fair share two projects, as ever; with it, the trial's four.
+        if projects:
+            self.project = projects[index % len(projects)]
+        else:
+            self.project = fairshare.Project(f"stress-{index % 2}", None, None)
         self.prefix = prefix
         self.kinds = kinds
         self.run_ = run
@@ -163,14 +199,21 @@ class Client(threading.Thread):
 
     def _load(self) -> None:
         conn = operator.connect(
-            self.run_, project=f"stress-{self.index % 2}", user=f"user-{self.index}", admin=False
+            self.run_, project=self.project.name, user=f"user-{self.index}", admin=False
+        )
+        applications = (
+            (self.project.application,) if self.project.application else workload.APPLICATIONS
         )
         alive: collections.deque[Outcome] = collections.deque()
         number = 0
         while time.monotonic() < self.deadline:
             number += 1
             asked, flavor = random_request(
-                self.rng, f"{self.prefix}c{self.index}r{number}", self.kinds
+                self.rng,
+                f"{self.prefix}c{self.index}r{number}",
+                self.kinds,
+                project=self.project.name,
+                applications=applications,
             )
             try:
                 outcome = self._boot(conn, asked, flavor)
@@ -256,14 +299,24 @@ def clear(conn, say: Say, timeout: float = 180.0) -> None:
 
 
 def start_clients(
-    run: Run, *, seconds: float, clients: int, seed: int, kinds=KINDS
+    run: Run,
+    *,
+    seconds: float,
+    clients: int,
+    seed: int,
+    kinds=KINDS,
+    projects: tuple[fairshare.Project, ...] | None = None,
 ) -> tuple[list[Client], list[Outcome], float]:
-    """Start the clients; return them, their shared ledger and the start time."""
+    """Start the clients; return them, their shared ledger and the start time.
+
+    ``projects``: client i is ``projects[i % len(projects)]`` (None: two
+    projects, neither with a share)."""
     prefix = f"s{secrets.token_hex(2)}"
     started = time.monotonic()
     ledger: list[Outcome] = []
     pool = [
-        Client(i, run, started + seconds, seed + i, ledger, prefix, kinds) for i in range(clients)
+        Client(i, run, started + seconds, seed + i, ledger, prefix, kinds, projects)
+        for i in range(clients)
     ]
     for client in pool:
         client.start()
@@ -312,6 +365,7 @@ def summarise(ledger: list[Outcome], say: Say) -> None:
 
 #: Why the plugin refused a request, from the scheduler's log, most specific first.
 REFUSALS = (
+    ("beyond its entitlement", "fair share: beyond the project's entitlement"),
     ("database_failure_policy = reject", "plugin database down (reject)"),
     ("concurrent placements", "lost every race for its hosts"),
     ("dedicated hosts hold only", "ExtremeHPC: no host free to dedicate"),
@@ -448,24 +502,83 @@ def _interference_violations(run: Run, placed, groups, say: Say) -> list[str]:
     return found
 
 
+def _use_fairness(run: Run, args: argparse.Namespace, say: Say) -> None:
+    """Make the schedulers share by ``--fairness`` and ``--enforcement`` (each
+    None: keep the current one), restarting them only for a change."""
+    policy = getattr(args, "fairness", None) or run.fairness
+    enforcement = getattr(args, "enforcement", None) or run.enforcement
+    if (policy, enforcement) != (run.fairness, run.enforcement):
+        control.set_fairness(run, policy, enforcement, say=say)
+
+
+def _fair_report(
+    run: Run, placed: list, ledger: list[Outcome], first: int, last: int, say: Say
+) -> list[str]:
+    """Entitlement violations of the load, and what each project got, under the
+    generations from ``first`` (in force at the start) to ``last`` (at the end)."""
+    found = fairshare.generations(run, first, last)
+    projects = fairshare.governed()
+    violations = checker.entitlement_violations(
+        placed,
+        governed=projects,
+        most=found.most,
+        platform_of=found.platform_of,
+        capacity=found.capacity,
+        enforcement=run.enforcement,
+    )
+    numbers = found.numbers
+    say(
+        f"fair share: generations {numbers[0] if numbers else '-'} to "
+        f"{numbers[-1] if numbers else '-'} in force during the load ({len(numbers)}); "
+        f"platforms {found.capacity}"
+    )
+    for project in fairshare.PROJECTS:
+        mine = [o for o in ledger if o.asked.project == project.name]
+        results = collections.Counter(o.result for o in mine if o.asked.app_class is not None)
+        held: collections.Counter = collections.Counter()
+        for server in placed:
+            if server.asked.project == project.name and server.asked.app_class is not None:
+                held[found.platform_of.get(server.host, "?")] += server.asked.vcpus
+        entitled = found.most.get(project.name, {})
+        cores = ", ".join(
+            f"{p} {held.get(p, 0)}/{entitled.get(p, 0)}" for p in sorted(found.capacity)
+        )
+        share = "no share" if project.weight is None else f"weight {project.weight:g}"
+        say(
+            f"  {project.name} ({share}, {project.application or 'any application'}): HPC "
+            f"requests {dict(results)}; cores held at the end / most entitled: {cores}"
+        )
+    return violations
+
+
 def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if args.plugin is not None and (args.plugin == "on") != run.plugin:
         control.set_plugin(run, args.plugin == "on", say=say)
     if args.policy is not None and args.policy != run.policy:
         control.set_policy(run, args.policy, say=say)
     _use_interference_model(run, getattr(args, "interference_model", None), say)
+    _use_fairness(run, args, say)
+    fair = run.plugin and run.fairness != "none"
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     say(
         f"{args.clients} clients for {args.seconds:g} s, plugin "
         f"{'on' if run.plugin else 'off'}, database_failure_policy {run.policy}, "
-        f"interference_model {run.interference_model}, seed {seed}"
+        f"interference_model {run.interference_model}, fairness_policy {run.fairness}"
+        + (f" ({run.enforcement})" if run.fairness != "none" else "")
+        + f", seed {seed}"
     )
     admin = operator.connect(run)
     clear(admin, say)
+    # After the clearing: the first generation sees none of the old servers.
+    first_generation = fairshare.prepare(run, say) if fair else None
     scheduler_log = run.path / "logs" / "nova-scheduler.log"
     log_offset = _log_size(scheduler_log)
     clients, ledger, started = start_clients(
-        run, seconds=args.seconds, clients=args.clients, seed=seed
+        run,
+        seconds=args.seconds,
+        clients=args.clients,
+        seed=seed,
+        projects=fairshare.PROJECTS if fair else None,
     )
     windows = []
     injectors = []
@@ -484,6 +597,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         client.join()
     for injector in injectors:
         injector.join()
+    # Every placement is done: later generations held none of them.
+    last_generation = fairshare.latest(run) if first_generation is not None else 0
     errors = [c.error for c in clients if c.error is not None]
     for error in errors:
         say(f"client failed: {error!r}")
@@ -508,6 +623,9 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     )
     if predictive:
         violations += _interference_violations(run, placed, groups, say)
+    entitlement: list[str] = []
+    if first_generation is not None:
+        entitlement = _fair_report(run, placed, ledger, first_generation, last_generation, say)
     mismatches: list[str] = []
     if run.plugin:
         mismatches = _records_converge(run, placed, {s.id for s in servers}, say)
@@ -524,6 +642,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         report_window(window, ledger, started, say, admin)
     for line in violations[:20]:
         say(f"violation: {line}")
+    for line in entitlement[:20]:
+        say(f"entitlement: {line}")
     for line in mismatches[:20]:
         say(f"record: {line}")
     elapsed = time.monotonic() - started
@@ -531,8 +651,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         clear(admin, say)
     print(
         f"stress: {len(ledger)} requests, {sum(o.asked.count for o in ledger)} servers, "
-        f"{len(violations)} invariant violations, {len(mismatches)} record mismatches, "
-        f"{elapsed:.0f} s",
+        f"{len(violations)} invariant violations, {len(entitlement)} entitlement violations, "
+        f"{len(mismatches)} record mismatches, {elapsed:.0f} s",
         flush=True,
     )
-    return 1 if violations or mismatches or errors else 0
+    return 1 if violations or entitlement or mismatches or errors else 0
