@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import datetime
+import multiprocessing
 import threading
 import time
 
@@ -100,6 +101,16 @@ class EnforcementDataTests:
         self.assertEqual(entitlement // cores, wins)
         self.assertEqual(entitlement, sum(self.database.cores_in_use()["A"].values()))
 
+    def test_claims_from_worker_processes_never_exceed_an_entitlement(self) -> None:
+        # Scheduler workers are processes: four, each with its own engine,
+        # claim 4 cores at a time against an entitlement of 20 at once.
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(4, mp_context=context) as pool:
+            start = time.time() + 3.0  # every process is up and connected by then
+            wins = sum(pool.map(claim_in_a_process, [(self.db_url, n, start) for n in range(4)]))
+        self.assertEqual(5, wins)
+        self.assertEqual(20, sum(self.database.cores_in_use()["A"].values()))
+
     def test_the_lease_has_one_holder_until_it_expires_or_is_released(self) -> None:
         self.assertIsNone(self.database.lease())
         first = self.database.take_lease("w1", ttl=60)
@@ -174,6 +185,29 @@ class EnforcementDataTests:
         self.assertEqual([], self.database.refusals(now - hour))
         self.assertRaises(ProfileError, self.database.record_refusal, "", None, 1)
         self.assertRaises(ProfileError, self.database.record_refusal, "A", None, -1)
+
+
+def claim_in_a_process(job: tuple[str, int, float]) -> int:
+    """One worker process's claims of 4 cores of A's 20 on platform amd; how many won."""
+    url, number, start = job
+    database = db_api.Database(url)
+    lock = db_api.lock_name("platform", "amd")
+
+    def check(view: db_api.ClaimView) -> str | None:
+        used = sum(view.use.get("A", {}).values())
+        return None if used + 4 <= 20 else "entitlement spent"
+
+    won = 0
+    try:
+        database.cores_in_use()  # connected before the start
+        time.sleep(max(start - time.time(), 0.0))
+        for attempt in range(6):
+            claim = _claim("A", HOSTS[(number + attempt) % 3], 1, 4, f"p{number}-{attempt}")
+            if database.claim([claim], check, ttl=60, extra_locks=[lock], use_hosts=HOSTS) is None:
+                won += 1
+    finally:
+        database.dispose()
+    return won
 
 
 db_backends.for_each_backend(globals(), EnforcementDataTests, "TestEnforcementData")
