@@ -93,6 +93,13 @@ def settings() -> hpc_conf.FairnessSettings | None:
         return None
 
 
+def _policy_is_none() -> bool:
+    try:
+        return CONF.hpc_scheduler.fairness_policy == hpc_conf.NO_FAIRNESS
+    except ValueError:
+        return False  # a bad value: settings() says which, once
+
+
 def two_level(options: hpc_conf.FairnessSettings) -> TwoLevel:
     return TwoLevel(
         first=options.first_level,
@@ -406,7 +413,11 @@ class Allocator:
         self.holder = ""
 
     def ensure_started(self) -> None:
-        if settings() is None or self._running():
+        # Every request passes here: with fair share off (the default) one
+        # option is read, not all of them.
+        if self._running() or _policy_is_none():
+            return
+        if settings() is None:
             return
         with self._lock:
             if self._running():
