@@ -175,9 +175,9 @@ class Generations:
     capacity: dict[str, int]
 
 
-def latest(run: Run) -> int:
-    """The newest generation's number (0: none yet)."""
-    engine = sa.create_engine(run.database_url("hpc"))
+def latest(url: str) -> int:
+    """The newest generation's number in the plugin database at ``url`` (0: none yet)."""
+    engine = sa.create_engine(url)
     table = hpc_models.FairshareGeneration.__table__
     try:
         with engine.connect() as connection:
@@ -186,9 +186,10 @@ def latest(run: Run) -> int:
         engine.dispose()
 
 
-def generations(run: Run, first: int, last: int) -> Generations:
-    """Every generation from ``first`` to ``last`` that is still stored."""
-    engine = sa.create_engine(run.database_url("hpc"))
+def generations(url: str, first: int, last: int) -> Generations:
+    """Every generation from ``first`` to ``last`` still stored in the plugin
+    database at ``url`` (the allocator keeps the newest hundred)."""
+    engine = sa.create_engine(url)
     table = hpc_models.FairshareGeneration.__table__
     allocations = hpc_models.FairshareAllocation.__table__
     try:

@@ -516,7 +516,7 @@ def _fair_report(
 ) -> list[str]:
     """Entitlement violations of the load, and what each project got, under the
     generations from ``first`` (in force at the start) to ``last`` (at the end)."""
-    found = fairshare.generations(run, first, last)
+    found = fairshare.generations(run.database_url("hpc"), first, last)
     projects = fairshare.governed()
     violations = checker.entitlement_violations(
         placed,
@@ -598,7 +598,9 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     for injector in injectors:
         injector.join()
     # Every placement is done: later generations held none of them.
-    last_generation = fairshare.latest(run) if first_generation is not None else 0
+    last_generation = 0
+    if first_generation is not None:
+        last_generation = fairshare.latest(run.database_url("hpc"))
     errors = [c.error for c in clients if c.error is not None]
     for error in errors:
         say(f"client failed: {error!r}")

@@ -31,7 +31,7 @@ from tests import db_backends
 
 LAST_LINE = re.compile(
     r"^stress: (\d+) requests, (\d+) servers, (\d+) invariant violations, "
-    r"(\d+) record mismatches, (\d+) s$"
+    r"(\d+) entitlement violations, (\d+) record mismatches, (\d+) s$"
 )
 
 
@@ -73,9 +73,9 @@ class TestCloudStress(testtools.TestCase):
         report = out.getvalue() + "\n".join(self.log)
         found = LAST_LINE.match(out.getvalue().strip().splitlines()[-1])
         self.assertIsNotNone(found, report)
-        requests, _, violations, mismatches, _ = map(int, found.groups())
+        requests, _, violations, entitlement, mismatches, _ = map(int, found.groups())
         self.assertGreater(requests, 0, report)
-        self.assertEqual((0, 0, 0), (violations, mismatches, code), report)
+        self.assertEqual((0, 0, 0, 0), (violations, entitlement, mismatches, code), report)
         self.assertEqual("pair-forest", run.interference_model)
         self.assertTrue(
             any(line.startswith("interference model pair-forest: ") for line in self.log), report
@@ -126,9 +126,9 @@ class TestCloudStress(testtools.TestCase):
             last = out.getvalue().strip().splitlines()[-1]
             found = LAST_LINE.match(last)
             self.assertIsNotNone(found, report)
-            requests, _, violations, mismatches, _ = map(int, found.groups())
+            requests, _, violations, entitlement, mismatches, _ = map(int, found.groups())
             self.assertGreater(requests, 0, report)
-            self.assertEqual((0, 0), (violations, mismatches), report)
+            self.assertEqual((0, 0, 0), (violations, entitlement, mismatches), report)
             self.assertEqual(0, code, report)
             for fault in ("plugin-db", "scheduler-worker"):
                 self.assertTrue(any(f"fault {fault} from" in line for line in self.log), report)
