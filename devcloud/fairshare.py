@@ -58,6 +58,10 @@ PROJECTS = (
     Project("fair-c", 1.0, "FT", 32),
     Project("no-share", None, None),
 )
+#: Cache scores of the governed projects' requests: the lowest of the trial,
+#: so that a platform's hosts take more cores than the platform has before
+#: the cache thresholds refuse them, and entitlements bind first.
+CACHE_SCORES = (min(workload.CACHE_SCORES),)
 #: Solo run times in seconds of the governed applications per processor
 #: group (:data:`devcloud.operator.CPU_GROUPS`), made up: LU runs best on
 #: xeon, CG on epyc, FT about as well on both.

@@ -142,8 +142,10 @@ def random_request(
     *,
     project: str | None = None,
     applications: tuple[str, ...] = workload.APPLICATIONS,
+    scores: tuple[int, ...] = workload.CACHE_SCORES,
 ) -> tuple[checker.Asked, str]:
-    """A request of ``project`` for one of ``applications``, and its flavor."""
+    """A request of ``project`` for one of ``applications`` with one of the
+    cache ``scores``, and its flavor."""
     app_class = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
     size = rng.choice(sorted(workload.SIZES))
     if app_class is None:
@@ -152,7 +154,7 @@ def random_request(
         vcpus = workload.PLAIN_FLAVORS[flavor][0]
         return checker.Asked(tag, None, 0.0, None, count, project, vcpus), flavor
     count = rng.randint(1, 2) if app_class is AppClass.EXTREME_HPC else rng.randint(1, 4)
-    score = rng.choice(workload.CACHE_SCORES)
+    score = rng.choice(scores)
     name = rng.choice(applications)
     flavor = workload.flavor_name(app_class, score, size)
     vcpus = workload.SIZES[size][0]
@@ -204,6 +206,7 @@ class Client(threading.Thread):
         applications = (
             (self.project.application,) if self.project.application else workload.APPLICATIONS
         )
+        scores = workload.CACHE_SCORES if self.project.weight is None else fairshare.CACHE_SCORES
         alive: collections.deque[Outcome] = collections.deque()
         number = 0
         while time.monotonic() < self.deadline:
@@ -214,6 +217,7 @@ class Client(threading.Thread):
                 self.kinds,
                 project=self.project.name,
                 applications=applications,
+                scores=scores,
             )
             try:
                 outcome = self._boot(conn, asked, flavor)
