@@ -511,7 +511,11 @@ def _use_fairness(run: Run, args: argparse.Namespace, say: Say) -> None:
     None: keep the current one), restarting them only for a change."""
     policy = getattr(args, "fairness", None) or run.fairness
     enforcement = getattr(args, "enforcement", None) or run.enforcement
-    if (policy, enforcement) != (run.fairness, run.enforcement):
+    if policy == "none" == run.fairness:
+        # Not written while fair share is off: kept for a later --fairness.
+        run.enforcement = enforcement
+        run.save()
+    elif (policy, enforcement) != (run.fairness, run.enforcement):
         control.set_fairness(run, policy, enforcement, say=say)
 
 
