@@ -623,12 +623,19 @@ def template_hosts(
         for key, cores in by_key.items():
             if cores > 0:
                 on_host[key][name] = cores
+    # A host nobody uses follows every template with room for the project:
+    # decide that once rather than host by host (most hosts are empty).
+    empty_follows = any(room > 0 for _, room in mine)
     return frozenset(
         key
         for key in keys
-        if any(
-            set(on_host.get(key, {})) <= members and on_host.get(key, {}).get(project, 0) < room
-            for members, room in mine
+        if (
+            empty_follows
+            if key not in on_host
+            else any(
+                on_host[key].keys() <= members and on_host[key].get(project, 0) < room
+                for members, room in mine
+            )
         )
     )
 
@@ -657,12 +664,17 @@ def choices(
         if platform is not None:
             present[platform].add(key)
     by_affinity = sorted(present, key=lambda p: (-affinity.get(p, 0.0), p))
+    # Each platform's host keys, in one pass over the cloud rather than one per platform.
+    members: dict[str, list[str]] = collections.defaultdict(list)
+    for key, platform in cloud.platform_of.items():
+        if platform in present:
+            members[platform].append(key)
     found: list[Choice] = []
     for borrowed in (False, True):
         if borrowed and enforcement != hpc_conf.BORROW:
             break
         for platform in by_affinity:
-            keys = frozenset(k for k, p in cloud.platform_of.items() if p == platform)
+            keys = frozenset(members[platform])
             capacity = cloud.cores(platform)
             mine = _used_on(use, project, keys)
             limit = entitled.get(platform, 0)
