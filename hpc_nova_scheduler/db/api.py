@@ -517,6 +517,36 @@ def _naive_utc(at: datetime.datetime) -> datetime.datetime:
     return at.astimezone(datetime.UTC).replace(tzinfo=None)
 
 
+def _use_queries() -> tuple:
+    """:func:`_cores_in_use`'s statements, (everywhere, on ``:hosts``) for claims then rows.
+
+    Built once: the host names are an expanding parameter, bound per
+    execution, so neither statement is built, nor its list coerced, per request.
+    """
+    claims = models.AppClaim.__table__
+    running = models.AppRunning.__table__
+    claimed = select(
+        claims.c.project_id,
+        claims.c.host,
+        claims.c.nodename,
+        func.sum(claims.c.vms * claims.c.cores),
+    ).where(claims.c.expires_at >= bindparam("now"), claims.c.vms > 0)
+    recorded = select(
+        running.c.project_id, running.c.host, running.c.nodename, func.sum(running.c.cores)
+    )
+    found = []
+    for query, host_column, group in (
+        (claimed, claims.c.host, (claims.c.project_id, claims.c.host, claims.c.nodename)),
+        (recorded, running.c.host, (running.c.project_id, running.c.host, running.c.nodename)),
+    ):
+        on_hosts = query.where(host_column.in_(bindparam("hosts", expanding=True)))
+        found.append((query.group_by(*group), on_hosts.group_by(*group)))
+    return tuple(found)
+
+
+_USE_QUERIES = _use_queries()
+
+
 def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, int]]:
     """project -> host key -> cores of its recorded VMs and live claims' planned VMs.
 
@@ -525,38 +555,24 @@ def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, i
     its row, never back. Spare slots are not counted: a rebuild on an
     alternate replaces a VM that failed, it does not add one.
     """
-    claims = models.AppClaim.__table__
-    running = models.AppRunning.__table__
     use: dict[str, dict[str, int]] = {}
-
-    def add(project, host, nodename, cores) -> None:
-        if project is None or not cores:
-            return
-        by_host = use.setdefault(project, {})
-        key = host_key(host, nodename)
-        by_host[key] = by_host.get(key, 0) + int(cores)
-
-    claimed = select(
-        claims.c.project_id,
-        claims.c.host,
-        claims.c.nodename,
-        func.sum(claims.c.vms * claims.c.cores),
-    ).where(claims.c.expires_at >= timeutils.utcnow(), claims.c.vms > 0)
-    recorded = select(
-        running.c.project_id, running.c.host, running.c.nodename, func.sum(running.c.cores)
-    )
-    groups = (
-        (claimed, claims.c.host, (claims.c.project_id, claims.c.host, claims.c.nodename)),
-        (recorded, running.c.host, (running.c.project_id, running.c.host, running.c.nodename)),
-    )
-    for query, host_column, group in groups:
-        if hosts is None:
-            for row in session.execute(query.group_by(*group)):
-                add(*row)
-            continue
-        for chunk in _chunks(sorted(set(hosts))):
-            for row in session.execute(query.where(host_column.in_(chunk)).group_by(*group)):
-                add(*row)
+    now = timeutils.utcnow()
+    chunks = None if hosts is None else [list(c) for c in _chunks(sorted(set(hosts)))]
+    for everywhere, on_hosts in _USE_QUERIES:
+        if chunks is None:
+            rows = session.execute(everywhere, {"now": now}).tuples()
+        else:
+            rows = (
+                row
+                for chunk in chunks
+                for row in session.execute(on_hosts, {"now": now, "hosts": chunk}).tuples()
+            )
+        for project, host, nodename, cores in rows:
+            if project is None or not cores:
+                continue
+            by_host = use.setdefault(project, {})
+            key = host_key(host, nodename)
+            by_host[key] = by_host.get(key, 0) + int(cores)
     return use
 
 
