@@ -100,42 +100,9 @@ def _hpc(run: Run, *args: str) -> str:
     return services.run_command(run, [*command, str(run.path / "etc/nova.conf"), *args])
 
 
-#: What ``fairshare allocate`` says when it reads Nova's cell mappings without
-#: oslo.messaging's options registered (it parses Nova's configuration with
-#: ``init_rpc=False``, and a cell mapping formats its ``transport_url``).
-UNREGISTERED_TRANSPORT = "no such option transport_url"
-#: The command's own entry point, with those options registered first.
-_ALLOCATE_WITH_TRANSPORT = (
-    "import sys; from oslo_config import cfg; import oslo_messaging; "
-    "oslo_messaging.TransportURL.parse(cfg.CONF); "
-    "from hpc_nova_scheduler.cmd.cli import main; sys.argv[0] = 'hpc-nova-scheduler'; "
-    "sys.exit(main())"
-)
-
-
-def _allocate(run: Run, say: Say) -> dict:
-    """``fairshare allocate --format json``, as the operator runs it; its JSON.
-
-    Where the command fails for want of oslo.messaging's options (a bug of
-    the command, reported), the same command runs again with them
-    registered, and the stress says so.
-    """
-    args = ("fairshare", "allocate", "--format", "json")
-    try:
-        output = _hpc(run, *args)
-    except services.ServiceError as error:
-        if UNREGISTERED_TRANSPORT not in str(error):
-            raise
-        say(
-            "hpc-nova-scheduler fairshare allocate failed: no such option transport_url "
-            "(Nova's configuration loaded without oslo.messaging's options); running it "
-            "again with them registered"
-        )
-        python = services.tool("python")
-        nova_conf = str(run.path / "etc/nova.conf")
-        output = services.run_command(
-            run, [python, "-c", _ALLOCATE_WITH_TRANSPORT, "--config-file", nova_conf, *args]
-        )
+def _allocate(run: Run) -> dict:
+    """``fairshare allocate --format json``, as the operator runs it; its JSON."""
+    output = _hpc(run, "fairshare", "allocate", "--format", "json")
     # Nova may log before the JSON: it starts at the first line that opens it.
     start = output.index("{") if output.startswith("{") else output.index("\n{") + 1
     return json.JSONDecoder().raw_decode(output, start)[0]
@@ -159,7 +126,7 @@ def prepare(run: Run, say: Say) -> int:
             "--application",
             str(project.application),
         )
-    output = _allocate(run, say)
+    output = _allocate(run)
     say(
         f"fair share {output['policy']}, fairshare_enforcement {run.enforcement}: "
         f"generation {output['generation']}, entitlements {output['allocation']}"

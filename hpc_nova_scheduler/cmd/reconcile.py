@@ -42,6 +42,11 @@ def _load_nova(args: argparse.Namespace) -> None:
     if args.config_dir:
         argv += ["--config-dir", args.config_dir]
     nova_config.parse_args(argv, init_rpc=False)
+    # Loading a cell mapping reads [DEFAULT] transport_url, which only RPC's
+    # set-up registers: register it, though these commands send no message.
+    import oslo_messaging
+
+    oslo_messaging.TransportURL.parse(nova_config.CONF)
     objects.register_all()
 
 

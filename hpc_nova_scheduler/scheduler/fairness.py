@@ -100,6 +100,11 @@ def _policy_is_none() -> bool:
         return False  # a bad value: settings() says which, once
 
 
+def change_gap(options: hpc_conf.FairnessSettings) -> float:
+    """Seconds between two runs that changed inputs trigger."""
+    return max(CHECK_SECONDS, options.interval / 30.0)
+
+
 def two_level(options: hpc_conf.FairnessSettings) -> TwoLevel:
     return TwoLevel(
         first=options.first_level,
@@ -465,10 +470,14 @@ class Allocator:
             return None
         inputs = read_inputs(database, cloud, options.interval, now)
         latest = database.latest_generation()
+        age = (now - latest.created_at).total_seconds() if latest is not None else None
         due = (
-            latest is None
-            or (now - latest.created_at).total_seconds() >= options.interval
-            or inputs.digest(options) != lease.digest
+            age is None
+            or age >= options.interval
+            # A change of the inputs (a placement, a deletion, a refusal)
+            # triggers a run, but at most every thirtieth of the interval:
+            # a busy cloud changes them at every placement.
+            or (inputs.digest(options) != lease.digest and age >= change_gap(options))
         )
         if not due:
             return None
