@@ -91,24 +91,13 @@ def _interval(conf) -> tuple[int, str]:
 def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:
     """Every host's ``hpc:`` aggregate metadata, as the scheduler reads it.
 
-    The same reading as :class:`~hpc_nova_scheduler.scheduler.aggregate_tags.AggregateTags`,
-    which falls back to the scheduler's cache on failure; a command has no
-    cache, so a failure here is the command's error.
+    The scheduler's :class:`~hpc_nova_scheduler.scheduler.aggregate_tags.AggregateTags`
+    falls back to its cache on failure; a command has no cache, so a
+    failure here is the command's error.
     """
     from hpc_nova_scheduler.scheduler import aggregate_tags
 
-    tags: dict[str, dict[str, set[str]]] = {}
-    for aggregate in aggregates:
-        metadata = aggregate.metadata or {}
-        for key in aggregate_tags.KEYS:
-            value = metadata.get(key)
-            if isinstance(value, str) and value.strip():
-                for host in aggregate.hosts or []:
-                    tags.setdefault(host, {}).setdefault(key, set()).add(value.strip())
-    return {
-        host: {key: frozenset(values) for key, values in by_key.items()}
-        for host, by_key in tags.items()
-    }
+    return aggregate_tags.tags_of(aggregates)
 
 
 def read_nova() -> tuple[list[fairness.Node], dict]:
@@ -342,7 +331,7 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
         projects={p.name: p for p in inputs.projects},
         in_use=dict(in_use),
         elsewhere=dict(elsewhere),
-        solo=live.solo_times(inputs.projects, cloud.platforms, inputs.runs),
+        solo=live.solo_times(inputs.projects, cloud.platforms, inputs.table),
         usage=usage,
     )
 

@@ -493,6 +493,18 @@ def _allocation_rows(allocation: Mapping[str, Mapping[str, int]]) -> list[tuple[
     return sorted(rows)
 
 
+def _allocation_models(
+    number: int, rows: Iterable[tuple[str, str, int]], at: datetime.datetime
+) -> list[models.FairshareAllocation]:
+    """The ``fairshare_allocations`` rows of generation ``number``."""
+    return [
+        models.FairshareAllocation(
+            generation=number, project=project, platform=platform, cores=cores, created_at=at
+        )
+        for project, platform, cores in rows
+    ]
+
+
 def _usage_value(key: object, value: float) -> tuple[str, str, float]:
     if not isinstance(key, tuple) or len(key) != 2:
         raise ProfileError("usage", f"{key!r} is not a (project, platform) pair")
@@ -821,16 +833,7 @@ class Database:
                 )
             )
             session.flush()
-            session.add_all(
-                models.FairshareAllocation(
-                    generation=latest.number,
-                    project=project,
-                    platform=platform,
-                    cores=cores,
-                    created_at=latest.created_at,
-                )
-                for project, platform, cores in rows
-            )
+            session.add_all(_allocation_models(latest.number, rows, latest.created_at))
 
     def has_placements(self) -> bool:
         """Whether any ``app_running`` row or live claim is here."""
@@ -1343,16 +1346,7 @@ class Database:
             # The generation first: a duplicate number fails here, before
             # any allocation row is written.
             session.flush()
-            session.add_all(
-                models.FairshareAllocation(
-                    generation=number,
-                    project=project,
-                    platform=platform,
-                    cores=cores,
-                    created_at=now,
-                )
-                for project, platform, cores in rows
-            )
+            session.add_all(_allocation_models(number, rows, now))
         return number
 
     def latest_generation(self) -> Generation | None:

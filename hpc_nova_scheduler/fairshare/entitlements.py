@@ -125,6 +125,13 @@ def combination_table(
     return CombinationTable(solo, combinations)
 
 
+def table_for(
+    projects: Sequence[ProjectView], platforms: Sequence[Platform], runs: Sequence[Run]
+) -> CombinationTable:
+    """The run times of ``projects``' applications on ``platforms``, built once per run."""
+    return combination_table(runs, platforms, (application_key(p) for p in projects))
+
+
 def claimants(
     projects: Sequence[ProjectView], usage: Mapping[tuple[str, str], float]
 ) -> list[Claimant]:
@@ -148,14 +155,16 @@ def allocate(
     two_level: TwoLevel,
     projects: Sequence[ProjectView],
     platforms: Sequence[Platform],
-    runs: Sequence[Run],
+    table: CombinationTable,
     usage: Mapping[tuple[str, str], float],
     previous: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Plan:
-    """Entitlements per project and platform, and each platform's node templates."""
+    """Entitlements per project and platform, and each platform's node templates.
+
+    ``table`` is :func:`table_for` the same projects and platforms.
+    """
     if not platforms:
         raise SharingError("no platform has cores: nothing to share")
-    table = combination_table(runs, platforms, (application_key(p) for p in projects))
     return two_level.plan(claimants(projects, usage), platforms, table, previous)
 
 
@@ -163,12 +172,11 @@ def affinities(
     metric: str,
     projects: Sequence[ProjectView],
     platforms: Sequence[Platform],
-    runs: Sequence[Run],
+    table: CombinationTable,
 ) -> dict[str, dict[str, float]]:
     """project -> platform -> affinity by ``metric`` (the order requests try platforms in)."""
     if not projects or not platforms:
         return {}
-    table = combination_table(runs, platforms, (application_key(p) for p in projects))
     return platform_affinity(metric, claimants(projects, {}), platforms, table)
 
 
@@ -198,10 +206,9 @@ def charge_usage(
 
 
 def solo_times(
-    projects: Sequence[ProjectView], platforms: Sequence[Platform], runs: Sequence[Run]
+    projects: Sequence[ProjectView], platforms: Sequence[Platform], table: CombinationTable
 ) -> dict[str, dict[str, float]]:
     """project -> platform -> its application's mean solo run time (measured pairs only)."""
-    table = combination_table(runs, platforms, (application_key(p) for p in projects))
     return {
         project.name: {
             p.name: seconds

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from nova import context as nova_context
 from nova import objects
@@ -67,15 +68,20 @@ class AggregateTags:
             self._failing = True
             return None
         self._failing = False
-        tags: dict[str, dict[str, set[str]]] = {}
-        for aggregate in aggregates:
-            metadata = aggregate.metadata or {}
-            for key in KEYS:
-                value = metadata.get(key)
-                if isinstance(value, str) and value.strip():
-                    for host in aggregate.hosts or []:
-                        tags.setdefault(host, {}).setdefault(key, set()).add(value.strip())
-        return {
-            host: {key: frozenset(values) for key, values in by_key.items()}
-            for host, by_key in tags.items()
-        }
+        return tags_of(aggregates)
+
+
+def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:
+    """Every host's ``hpc:`` metadata, from Nova's aggregates."""
+    tags: dict[str, dict[str, set[str]]] = {}
+    for aggregate in aggregates:
+        metadata = aggregate.metadata or {}
+        for key in KEYS:
+            value = metadata.get(key)
+            if isinstance(value, str) and value.strip():
+                for host in aggregate.hosts or []:
+                    tags.setdefault(host, {}).setdefault(key, set()).add(value.strip())
+    return {
+        host: {key: frozenset(values) for key, values in by_key.items()}
+        for host, by_key in tags.items()
+    }

@@ -51,6 +51,7 @@ from hpc_nova_scheduler.core.sharing import Platform, SharingError
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.fairshare import entitlements as live
 from hpc_nova_scheduler.fairshare.allocator import TwoLevel
+from hpc_nova_scheduler.fairshare.combinations import CombinationTable
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -164,6 +165,15 @@ class Cloud:
     platform_of: Mapping[str, str]
     #: platform -> its host names (what claims lock and count)
     hosts: Mapping[str, tuple[str, ...]]
+    #: platform -> its host keys
+    keys: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Derived here, once per cloud: requests ask for a platform's hosts.
+        members: dict[str, set[str]] = collections.defaultdict(set)
+        for key, platform in self.platform_of.items():
+            members[platform].add(key)
+        object.__setattr__(self, "keys", {p: frozenset(k) for p, k in members.items()})
 
     def cores(self, platform: str) -> int:
         return next((p.cores for p in self.platforms if p.name == platform), 0)
@@ -246,6 +256,8 @@ class Inputs:
     runs: tuple[live.Run, ...]
     #: Recorded VMs of governed projects on known hosts (for usage).
     records: tuple[db_api.RunningRecord, ...]
+    #: The run times of the projects' applications on the cloud's platforms.
+    table: CombinationTable
 
     def digest(self, options: hpc_conf.FairnessSettings) -> str:
         return live.digest(
@@ -299,7 +311,8 @@ def read_inputs(
         live.Run(run.application, run.platform, run.runtime_s, tuple(run.corunners))
         for run in database.runs()
     )
-    return Inputs(cloud, projects, runs, tuple(records))
+    table = live.table_for(projects, cloud.platforms, runs)
+    return Inputs(cloud, projects, runs, tuple(records), table)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,7 +345,7 @@ def charged(
         seconds = (now - max(placed, since)).total_seconds()
         if seconds > 0:
             core_seconds[(vm.project_id, inputs.cloud.platform_of[vm.key])] += vm.cores * seconds
-    solo = live.solo_times(inputs.projects, inputs.cloud.platforms, inputs.runs)
+    solo = live.solo_times(inputs.projects, inputs.cloud.platforms, inputs.table)
     return live.charge_usage(
         stored,
         core_seconds,
@@ -351,31 +364,39 @@ def allocate(
     write: bool = True,
     holder: str | None = None,
     now: datetime.datetime | None = None,
+    inputs: Inputs | None = None,
+    lease: db_api.Lease | None = None,
+    latest: db_api.Generation | None = None,
 ) -> Outcome:
     """Run both levels once; store the generation unless ``write`` is False.
 
     With ``holder`` (the lease's holder) the run also charges the usage of
     the time since the last charge and stores it: only the lease's holder
-    does, so no second is charged twice.
+    does, so no second is charged twice. The allocator thread passes what
+    it has just read to decide that a run is due (``inputs``, its ``lease``
+    and the ``latest`` generation), so that they are not read again.
     """
     now = now or timeutils.utcnow()
-    inputs = read_inputs(database, cloud, options.interval, now)
-    lease = database.lease() if holder is not None else None
+    if inputs is None:
+        inputs = read_inputs(database, cloud, options.interval, now)
     if holder is not None and write:
+        if lease is None:
+            lease = database.lease()
         usage = charged(database, inputs, options, lease.accounted_at if lease else None, now)
     else:
         usage = database.usage()
-    latest = database.latest_generation()
+    if latest is None:
+        latest = database.latest_generation()
     plan = live.allocate(
         two_level(options),
         inputs.projects,
         cloud.platforms,
-        inputs.runs,
+        inputs.table,
         usage,
         latest.allocation if latest else None,
     )
     affinity = live.affinities(
-        options.platform_affinity, inputs.projects, cloud.platforms, inputs.runs
+        options.platform_affinity, inputs.projects, cloud.platforms, inputs.table
     )
     templates = live.templates_as_json(plan)
     number = None
@@ -482,7 +503,16 @@ class Allocator:
         if not due:
             return None
         try:
-            outcome = allocate(database, options, cloud, holder=self.holder, now=now)
+            outcome = allocate(
+                database,
+                options,
+                cloud,
+                holder=self.holder,
+                now=now,
+                inputs=inputs,
+                lease=lease,
+                latest=latest,
+            )
         except SharingError as error:
             problem = f"fair share cannot allocate: {error}; the last entitlements stay in force"
         else:
@@ -546,10 +576,6 @@ class Entitlements:
             found = self._read(database)
             self._cached[database.url] = (time.monotonic(), found)
             return found
-
-    def forget(self) -> None:
-        with self._lock:
-            self._cached.clear()
 
     @staticmethod
     def _read(database: db_api.Database) -> InForce | None:
@@ -673,17 +699,12 @@ def choices(
         if platform is not None:
             present[platform].add(key)
     by_affinity = sorted(present, key=lambda p: (-affinity.get(p, 0.0), p))
-    # Each platform's host keys, in one pass over the cloud rather than one per platform.
-    members: dict[str, list[str]] = collections.defaultdict(list)
-    for key, platform in cloud.platform_of.items():
-        if platform in present:
-            members[platform].append(key)
     found: list[Choice] = []
     for borrowed in (False, True):
         if borrowed and enforcement != hpc_conf.BORROW:
             break
         for platform in by_affinity:
-            keys = frozenset(members[platform])
+            keys = cloud.keys[platform]
             capacity = cloud.cores(platform)
             mine = _used_on(use, project, keys)
             limit = entitled.get(platform, 0)
@@ -724,7 +745,7 @@ def describe_refusal(
     entitled = in_force.allocation.get(project, {})
     parts = []
     for platform in sorted({*entitled, *cloud.hosts}):
-        keys = frozenset(k for k, p in cloud.platform_of.items() if p == platform)
+        keys = cloud.keys.get(platform, frozenset())
         parts.append(f"{platform} {_used_on(use, project, keys)}/{entitled.get(platform, 0)}")
     return (
         f"project {project}: {cores} cores beyond its entitlement (generation "
