@@ -327,7 +327,33 @@ places as if ``fairness_policy`` were ``none`` and says so in its log.
     ),
 ]
 
-ALL_OPTS = threshold_opts + record_opts + database_opts + fairness_opts
+topology_opts = [
+    cfg.ListOpt(
+        "topology_levels",
+        default=["rack"],
+        help="""
+The network topology's levels above the host, outermost first (for example
+``block,rack`` or ``pod,block,rack``).
+
+Each level is read from the host aggregate metadata key ``hpc:<level>``; the
+host is always the innermost level and is not named here. A host without a
+value at some level is a domain of its own at that level, as a host without
+a rack always was. Tenants name these levels in the flavor extra specs
+``hpc:topology_required``, ``hpc:topology_preferred`` and
+``hpc:topology_segment_level`` (``host`` is always accepted too).
+
+With the default single level ``rack``, placement orders racks exactly as
+seed 003 does (the rack with the most room first). With more levels than
+one, the plan is a best fit at every level, innermost first: among the
+domains that can hold the whole application, the one with the least room
+left, so that large empty domains stay whole for large applications.
+Names are lower-case letters, digits, ``-`` and ``_``; ``host``,
+``cpu_group``, ``platform``, ``app_class`` and ``app_name`` are reserved.
+""",
+    ),
+]
+
+ALL_OPTS = threshold_opts + record_opts + database_opts + fairness_opts + topology_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
