@@ -73,10 +73,22 @@ class AggregateTags:
 
 def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:
     """Every host's ``hpc:`` metadata, from Nova's aggregates."""
+    return metadata_of(aggregates, KEYS)
+
+
+def metadata_of(
+    aggregates: Iterable[Any], keys: Iterable[str]
+) -> dict[str, dict[str, frozenset[str]]]:
+    """Every host's values of the metadata ``keys``, read as :func:`tags_of` reads its keys.
+
+    Values are stripped; an empty one counts as none. A host that several
+    aggregates tag differently keeps every value, for the caller to judge.
+    """
+    keys = tuple(keys)
     tags: dict[str, dict[str, set[str]]] = {}
     for aggregate in aggregates:
         metadata = aggregate.metadata or {}
-        for key in KEYS:
+        for key in keys:
             value = metadata.get(key)
             if isinstance(value, str) and value.strip():
                 for host in aggregate.hosts or []:
