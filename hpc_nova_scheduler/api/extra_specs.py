@@ -4,14 +4,36 @@ Nova loads this module through the ``nova.api.extra_spec_validators`` entry
 point and calls :func:`register`.  From microversion 2.86 nova-api then
 rejects a bad ``hpc:`` value with HTTP 400 when the spec is set, and rejects
 any ``hpc:`` key not registered here, naming the key.
+
+Nova hands a validator one ``(name, value)`` at a time, before it reads the
+flavor (``FlavorExtraSpecsController._check_extra_specs_value``), so the
+flavor's stored specs and the VM count of a later ``POST /servers`` are out
+of reach. The topology specs are checked alone, against the cloud's
+``[hpc_scheduler] topology_levels``, and against the other topology specs
+set in the same call (:func:`_specs_of_this_call`). What nova-api cannot
+see, the scheduler refuses with NoValidHost and a logged reason.
 """
 
 from __future__ import annotations
 
+import threading
+
 from nova import exception
 from nova.api.validation.extra_specs import base
+from oslo_config import cfg
+from oslo_context import context as oslo_context
+from oslo_log import log as logging
 
-from hpc_nova_scheduler.core import profile
+from hpc_nova_scheduler import conf
+from hpc_nova_scheduler.core import profile, topology
+
+LOG = logging.getLogger(__name__)
+
+
+def _invalid(error: profile.ProfileError) -> exception.ValidationError:
+    return exception.ValidationError(
+        f"Validation failed; extra spec '{error.key}': {error.reason}."
+    )
 
 
 class HpcExtraSpecValidator(base.ExtraSpecValidator):
@@ -26,12 +48,100 @@ class HpcExtraSpecValidator(base.ExtraSpecValidator):
         try:
             profile.validate_extra_spec(name, value)
         except profile.ProfileError as error:
-            raise exception.ValidationError(
-                f"Validation failed; extra spec '{error.key}': {error.reason}."
-            ) from None
+            raise _invalid(error) from None
+
+
+def configured_levels(name: str) -> tuple[str, ...]:
+    """The cloud's topology levels as nova-api reads them from its CONF.
+
+    A bad ``topology_levels`` makes the spec uncheckable: a one-line
+    ValidationError (HTTP 400) naming the option, and an error in
+    nova-api's log, rather than a traceback.
+    """
+    option = f"[{conf.GROUP_NAME}] topology_levels"
+    try:
+        return topology.parse_levels(conf.CONF[conf.GROUP_NAME].topology_levels)
+    except (topology.TopologyError, ValueError, cfg.Error) as error:
+        reason = " ".join(str(error).split())
+        LOG.error("Cannot check the flavor extra spec %s: %s: %s", name, option, reason)
+        raise exception.ValidationError(
+            f"Validation failed; extra spec '{name}' cannot be checked: "
+            f"the cloud's {option} is wrong: {reason}."
+        ) from None
+
+
+class _CallSpecs(threading.local):
+    """The topology specs validated so far in this thread's current request."""
+
+    def __init__(self) -> None:
+        self.request_id: str | None = None
+        self.specs: dict[str, str] = {}
+
+
+_CALL = _CallSpecs()
+
+
+def _specs_of_this_call(name: str, value: str) -> dict[str, str]:
+    """``name`` with the topology specs validated before it in the same call.
+
+    Nova validates every key of one ``POST .../os-extra_specs`` body in one
+    loop, in the thread that serves the request, before anything is stored;
+    the request's context (oslo.context's current context, stored by
+    ``nova.context.RequestContext`` when the auth middleware makes it) tells
+    one request from the next. Once the last key of the body is validated,
+    every pair of keys in it has been checked. Without a current context only
+    ``name`` itself is returned.
+    """
+    current = oslo_context.get_current()
+    request_id = getattr(current, "request_id", None)
+    if request_id is None:
+        return {name: value}
+    if _CALL.request_id != request_id:
+        _CALL.request_id = request_id
+        _CALL.specs = {}
+    _CALL.specs[name] = value
+    return dict(_CALL.specs)
+
+
+def check_together(specs: dict[str, str], levels: tuple[str, ...]) -> None:
+    """Raise :class:`profile.ProfileError` for topology specs that contradict each other.
+
+    Each value has passed :func:`topology.validate_spec` already. A missing
+    partner (a segment size without its level, or the reverse) is not an
+    error here: it may be stored on the flavor already, or come in a later
+    call; the scheduler refuses a flavor that still lacks it.
+    """
+    trial = dict(specs)
+    if topology.SPEC_SEGMENT_LEVEL in trial:
+        trial.setdefault(topology.SPEC_SEGMENT, "1")
+    else:
+        trial.pop(topology.SPEC_SEGMENT, None)
+    topology.spec_from_extra_specs(trial, levels)
+
+
+class HpcTopologyValidator(base.ExtraSpecValidator):
+    """Validates a topology spec through :mod:`hpc_nova_scheduler.core.topology`.
+
+    Alone: a level this cloud names (or ``host``), a segment a whole number
+    from 1. Together with the topology specs set in the same call: a
+    preferred level inside the required one, a segment level not outside it.
+    """
+
+    def validate(self, name: str, value: str) -> None:
+        levels = configured_levels(name)
+        try:
+            topology.validate_spec(name, value, levels)
+            check_together(_specs_of_this_call(name, value), levels)
+        except profile.ProfileError as error:
+            raise _invalid(error) from None
 
 
 _CLASSES = ", ".join(c.value for c in profile.AppClass)
+_LEVELS = (
+    "A topology level of this cloud: one of [hpc_scheduler] topology_levels "
+    "(rack unless the operator names more, such as block,rack), or host; "
+    "case-insensitive."
+)
 
 EXTRA_SPEC_VALIDATORS = [
     HpcExtraSpecValidator(
@@ -57,6 +167,45 @@ EXTRA_SPEC_VALIDATORS = [
             "hpc_app_name scheduler hint overrides it for one request."
         ),
         value={"type": str, "description": "A non-empty name."},
+    ),
+    HpcTopologyValidator(
+        name=topology.SPEC_REQUIRED,
+        description=(
+            "Every VM of one request in one domain of this level (one rack, "
+            "one block...), or the request is refused whole with NoValidHost."
+        ),
+        value={"type": str, "description": _LEVELS},
+    ),
+    HpcTopologyValidator(
+        name=topology.SPEC_PREFERRED,
+        description=(
+            "The VMs of one request in as few domains of this level as "
+            "possible; never a reason to refuse. Must lie inside "
+            "hpc:topology_required when both are set."
+        ),
+        value={"type": str, "description": _LEVELS},
+    ),
+    HpcTopologyValidator(
+        name=topology.SPEC_SEGMENT,
+        description=(
+            "Split the request into segments of this many VMs, each inside "
+            "one domain of hpc:topology_segment_level (which must be set "
+            "too). It must divide the request's VM count."
+        ),
+        value={
+            "type": int,
+            "min": 1,
+            "max": topology.MAX_SEGMENT,
+            "description": f"A whole number of VMs from 1 to {topology.MAX_SEGMENT}.",
+        },
+    ),
+    HpcTopologyValidator(
+        name=topology.SPEC_SEGMENT_LEVEL,
+        description=(
+            "The level each segment of hpc:topology_segment fits inside; not "
+            "outside hpc:topology_required when both are set."
+        ),
+        value={"type": str, "description": _LEVELS},
     ),
 ]
 
