@@ -34,10 +34,12 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from hpc_nova_scheduler.core import arrangement
+from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.cluster import DIMENSIONS, Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
@@ -69,6 +71,10 @@ _GRID = 2.0**30
 _SLACK = 1e-9
 
 
+#: A request without topology constraints.
+NO_TOPOLOGY = topo.TopologySpec()
+
+
 @dataclasses.dataclass(frozen=True)
 class PlacementRequest:
     """k identical VMs of one application."""
@@ -77,6 +83,8 @@ class PlacementRequest:
     demand: Resources
     count: int
     application_id: str
+    #: The tenant's topology constraints (``hpc:topology_*``).
+    topology: topo.TopologySpec = NO_TOPOLOGY
 
     @property
     def app_class(self) -> AppClass:
@@ -136,6 +144,9 @@ class Plan:
     hosts: tuple[str, ...]
     cpu_group: str | None
     racks: tuple[str, ...]
+    #: The domains the plan uses at each topology level, outermost first
+    #: (the last is ``racks``).
+    domains: tuple[tuple[str, ...], ...] = ()
 
     def vms_per_host(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -269,6 +280,26 @@ class _Planner:
         self.extreme = cls is AppClass.EXTREME_HPC
         self.topology_aware = policy.topology and cls.topology_aware
         self.sync_request = request.app_class is AppClass.SYNC_HPC
+        levels = columns.levels
+        #: The tenant's constraints, as depths into ``columns.domain``
+        #: (blind policies ignore them, as they ignore racks).
+        spec = request.topology if policy.topology else NO_TOPOLOGY
+        self.spec = spec
+        self.required = _depth(topo.SPEC_REQUIRED, spec.required, levels)
+        self.preferred = _depth(topo.SPEC_PREFERRED, spec.preferred, levels)
+        self.segment_level = _depth(topo.SPEC_SEGMENT_LEVEL, spec.segment_level, levels)
+        #: Whether the plan follows the topology: the class asks for it, or the tenant.
+        self.ranked = self.topology_aware or not spec.empty
+        #: BestFit at every level; a cloud with seed 003's single level and a
+        #: request without constraints keeps seed 003's largest rack first.
+        self.best_fit = len(levels) > 1 or not spec.empty
+        #: The level whose domains the packing fills one after another: the
+        #: rack, or the host when the tenant constrains hosts.
+        deepest = max(
+            (d for d in (self.required, self.preferred, self.segment_level) if d is not None),
+            default=0,
+        )
+        self.rank_level = len(levels) if deepest == len(levels) else len(levels) - 1
         #: The demand as a tuple for one-host rescoring, as an array for the columns.
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
@@ -314,6 +345,25 @@ class _Planner:
         self._owners: dict[int, str] | None = None
         if self.rule is not None:
             self.fixed_ok &= self._model_admits(self.rule)
+        self._join_segment()
+
+    def _join_segment(self) -> None:
+        """A request the segment size does not divide is refused, but for one
+        VM of a running application (a move, a late member): it joins a
+        segment-level domain that holds the application."""
+        size = self.spec.segment
+        if size is None or self.request.count % size == 0:
+            return
+        if self.request.count == 1 and self.has_own.any():
+            self.required = self.segment_level
+            self.spec = dataclasses.replace(
+                self.spec, required=self.spec.segment_level, segment=None, segment_level=None
+            )
+            return
+        raise NoPlacement(
+            f"{topo.SPEC_SEGMENT}: segments of {size} VMs do not divide a request of "
+            f"{self.request.count} VMs"
+        )
 
     def _model_admits(self, rule: HostJudge) -> np.ndarray:
         """Whether the model admits the request's application on each host.
@@ -384,9 +434,32 @@ class _Planner:
 
     # -- Algorithm 1, lines 7-12: the preliminary build plan -----------------
 
-    def ordered(self, rows: np.ndarray) -> np.ndarray:
-        if not self.topology_aware:
+    def room(self) -> np.ndarray:
+        """How many VMs of the request each host can take: its capacity where
+        the fixed rules admit it, less what the cache thresholds leave."""
+        room = np.where(self.fixed_ok, self.capacity, 0).astype(float)
+        score = self.request.profile.cache_score
+        if self.policy.cache_criteria and not self.extreme and self.rule is None and score > 0:
+            cache = self.columns.cache_total
+            alpha = np.floor((self.thresholds.alpha + EPSILON - cache) / score)
+            room = np.minimum(room, np.maximum(alpha, 0))
+            beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
+            sync = (self.columns.sync_vms > 0) | self.sync_request
+            room = np.where(sync, np.minimum(room, np.maximum(beta, 0)), room)
+        return room
+
+    def ordered(self, rows: np.ndarray, need: int | None = None) -> np.ndarray:
+        if not self.ranked:
             return rows
+        if self.best_fit:
+            return arrangement.arrange(
+                self.columns.domain[: len(self.columns.levels)],
+                self.room(),
+                self.has_own,
+                rows,
+                self.request.count if need is None else need,
+                fit_items=self.rank_level == len(self.columns.levels),
+            )
         capacity = self.capacity[rows]
         rack = self.columns.rack[rows]
         racks = len(self.columns.rack_names)
@@ -425,9 +498,9 @@ class _Planner:
         columns = self.columns
         size = len(rows)
         positions = np.arange(size, dtype=float)
-        if self.topology_aware:
+        if self.ranked:
             _, first, inverse = np.unique(
-                columns.rack[rows], return_index=True, return_inverse=True
+                columns.domain[self.rank_level][rows], return_index=True, return_inverse=True
             )
             rack_rank = np.argsort(np.argsort(first))[inverse].astype(float)
         else:
@@ -608,16 +681,190 @@ class _Planner:
         keys = blind_key_one(self.policy.packing, load.free, load.capacity, self.demand_tuple)
         return (rack_rank, *keys, position)
 
+    def pack(self, rows: np.ndarray) -> list[int]:
+        """Algorithm 1's packing over hosts already in the order to fill them."""
+        return self.fill(rows) if self.extreme else self.mdobp(rows)
+
     def plan_group(self, rows: np.ndarray, group: str | None) -> Plan:
-        rows = self.ordered(rows)
-        chosen = self.fill(rows) if self.extreme else self.mdobp(rows)
-        names = self.columns.names
-        rack_ids = self.columns.rack_ids
+        chosen = self.pack(self.ordered(rows)) if self.spec.empty else self.constrained(rows)
+        columns = self.columns
+        names = columns.names
+        domains = tuple(
+            tuple(
+                dict.fromkeys(
+                    columns.domain_names[level][columns.domain[level][row]] for row in chosen
+                )
+            )
+            for level in range(len(columns.levels))
+        )
         return Plan(
             hosts=tuple(names[row] for row in chosen),
             cpu_group=group,
-            racks=tuple(dict.fromkeys(rack_ids[row] for row in chosen)),
+            racks=tuple(dict.fromkeys(columns.rack_ids[row] for row in chosen)),
+            domains=domains,
         )
+
+    # -- the tenant's topology constraints ------------------------------------
+
+    def constrained(self, rows: np.ndarray) -> list[int]:
+        """Plan under ``hpc:topology_required`` / ``_preferred`` / ``_segment``."""
+        count = self.request.count
+        if self.required is None:
+            return self.within(rows, self.room())
+        level = self.required
+        codes = self.columns.domain
+        room = self.room()
+        scope = rows
+        if self.has_own[rows].any():
+            # Later members join the domain their application already holds.
+            held = np.unique(codes[level][rows[self.has_own[rows]]])
+            scope = rows[np.isin(codes[level][rows], held)]
+        depth = len(self.columns.levels)
+        if level < depth:
+            candidates = arrangement.tightest_first(
+                codes[:depth], room, self.has_own, scope, level, count
+            )
+        else:
+            candidates = self._hosts_by_fit(scope, room, count)
+        name = self.spec.required
+        tried = 0
+        for domain in candidates:
+            members = scope[codes[level][scope] == domain]
+            try:
+                return self.within(members, room, top=level + 1)
+            except NoPlacement:
+                tried += 1
+        most = 0.0
+        if scope.size:
+            _, rooms, _ = arrangement.domain_rooms(codes[level], room, self.has_own, scope)
+            most = float(rooms.max())
+        where = f"the {name} that holds the application" if scope is not rows else f"one {name}"
+        raise NoPlacement(
+            f"no {name} can hold all {count} VMs ({topo.SPEC_REQUIRED}={name}): "
+            f"{where} has room for {most:g} at most"
+            + (f"; {tried} that seemed to have room did not fit" if tried else ""),
+            0,
+        )
+
+    @staticmethod
+    def _hosts_by_fit(scope: np.ndarray, room: np.ndarray, need: float) -> list[int]:
+        """Hosts that hold ``need`` VMs, tightest first (``required = host``)."""
+        fits = scope[room[scope] >= need]
+        return fits[np.lexsort((fits, room[fits]))].tolist()
+
+    def within(self, rows: np.ndarray, room: np.ndarray, top: int = 0) -> list[int]:
+        """Pack the whole request into ``rows``, which share one domain above ``top``."""
+        count = self.request.count
+        if self.spec.segment is None:
+            order = arrangement.arrange(
+                self.columns.domain[top : len(self.columns.levels)],
+                room,
+                self.has_own,
+                rows,
+                count,
+                fit_items=self.rank_level == len(self.columns.levels),
+            )
+            return self.pack(order)
+        return self.segments(rows, room, top)
+
+    def segments(self, rows: np.ndarray, room: np.ndarray, top: int) -> list[int]:
+        """Segments of N VMs, each inside one domain of the segment level."""
+        size, level = self.spec.segment, self.segment_level
+        codes = self.columns.domain
+        wanted = self.request.count // size
+        domains, rooms, owned = arrangement.domain_rooms(codes[level], room, self.has_own, rows)
+        # Each segment-level domain as one item of a smaller tree.
+        first = np.searchsorted(np.sort(codes[level][rows]), domains)
+        members_sorted = rows[np.argsort(codes[level][rows], kind="stable")]
+        leaders = members_sorted[first]
+        item_room = np.zeros(len(self.columns))
+        item_room[leaders] = np.floor(rooms / size + arrangement.SLACK)
+        item_own = np.zeros(len(self.columns), dtype=bool)
+        item_own[leaders] = owned
+        order = arrangement.arrange(
+            codes[top:level], item_room, item_own, leaders, wanted, fit_items=True
+        )
+        chosen: list[int] = []
+        placed = 0
+        for leader in order.tolist():
+            if placed == wanted:
+                break
+            take = min(wanted - placed, int(item_room[leader]))
+            if take <= 0:
+                continue
+            members = rows[codes[level][rows] == codes[level][leader]]
+            got = self.pack_up_to(members, room, level + 1, take * size)
+            whole = len(got) // size
+            chosen.extend(got[: whole * size])
+            placed += whole
+        if placed < wanted:
+            raise NoPlacement(
+                f"only {placed} of {wanted} segments of {size} VMs fit, each inside one "
+                f"{self.spec.segment_level} ({topo.SPEC_SEGMENT}={size})",
+                placed * size,
+            )
+        return chosen
+
+    def pack_up_to(self, rows: np.ndarray, room: np.ndarray, top: int, count: int) -> list[int]:
+        """As many of ``count`` VMs as fit in ``rows`` (Algorithm 1's packing
+        is greedy, so a shorter run is a prefix of a longer one)."""
+        planner = self if count == self.request.count else self.for_count(count)
+        order = arrangement.arrange(
+            self.columns.domain[top : len(self.columns.levels)],
+            room,
+            self.has_own,
+            rows,
+            count,
+            fit_items=self.rank_level == len(self.columns.levels),
+        )
+        try:
+            return planner.pack(order)
+        except NoPlacement as short:
+            if not short.placed:
+                return []
+            return self.for_count(short.placed).pack(order)
+
+    def for_count(self, count: int) -> _Planner:
+        """This planner for ``count`` VMs of the same request (the packing
+        reads the count only to know when to stop)."""
+        other = _Planner.__new__(_Planner)
+        other.__dict__.update(self.__dict__)
+        other.request = dataclasses.replace(self.request, count=count)
+        return other
+
+
+def _depth(key: str, level: str | None, levels: tuple[str, ...]) -> int | None:
+    """The depth of a level the tenant named; the host is the deepest."""
+    if level is None:
+        return None
+    if level == topo.HOST_LEVEL:
+        return len(levels)
+    if level not in levels:
+        raise NoPlacement(
+            f"{key}: unknown topology level {level!r}; this cloud's levels are "
+            f"{', '.join((*levels, topo.HOST_LEVEL))}"
+        )
+    return levels.index(level)
+
+
+def _inside_constraints(
+    spec: topo.TopologySpec, columns: HostColumns, chosen: Plan, rows: np.ndarray
+) -> np.ndarray:
+    """``rows`` that keep the plan's required domain and, when the plan's
+    segments share one domain, that domain: where a VM of the plan may be
+    rebuilt without breaking the tenant's constraints."""
+    names = [(topo.SPEC_REQUIRED, spec.required)]
+    if spec.segment is not None:
+        names.append((topo.SPEC_SEGMENT_LEVEL, spec.segment_level))
+    for key, name in names:
+        level = _depth(key, name, columns.levels)
+        if level is None:
+            continue
+        held = {int(columns.domain[level][columns.index[host]]) for host in chosen.hosts}
+        if len(held) != 1:
+            return rows[:0]
+        rows = rows[columns.domain[level][rows] == held.pop()]
+    return rows
 
 
 def plan(
@@ -627,6 +874,7 @@ def plan(
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
     rule: HostJudge | None = None,
+    levels: Sequence[str] = topo.DEFAULT_LEVELS,
 ) -> Plan:
     """Place ``request.count`` VMs on ``hosts``; raise :class:`NoPlacement`.
 
@@ -634,12 +882,14 @@ def plan(
     that cannot take the flavor at all), as :class:`Host` snapshots or as
     :class:`HostColumns` kept by the caller; their order is the tie-breaker
     of last resort, so pass them in a stable order (by name) for
-    reproducible plans. ``hosts`` is never modified.
+    reproducible plans. ``hosts`` is never modified. ``levels``: the
+    topology's levels, outermost first, when ``hosts`` are snapshots (each
+    host's ``outer`` values and ``rack`` are its domains at them).
     """
     if request.count < 1:
         raise NoPlacement("a request needs at least one VM")
     policy = policy or Policy()
-    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts, levels)
     if not len(columns):
         raise NoPlacement("no candidate hosts")
     planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy, rule)
@@ -662,7 +912,8 @@ def plan(
         except NoPlacement as refusal:
             reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
             continue
-        rank = (len(candidate.racks), len(set(candidate.hosts)), group)
+        spans = tuple(len(d) for d in candidate.domains) or (len(candidate.racks),)
+        rank = (*spans, len(set(candidate.hosts)), group)
         if best is None or rank < best[0]:
             best = (rank, candidate)
     if best is None:
@@ -681,6 +932,7 @@ def alternates(
     policy: Policy | None = None,
     limit: int = 2,
     rule: HostJudge | None = None,
+    levels: Sequence[str] = topo.DEFAULT_LEVELS,
 ) -> tuple[str, ...]:
     """Hosts outside ``chosen`` where any one VM of the request may be rebuilt.
 
@@ -695,7 +947,7 @@ def alternates(
     if limit <= 0:
         return ()
     policy = policy or Policy()
-    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts, levels)
     after = columns.copy()
     profile = request.profile
     for name in chosen.hosts:
@@ -718,6 +970,8 @@ def alternates(
         ],
         dtype=np.int64,
     )
+    if policy.topology:
+        rows = _inside_constraints(request.topology, after, chosen, rows)
     if not rows.size:
         return ()
     ordered = planner.ordered(rows)
@@ -747,6 +1001,7 @@ def left_out(
     table: InterferenceTable | None = None,
     policy: Policy | None = None,
     rule: HostJudge | None = None,
+    levels: Sequence[str] = topo.DEFAULT_LEVELS,
 ) -> list[Refusal]:
     """Why each host outside ``chosen`` takes none of the request's VMs.
 
@@ -758,11 +1013,19 @@ def left_out(
     or when the request is refused.
     """
     policy = policy or Policy()
-    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts)
-    planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy, rule)
+    columns = hosts if isinstance(hosts, HostColumns) else HostColumns.from_hosts(hosts, levels)
+    try:
+        planner = _Planner(request, columns, thresholds, table or InterferenceTable(), policy, rule)
+    except NoPlacement as refusal:
+        # The request itself is wrong (a level this cloud lacks): no host is to blame.
+        return [Refusal(host, "topology", refusal.reason) for host in columns.names]
     homogeneous = policy.homogeneity and request.app_class.needs_homogeneity
     own_groups = {columns.cpu_groups[row] for row in planner.own_rows} if homogeneous else set()
     planned = set(chosen.hosts) if chosen is not None else set()
+    everyone = np.arange(len(columns))
+    inside = set(everyone.tolist())
+    if chosen is not None and policy.topology:
+        inside = set(_inside_constraints(request.topology, columns, chosen, everyone).tolist())
     found: list[Refusal] = []
     admitted: dict[str | None, list[int]] = {}
     for row, host in enumerate(columns.names):
@@ -776,6 +1039,12 @@ def left_out(
                 "homogeneity",
                 f"processor group {group or '(unnamed)'}; the application runs on "
                 f"{', '.join(sorted(g or '(unnamed)' for g in own_groups))}",
+            )
+        if refusal is None and chosen is not None and row not in inside:
+            refusal = Refusal(
+                host,
+                "topology",
+                f"outside the plan's domain ({request.topology.describe()})",
             )
         if refusal is None and chosen is not None:
             if homogeneous and group != chosen.cpu_group:

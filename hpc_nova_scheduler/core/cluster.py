@@ -84,6 +84,10 @@ class Host:
     rack: str = ""
     cpu_group: str = ""
     vms: tuple[RunningVM, ...] = ()
+    #: Its domains at the topology levels outside the rack, outermost first
+    #: (``("block-1",)`` under ``topology_levels = block,rack``); "" where
+    #: the host has no value at a level.
+    outer: tuple[str, ...] = ()
 
     @property
     def rack_id(self) -> str:

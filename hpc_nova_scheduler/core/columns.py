@@ -22,11 +22,23 @@ import numpy as np
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS, path_of
 
 
 def rack_id(name: str, rack: str) -> str:
     """A host with no rack is a rack of its own (product contract)."""
     return rack or f"host:{name}"
+
+
+def domain_ids(name: str, values: Sequence[str]) -> list[str]:
+    """A host's domain at each level, outermost first, as paths from the top.
+
+    Two racks called ``r1`` in two blocks are two domains; a host without a
+    value at some level is its own domain there (and below it). With one
+    level this is :func:`rack_id`.
+    """
+    path = path_of(name, values)
+    return ["/".join(path[: depth + 1]) for depth in range(len(path))]
 
 
 class HostColumns:
@@ -42,19 +54,43 @@ class HostColumns:
         free: Sequence[Resources],
         racks: Sequence[str],
         cpu_groups: Sequence[str],
+        outer: Sequence[Sequence[str]] | None = None,
+        levels: Sequence[str] = DEFAULT_LEVELS,
     ) -> None:
         self.names = list(names)
         size = len(self.names)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.capacity = np.array([r.as_tuple() for r in capacity], dtype=float).reshape(size, 3)
         self.free = np.array([r.as_tuple() for r in free], dtype=float).reshape(size, 3)
+        #: The topology's levels, outermost first; the last is seed 003's rack.
+        self.levels = tuple(levels)
+        depth = len(self.levels)
+        #: Each host's value at the innermost level (its rack).
         self.racks = list(racks)
-        self.rack_ids = [rack_id(n, r) for n, r in zip(self.names, self.racks, strict=True)]
-        unique_racks = sorted(set(self.rack_ids))
-        rank = {r: i for i, r in enumerate(unique_racks)}
+        outer = [()] * size if outer is None else list(outer)
+        #: Each host's values at the levels outside the rack, outermost first.
+        self.outer = [tuple((tuple(o) + ("",) * depth)[: depth - 1]) for o in outer]
+        ids = [
+            domain_ids(n, (*o, r))
+            for n, o, r in zip(self.names, self.outer, self.racks, strict=True)
+        ]
+        #: Each host's domain code at each level (rank among the level's
+        #: sorted domain ids), then its own row for the host level.
+        self.domain = np.empty((depth + 1, size), dtype=np.int64)
+        #: Each level's domain ids, sorted: a code indexes this list.
+        self.domain_names: list[list[str]] = []
+        for level in range(depth):
+            column = [host_ids[level] for host_ids in ids]
+            unique = sorted(set(column))
+            rank = {d: i for i, d in enumerate(unique)}
+            self.domain[level] = [rank[d] for d in column]
+            self.domain_names.append(unique)
+        self.domain[depth] = np.arange(size)
+        self.domain_names.append(self.names)
+        self.rack_ids = [host_ids[-1] for host_ids in ids]
         #: Each host's rack as its rank among the sorted rack names.
-        self.rack = np.array([rank[r] for r in self.rack_ids], dtype=np.int64)
-        self.rack_names = unique_racks
+        self.rack = self.domain[depth - 1]
+        self.rack_names = self.domain_names[depth - 1]
         self.cpu_groups = list(cpu_groups)
         self.cache_total = np.zeros(size)
         self.vms = np.zeros(size, dtype=np.int64)
@@ -71,7 +107,9 @@ class HostColumns:
         return len(self.names)
 
     @classmethod
-    def from_hosts(cls, hosts: Iterable[Host]) -> HostColumns:
+    def from_hosts(
+        cls, hosts: Iterable[Host], levels: Sequence[str] = DEFAULT_LEVELS
+    ) -> HostColumns:
         hosts = list(hosts)
         columns = cls(
             [h.name for h in hosts],
@@ -79,6 +117,8 @@ class HostColumns:
             [h.free for h in hosts],
             [h.rack for h in hosts],
             [h.cpu_group for h in hosts],
+            [h.outer for h in hosts],
+            levels,
         )
         for row, host in enumerate(hosts):
             for vm in host.vms:

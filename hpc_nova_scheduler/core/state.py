@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
+from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS
 
 
 class ClusterState:
@@ -17,7 +18,10 @@ class ClusterState:
     directly instead of rebuilding a snapshot of every host.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, levels: Sequence[str] = DEFAULT_LEVELS) -> None:
+        #: The topology's levels, outermost first; the last is the rack.
+        self.levels = tuple(levels)
+        self._outer: list[tuple[str, ...]] = []
         self._names: list[str] = []
         self._capacity: list[Resources] = []
         self._racks: list[str] = []
@@ -27,7 +31,16 @@ class ClusterState:
         self._columns: HostColumns | None = None
         self._serial = 0
 
-    def add_host(self, name: str, capacity: Resources, rack: str = "", cpu_group: str = "") -> None:
+    def add_host(
+        self,
+        name: str,
+        capacity: Resources,
+        rack: str = "",
+        cpu_group: str = "",
+        outer: Sequence[str] = (),
+    ) -> None:
+        """Add a host; ``outer`` are its domains at the levels outside the rack."""
+        self._outer.append(tuple(outer))
         self._names.append(name)
         self._capacity.append(capacity)
         self._racks.append(rack)
@@ -39,7 +52,13 @@ class ClusterState:
         """The live columns for :func:`~hpc_nova_scheduler.core.algorithm.plan`."""
         if self._columns is None:
             columns = HostColumns(
-                self._names, self._capacity, self._capacity, self._racks, self._groups
+                self._names,
+                self._capacity,
+                self._capacity,
+                self._racks,
+                self._groups,
+                self._outer,
+                self.levels,
             )
             for row, placed in enumerate(self._vms):
                 for vm, demand in placed:
@@ -58,6 +77,7 @@ class ClusterState:
                 rack=self._racks[row],
                 cpu_group=self._groups[row],
                 vms=tuple(vm for vm, _ in self._vms[row]),
+                outer=self._outer[row],
             )
             for row, name in enumerate(self._names)
         ]
