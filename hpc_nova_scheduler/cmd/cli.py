@@ -2,9 +2,10 @@
 
 One module per command group, as python-openstackclient does: ``db``,
 ``profile``, ``interference``, ``characterise``, ``model``, ``plan``,
-``rebalance``, ``trace``, ``simulate``, ``demo`` and ``reconcile``; each
-adds its parser, and :mod:`.common` holds what they share (configuration,
-the database, tables, and the one-line errors).
+``rebalance``, ``trace``, ``simulate``, ``fairshare``, ``demo``,
+``reconcile`` and ``topology``; each adds its parser, and :mod:`.common`
+holds what they share (configuration, the database, tables, and the
+one-line errors).
 
 Options are read from the files given with ``--config-file`` (by default
 nova.conf where oslo.config finds it), so the command sees the same
@@ -34,6 +35,7 @@ from hpc_nova_scheduler.cmd import (
     rebalance,
     reconcile,
     simulate,
+    topology,
     trace,
 )
 
@@ -47,6 +49,7 @@ PIPE_CLOSED = 141
 #: The command groups, in the order ``--help`` lists them.
 GROUPS = (
     reconcile,
+    topology,
     db,
     profile,
     interference,
