@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import common, options, trace
@@ -201,6 +202,8 @@ def _shape(args: argparse.Namespace, path: str):
             )
     except ValueError as error:
         raise common.CommandError(str(error)) from None
+    if args.topology:
+        shape = dataclasses.replace(shape, topology=args.topology)
     return shape, cores_note
 
 
@@ -235,6 +238,9 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         ]
     except ValueError as error:
         raise common.CommandError(f"--policies: {error}") from None
+    levels = _levels(args)
+    if args.topology_spec:
+        built = _configured(args, built, levels)
     # The searching planners draw from the replay's seed: one set a seed.
     batch_runs = {seed: _batch_arrivals(args, seed) for seed in seeds}
     model = _interference_model(args)
@@ -267,7 +273,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
             f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
             f"{shape.describe()}{cores_note}; interference: {args.interference}"
-            f"{judged}{profiles_note}{_batches_note(args)}\n"
+            f"{judged}{profiles_note}{_batches_note(args)}{_topology_note(args)}\n"
         )
     several_logs, several_seeds = len(logs) > 1, len(seeds) > 1
     # The objects every setting holds alike (jobs, scenarios, models) are
@@ -288,6 +294,8 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             interference=model,
             memory_scale=args.memory_scale,
             profiles=profiles,
+            spans=bool(levels),
+            span_cost=args.span_cost,
         )
         for path, (_, jobs) in logs.items()
         for seed in seeds
@@ -308,6 +316,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         "bounded slowdown",
         "utilisation",
         "interference",
+        *_topology_headings(levels),
     ]
     common.table(
         [
@@ -316,14 +325,14 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             *(["seed"] if several_seeds else []),
             *figures,
         ],
-        [_tagged(_row(cell, times), cell.cell) for cell in swept],
+        [_tagged(_row(cell, times, levels), cell.cell) for cell in swept],
         out,
     )
     if several_seeds:
         out.write(f"Mean over seeds {', '.join(str(seed) for seed in seeds)}:\n")
         common.table(
             [*(["log"] if several_logs else []), "scenario", "seeds", *figures],
-            _means(swept, times),
+            _means(swept, times, levels),
             out,
         )
     done = [cell for cell in swept if cell.ok]
@@ -332,6 +341,65 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         for path in report.write([cell.value for cell in done], args.out, times, tags):
             out.write(f"wrote {path}\n")
     return _failures(swept, args.err)
+
+
+def _levels(args: argparse.Namespace) -> tuple[str, ...]:
+    """The levels whose shares the run reports, outermost first; none (the
+    table and files as they always were) without a topology option."""
+    if not (args.topology or args.topology_spec or args.span_cost):
+        return ()
+    from hpc_nova_scheduler.core import topology as topo
+
+    return tuple(name for name, _ in args.topology) or topo.DEFAULT_LEVELS
+
+
+def _configured(args: argparse.Namespace, built: list, levels: tuple[str, ...]) -> list:
+    """The scenarios, the topology-aware ones once per --topology-spec configuration."""
+    from hpc_nova_scheduler.sim import topology
+
+    if not any(scenario.policy.topology for scenario in built):
+        raise common.CommandError(
+            "--topology-spec constrains the jobs of topology-aware policies: "
+            "add hpc-aware to --policies"
+        )
+    try:
+        return topology.variants(built, args.topology_spec, levels)
+    except ValueError as error:
+        raise common.CommandError(f"--topology-spec {error}") from None
+
+
+def _topology_note(args: argparse.Namespace) -> str:
+    notes = ""
+    if args.topology_spec:
+        labels = ", ".join(config.label for config in args.topology_spec)
+        notes += f"; hpc-aware's jobs of several VMs under topology configurations {labels}"
+    if args.span_cost:
+        notes += (
+            f"; run time +{args.span_cost:g}% per extra {_levels(args)[0]} a job spans "
+            "(--span-cost)"
+        )
+    return notes
+
+
+def _topology_headings(levels: tuple[str, ...]) -> list[str]:
+    """The topology columns: jobs refused for their topology, then the share
+    of completed jobs of several VMs in one domain, innermost level first."""
+    if not levels:
+        return []
+    return ["topology refused", *(f"in one {level}" for level in reversed(levels))]
+
+
+def _topology_figures(result, levels: tuple[str, ...]) -> list:
+    if not levels:
+        return []
+    return [
+        len(result.topology_refused),
+        *(result.one_domain_share(level) for level in reversed(levels)),
+    ]
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def _tags(replay) -> dict:
@@ -369,22 +437,26 @@ def _figures(result, times) -> list[float]:
 _FORMATS = ("{:.1f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}")
 
 
-def _row(cell, times) -> list:
+def _row(cell, times, levels: tuple[str, ...] = ()) -> list:
     """A replay's row of the table; a failed replay's says so."""
     if not cell.ok:
         # A replay's name without its log and seed: those have columns.
         name = getattr(cell.cell, "name", cell.key)
-        return [name, "failed", "", *("" for _ in times), "", "", "", "", ""]
+        blank = ["" for _ in _topology_headings(levels)]
+        return [name, "failed", "", *("" for _ in times), "", "", "", "", "", *blank]
     figures = _figures(cell.value, times)
     counts = len(figures) - len(_FORMATS)
+    topology = _topology_figures(cell.value, levels)
     return [
         cell.value.scenario,
         *figures[:counts],
         *(fmt.format(value) for fmt, value in zip(_FORMATS, figures[counts:], strict=True)),
+        *topology[:1],
+        *(_share(value) for value in topology[1:]),
     ]
 
 
-def _means(swept: list, times) -> list[list]:
+def _means(swept: list, times, levels: tuple[str, ...] = ()) -> list[list]:
     """Per log and scenario, the mean of its seeds' figures; a scenario with a
     failed seed says so rather than average fewer seeds."""
     import statistics
@@ -396,16 +468,23 @@ def _means(swept: list, times) -> list[list]:
     for (log, name), cells in groups.items():
         head = [*([] if log is None else [log]), name, len(cells)]
         if not all(cell.ok for cell in cells):
-            rows.append([*head, "failed", "", *("" for _ in times), "", "", "", "", ""])
+            blank = ["" for _ in _topology_headings(levels)]
+            rows.append([*head, "failed", "", *("" for _ in times), "", "", "", "", "", *blank])
             continue
         columns = zip(*(_figures(cell.value, times) for cell in cells), strict=True)
         means = [statistics.fmean(column) for column in columns]
         counts = len(means) - len(_FORMATS)
+        topology = zip(*(_topology_figures(cell.value, levels) for cell in cells), strict=True)
+        # A share is the mean over the seeds that have jobs of several VMs.
+        found = [[value for value in column if value is not None] for column in topology]
+        topology_means = [statistics.fmean(values) if values else None for values in found]
         rows.append(
             [
                 *head,
                 *(f"{value:.1f}" for value in means[:counts]),
                 *(fmt.format(value) for fmt, value in zip(_FORMATS, means[counts:], strict=True)),
+                *(f"{value:.1f}" for value in topology_means[:1]),
+                *(_share(value) for value in topology_means[1:]),
             ]
         )
     return rows
@@ -519,6 +598,24 @@ def _planner_name(name: str) -> str:
     return name
 
 
+def _topology(text: str) -> tuple[tuple[str, int], ...]:
+    from hpc_nova_scheduler.sim import topology
+
+    try:
+        return topology.parse_topology(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _topology_configurations(text: str) -> tuple:
+    from hpc_nova_scheduler.sim import topology
+
+    try:
+        return topology.parse_configurations(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _policy(name: str) -> str:
     if name not in _scenario_names():
         raise argparse.ArgumentTypeError(
@@ -560,6 +657,34 @@ def add_parser(sub) -> None:
     simulate.add_argument("--cores-per-host", type=options.positive_int, default=4)
     simulate.add_argument("--ram-per-host-mb", type=options.positive_float, default=2048)
     simulate.add_argument("--hosts-per-rack", type=options.positive_int, default=32)
+    simulate.add_argument(
+        "--topology",
+        type=_topology,
+        default=(),
+        metavar="LEVEL=N,...",
+        help="nest the racks in more levels, outermost first: each level's N is how many "
+        "domains of the next level one of its domains holds, the last level's how many hosts "
+        "(replaces --hosts-per-rack); e.g. block=4,rack=16: racks of 16 hosts, 4 racks a "
+        "block. Adds the topology columns to the table and files",
+    )
+    simulate.add_argument(
+        "--topology-spec",
+        type=_topology_configurations,
+        default=None,
+        metavar="CONFIGS",
+        help="replay hpc-aware once per comma-separated configuration of its jobs of several "
+        "VMs: none, required=LEVEL, preferred=LEVEL (join two with +, e.g. "
+        "required=block+preferred=rack) or seed003 (placement on the racks alone, seed 003's "
+        "ordering); a job too big for any domain of its required level is refused and counted",
+    )
+    simulate.add_argument(
+        "--span-cost",
+        type=options.non_negative_float,
+        default=0.0,
+        metavar="PERCENT",
+        help="an assumed network cost: stretch a job's run time by PERCENT for each domain "
+        "beyond the first it spans at the outermost level (default 0: none)",
+    )
     simulate.add_argument(
         "--host-kinds",
         metavar="KINDS",

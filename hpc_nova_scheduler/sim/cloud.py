@@ -33,7 +33,8 @@ class PlannedCloud:
 
     def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.cluster = shape.build()
+        # A flat scenario places as seed 003 did: on the racks alone.
+        self.cluster = shape.build(flat=scenario.flat)
         self._empty = None
         self._shape = shape
 
@@ -62,7 +63,7 @@ class PlannedCloud:
     def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         """Whether the request could be placed on the idle cloud."""
         if self._empty is None:
-            self._empty = self._shape.build()
+            self._empty = self._shape.build(flat=self.scenario.flat)
         try:
             algorithm.plan(
                 request,

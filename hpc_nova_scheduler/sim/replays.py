@@ -46,6 +46,9 @@ class Setting:
     interference: SlowdownModel | InterferenceModel | None = None
     memory_scale: float = 1.0
     profiles: tuple[ProfileRecord, ...] = ()
+    #: Count each job's domains per topology level (:class:`Simulator`'s ``spans``).
+    spans: bool = False
+    span_cost: float = 0.0
 
 
 #: The settings of a grid of several logs or seeds, by ``(log, seed)``:
@@ -108,6 +111,8 @@ def replay(
         profiles=setting.profiles,
         progress=progress,
         batches=batches,
+        spans=setting.spans,
+        span_cost=setting.span_cost,
     )
     return simulator.run(setting.jobs)
 

@@ -11,7 +11,7 @@ from hpc_nova_scheduler.sim.simulator import Result
 
 
 def summary(result: Result, times: Sequence[float]) -> dict:
-    return {
+    found = {
         "scenario": result.scenario,
         "completed": len(result.outcomes),
         "never_fit": len(result.never_fit),
@@ -22,6 +22,23 @@ def summary(result: Result, times: Sequence[float]) -> dict:
         "utilisation": result.utilisation(),
         "mean_interference_slowdown": result.mean_interference(),
         "completed_by_seconds": {f"{t:g}": result.completed_by(t) for t in times},
+    }
+    if result.levels:
+        found.update(topology_summary(result))
+    return found
+
+
+def topology_summary(result: Result) -> dict:
+    """Where the jobs of several VMs ended up: for each level (innermost
+    first), the share of them in one domain (null without such jobs)."""
+    return {
+        "topology_levels": list(result.levels),
+        "topology_refused": len(result.topology_refused),
+        "multi_vm_completed": result.multi_vm_jobs(),
+        **{
+            f"one_{level}_share": result.one_domain_share(level)
+            for level in reversed(result.levels)
+        },
     }
 
 
@@ -45,6 +62,8 @@ def write(
     if len(tags) != len(results):
         raise ValueError(f"{len(tags)} tags for {len(results)} results")
     names = list(tags[0]) if tags else []
+    # Every result of a run counts the same levels, or none.
+    levels = next((r.levels for r in results if r.levels), ())
     os.makedirs(directory, exist_ok=True)
     jobs_path = os.path.join(directory, "jobs.csv")
     with atomicfile.open_replacing(jobs_path, "w", newline="", encoding="utf-8") as stream:
@@ -59,6 +78,7 @@ def write(
                 "end_s",
                 "processors",
                 "alone_run_s",
+                *(f"{level}_domains" for level in levels),
             ]
         )
         for result, tag in zip(results, tags, strict=True):
@@ -73,6 +93,7 @@ def write(
                         o.end,
                         o.processors,
                         o.nominal_run,
+                        *(o.spans or ("",) * len(levels)),
                     ]
                 )
     summary_path = os.path.join(directory, "summary.json")

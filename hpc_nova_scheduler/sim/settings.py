@@ -12,7 +12,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from hpc_nova_scheduler.core.algorithm import Policy
+import numpy as np
+
+from hpc_nova_scheduler.core import topology as topo
+from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
@@ -70,7 +73,15 @@ class HostKind:
 class ClusterShape:
     """Hosts in racks: identical ones, optionally split into processor groups,
     or several kinds (``kinds``), each its own processor group, that may
-    differ in size and speed."""
+    differ in size and speed.
+
+    ``topology`` nests the racks in more levels (see :mod:`.topology`):
+    ``(("block", 4), ("rack", 16))`` is racks of 16 hosts, 4 racks to a
+    block. Its levels, outermost first, each give how many domains of the
+    next level one of its domains holds, the last how many hosts; it
+    replaces ``hosts_per_rack``. Empty: seed 003's racks of
+    ``hosts_per_rack`` and no other level.
+    """
 
     hosts: int
     cores: int
@@ -79,6 +90,26 @@ class ClusterShape:
     hosts_per_rack: int = 32
     cpu_groups: int = 1
     kinds: tuple[HostKind, ...] = ()
+    topology: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The topology's levels, outermost first; the last is the rack."""
+        return tuple(name for name, _ in self.topology) or topo.DEFAULT_LEVELS
+
+    @property
+    def rack_size(self) -> int:
+        """Hosts per domain of the innermost level."""
+        return self.topology[-1][1] if self.topology else self.hosts_per_rack
+
+    def domain_codes(self) -> np.ndarray:
+        """Each host's domain at each level, outermost first: row ``level``,
+        column host (in :meth:`build`'s order), a number per domain."""
+        rows = np.arange(sum(kind.count for kind in self.host_kinds()), dtype=np.int64)
+        codes = [rows // self.rack_size]
+        for _, per in reversed(self.topology[:-1]):
+            codes.append(codes[-1] // per)
+        return np.array(codes[::-1], dtype=np.int64)
 
     @classmethod
     def from_total_cores(
@@ -114,8 +145,16 @@ class ClusterShape:
 
     def describe(self) -> str:
         if not self.kinds:
-            return f"{self.hosts} hosts of {self.cores} cores and {self.ram_mb:g} MB"
-        return "; ".join(f"kind-{i}: {kind.describe()}" for i, kind in enumerate(self.kinds))
+            text = f"{self.hosts} hosts of {self.cores} cores and {self.ram_mb:g} MB"
+        else:
+            text = "; ".join(f"kind-{i}: {kind.describe()}" for i, kind in enumerate(self.kinds))
+        if self.topology:
+            codes = self.domain_codes()
+            counts = ", ".join(
+                f"{int(codes[depth].max()) + 1} {level}s" for depth, level in enumerate(self.levels)
+            )
+            text += f"; topology {format_topology(self.topology)} ({counts})"
+        return text
 
     def capacities(self) -> list[tuple[float, float, float]]:
         """Each host's (cores, RAM MB, disk GB), in the order :meth:`build` adds them."""
@@ -137,13 +176,22 @@ class ClusterShape:
         """How many one-core VMs of ``memory_mb`` the idle cloud takes."""
         return sum(kind.count * kind.holds(memory_mb) for kind in self.host_kinds())
 
-    def build(self) -> ClusterState:
-        state = ClusterState()
-        racks = max(1, math.ceil(self.hosts / self.hosts_per_rack))
+    def build(self, flat: bool = False) -> ClusterState:
+        """The idle cloud; ``flat``: its racks alone, the levels outside
+        them hidden from the placement (seed 003's view of the same hosts)."""
+        levels = self.levels
+        state = ClusterState(levels[-1:] if flat else levels)
+        codes = self.domain_codes()
+        # Each host's domains outside the rack, named by level and number.
+        outer = [
+            tuple(f"{level}-{codes[depth][row]}" for depth, level in enumerate(levels[:-1]))
+            for row in range(codes.shape[1])
+        ]
+        racks = max(1, math.ceil(self.hosts / self.rack_size))
         i = 0
         for index, kind in enumerate(self.host_kinds()):
             for _ in range(kind.count):
-                rack = i // self.hosts_per_rack
+                rack = i // self.rack_size
                 if self.kinds:
                     group = kind.name or f"kind-{index}"
                 else:
@@ -153,9 +201,15 @@ class ClusterShape:
                     Resources(kind.cores, kind.ram_mb, self.disk_gb),
                     rack=f"rack-{rack}",
                     cpu_group=group,
+                    outer=() if flat else outer[i],
                 )
                 i += 1
         return state
+
+
+def format_topology(topology: Sequence[tuple[str, int]]) -> str:
+    """``block=4,rack=16``: the form ``simulate --topology`` reads."""
+    return ",".join(f"{name}={count}" for name, count in topology)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,3 +230,9 @@ class Scenario:
     admission: InterferenceModel | None = None
     #: The slowdown, in percent, ``admission`` may predict for any job.
     tolerance: float = 10.0
+    #: The tenant's topology constraints on every job of several VMs
+    #: (policies blind to topology ignore them).
+    topology: topo.TopologySpec = NO_TOPOLOGY
+    #: The placement sees the racks alone, not the levels outside them:
+    #: seed 003's ordering on the same hosts.
+    flat: bool = False

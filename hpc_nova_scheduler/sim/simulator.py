@@ -15,7 +15,11 @@ then or leaves the head its cores. The reservation counts cores, as those
 schedulers count nodes; memory and host boundaries can still delay the
 head past it. With ``batches`` arrivals are held for a window and placed
 together by a batch planner, the rest falling back to the queue (see
-:mod:`.batches`). Deterministic for a given seed.
+:mod:`.batches`). With a topology (:mod:`.topology`) a job of several VMs
+may carry the tenant's constraints: one that fits no domain of its
+required level even on the idle cloud is refused at arrival and counted,
+any other waits as a job that does not fit now does (EASY's reservation
+still counts cores alone). Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-from hpc_nova_scheduler.core.algorithm import PlacementRequest
+import numpy as np
+
+from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY, PlacementRequest
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.records import ProfileRecord
@@ -60,6 +66,9 @@ class Outcome:
     processors: int
     #: The run time the job would have had alone (after ``runtime_factor``).
     nominal_run: float
+    #: How many domains of each topology level the job's VMs were in,
+    #: outermost first (measured only when the replay is asked to).
+    spans: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass
@@ -69,6 +78,27 @@ class Result:
     never_fit: list[int]
     unfinished: int
     total_cores: int
+    #: The levels the outcomes' ``spans`` count, outermost first; empty
+    #: when the replay did not measure them.
+    levels: tuple[str, ...] = ()
+    #: Jobs refused at arrival because no domain of their required level
+    #: holds them even on the idle cloud.
+    topology_refused: list[int] = dataclasses.field(default_factory=list)
+
+    def multi_vm_jobs(self) -> int:
+        """Completed jobs of several VMs: those whose VMs could be apart."""
+        return sum(1 for o in self.outcomes if o.processors > 1)
+
+    def one_domain_share(self, level: str) -> float | None:
+        """The share of completed jobs of several VMs whose VMs were all in
+        one domain of ``level``; None without such jobs or spans."""
+        if level not in self.levels:
+            return None
+        depth = self.levels.index(level)
+        multi = [o for o in self.outcomes if o.processors > 1]
+        if not multi:
+            return None
+        return sum(1 for o in multi if o.spans[depth] == 1) / len(multi)
 
     @property
     def makespan(self) -> float:
@@ -108,6 +138,9 @@ class Result:
 
 # Finishes first at equal times: they free room; a window's end after its arrivals.
 _ARRIVAL, _FINISH, _WINDOW = 1, 0, 2
+#: What the idle cloud says of an arriving job: it holds it, never would,
+#: or would but for the job's topology constraints.
+_PLACEABLE, _NEVER, _TOPOLOGY = object(), object(), object()
 
 
 @dataclasses.dataclass
@@ -123,6 +156,8 @@ class _Running:
     since: float
     pace: float = 1.0
     version: int = 0
+    #: The domains of each level its VMs are in, when the replay counts them.
+    spans: tuple[int, ...] = ()
 
 
 def _application_name(application_id: str) -> str:
@@ -152,6 +187,13 @@ class Simulator:
     planner (:mod:`.batches`); a planner that reads an interference model
     needs ``profiles`` as such models do. Batches are placed host by host,
     which only :class:`~.cloud.PlannedCloud` can do: no host classes then.
+
+    ``spans`` counts, for every job, the domains of each level of the
+    shape's topology its VMs were in (from the hosts it got, as the shape
+    nests them: also for a scenario whose placement sees the racks alone).
+    ``span_cost`` (percent, an assumption of ours, off by default) stretches
+    the run time of a job by that much for each domain beyond the first it
+    spans at the outermost level (blocks under ``block,rack``).
     """
 
     def __init__(
@@ -170,8 +212,15 @@ class Simulator:
         host_classes: bool | None = None,
         profiles: Sequence[ProfileRecord] = (),
         batches: batching.BatchArrivals | None = None,
+        spans: bool = False,
+        span_cost: float = 0.0,
     ) -> None:
         self.shape = shape
+        if span_cost < 0:
+            raise ValueError(f"span_cost must be 0 or more, not {span_cost!r}")
+        self.span_cost = span_cost
+        #: Whether to count each job's domains (a span cost needs them).
+        self.spans = spans or span_cost > 0
         self.scenario = scenario
         self.seed = seed
         self.all_at_once = all_at_once
@@ -233,6 +282,8 @@ class Simulator:
         #: Each host's processor group: the host type a model may tell apart.
         self._host_types = self.shape.host_types()
         self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
+        #: Each host's domain per level, when the replay counts spans.
+        self._codes = self.shape.domain_codes() if self.spans else None
         self._refused: dict[int, int] = {}
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
@@ -252,6 +303,7 @@ class Simulator:
         queue: collections.deque[tuple[Job, float, float]] = collections.deque()
         outcomes: list[Outcome] = []
         never_fit: list[int] = []
+        topology_refused: list[int] = []
         reported = 0
         while self._events:
             now, kind, _, payload = heapq.heappop(self._events)
@@ -274,18 +326,22 @@ class Simulator:
                         now,
                         job.processors,
                         running.nominal,
+                        running.spans,
                     )
                 )
             else:
                 job, score = payload
-                if not self._placeable_when_empty(job, score):
+                placeable = self._placeable_when_empty(job, score)
+                if placeable is _NEVER:
                     never_fit.append(job.job_id)
+                elif placeable is _TOPOLOGY:
+                    topology_refused.append(job.job_id)
                 elif self.batches is not None:
                     self._hold((job, score, now))
                 else:
                     queue.append((job, score, now))
             self._dispatch(now, queue)
-            settled = len(outcomes) + len(never_fit)
+            settled = len(outcomes) + len(never_fit) + len(topology_refused)
             if self.progress is not None and settled != reported:
                 self.progress(settled)
                 reported = settled
@@ -297,6 +353,8 @@ class Simulator:
             + len(self._running)
             + sum(len(held) for held in self._held.values()),
             total_cores=self.shape.total_cores,
+            levels=self.shape.levels if self.spans else (),
+            topology_refused=topology_refused,
         )
 
     def _memory_per_vm(self, job: Job) -> float:
@@ -363,29 +421,42 @@ class Simulator:
             drawn, name=self._app_name(job), cache_score=score, family=drawn.runtime_family
         )
 
-    def _request(self, job: Job, score: float) -> PlacementRequest:
+    def _request(self, job: Job, score: float, topology: bool = True) -> PlacementRequest:
+        """The job as one request; ``topology`` False leaves out its constraints."""
         app_class = self.scenario.app_class or (
             AppClass.SYNC_HPC if job.processors > 1 else AppClass.ASYNC_HPC
         )
+        # One VM is inside every domain: only jobs of several carry constraints.
+        constrained = topology and job.processors > 1
         return PlacementRequest(
             ApplicationProfile(app_class, score, self._app_name(job) if self._profiled else None),
             Resources(1, self._memory_per_vm(job), 0),
             job.processors,
             str(job.job_id),
+            self.scenario.topology if constrained else NO_TOPOLOGY,
         )
 
-    def _placeable_when_empty(self, job: Job, score: float) -> bool:
-        """Whether the job could start on the idle cloud; if not, it never will.
+    def _placeable_when_empty(self, job: Job, score: float) -> object:
+        """Whether the job could start on the idle cloud (:data:`_PLACEABLE`);
+        if not, it never will: :data:`_NEVER`, or :data:`_TOPOLOGY` when only
+        its topology constraints refuse it.
 
         Nova would refuse such a request at once (no valid host); a queue
         that kept it would block behind it forever.
         """
         if self.shape.idle_capacity(self._memory_per_vm(job)) < job.processors:
-            return False
+            return _NEVER
         policy = self.scenario.policy
-        if not (policy.cache_criteria or policy.classes or policy.homogeneity):
-            return True  # no thresholds, classes or groups: room is all that counts
-        return self._cloud.plans_on_empty(self._request(job, score), self._rule)
+        constrained = policy.topology and not self.scenario.topology.empty and job.processors > 1
+        if not (policy.cache_criteria or policy.classes or policy.homogeneity or constrained):
+            return _PLACEABLE  # no thresholds, classes, groups or constraints: room is all
+        if self._cloud.plans_on_empty(self._request(job, score), self._rule):
+            return _PLACEABLE
+        if constrained and self._cloud.plans_on_empty(
+            self._request(job, score, topology=False), self._rule
+        ):
+            return _TOPOLOGY
+        return _NEVER
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
@@ -411,12 +482,24 @@ class Simulator:
     def _launch(self, job: Job, arrival: float, now: float, app_id: str) -> None:
         """Run a job whose VMs were just placed."""
         nominal = job.run_time * self.scenario.runtime_factor
-        running = _Running(job, arrival, now, nominal, remaining=nominal, since=now)
+        spans = self._spans(app_id, job) if self.spans else ()
+        # The network's cost is the job's own, whatever its co-runners do:
+        # more work, so that interference and host speed still apply to it.
+        work = nominal * (1 + self.span_cost / 100.0 * (spans[0] - 1)) if spans else nominal
+        running = _Running(job, arrival, now, nominal, remaining=work, since=now, spans=spans)
         self._running[app_id] = running
         if self.interference is None and self._uniform_speed:
-            self._push(now + nominal, _FINISH, (app_id, 0))
+            self._push(now + work, _FINISH, (app_id, 0))
         else:
             self._repace(self._affected(app_id) | {app_id}, now)
+
+    def _spans(self, app_id: str, job: Job) -> tuple[int, ...]:
+        """How many domains of each level the job's hosts are in."""
+        codes = self._codes
+        if job.processors == 1:
+            return (1,) * len(codes)
+        rows = np.asarray(self._cloud.rows_of(app_id), dtype=np.int64)
+        return tuple(len(np.unique(level[rows])) for level in codes)
 
     def _hold(self, entry: tuple[Job, float, float]) -> None:
         """Keep an arrival for the end of its window."""
