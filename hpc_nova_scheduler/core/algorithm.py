@@ -85,6 +85,10 @@ class PlacementRequest:
     application_id: str
     #: The tenant's topology constraints (``hpc:topology_*``).
     topology: topo.TopologySpec = NO_TOPOLOGY
+    #: Domains (ids as :func:`~.columns.domain_ids` names them, any level)
+    #: where the application already runs, also on hosts that are not
+    #: candidates any more: a server group's later members stay there.
+    held_domains: frozenset[str] = frozenset()
 
     @property
     def app_class(self) -> AppClass:
@@ -345,7 +349,29 @@ class _Planner:
         self._owners: dict[int, str] | None = None
         if self.rule is not None:
             self.fixed_ok &= self._model_admits(self.rule)
+        #: Per level, the codes of the domains the application holds.
+        self.held = self._held_codes()
         self._join_segment()
+
+    def _held_codes(self) -> list[np.ndarray | None] | None:
+        if not self.request.held_domains:
+            return None
+        held: list[np.ndarray | None] = []
+        for names in self.columns.domain_names[: len(self.columns.levels)]:
+            found = [
+                i
+                for i, name in zip(
+                    np.searchsorted(names, sorted(self.request.held_domains)),
+                    sorted(self.request.held_domains),
+                    strict=True,
+                )
+                if i < len(names) and names[i] == name
+            ]
+            held.append(np.array(found, dtype=np.int64) if found else None)
+        return held
+
+    def _held_from(self, top: int, bottom: int | None = None):
+        return None if self.held is None else self.held[top:bottom]
 
     def _join_segment(self) -> None:
         """A request the segment size does not divide is refused, but for one
@@ -459,6 +485,7 @@ class _Planner:
                 rows,
                 self.request.count if need is None else need,
                 fit_items=self.rank_level == len(self.columns.levels),
+                held=self.held,
             )
         capacity = self.capacity[rows]
         rack = self.columns.rack[rows]
@@ -715,14 +742,17 @@ class _Planner:
         codes = self.columns.domain
         room = self.room()
         scope = rows
-        if self.has_own[rows].any():
-            # Later members join the domain their application already holds.
-            held = np.unique(codes[level][rows[self.has_own[rows]]])
-            scope = rows[np.isin(codes[level][rows], held)]
         depth = len(self.columns.levels)
+        held = self.held[level] if self.held is not None and level < depth else None
+        if self.has_own[rows].any() or held is not None:
+            # Later members join the domain their application already holds.
+            taken = np.unique(codes[level][rows[self.has_own[rows]]])
+            if held is not None:
+                taken = np.union1d(taken, held)
+            scope = rows[np.isin(codes[level][rows], taken)]
         if level < depth:
             candidates = arrangement.tightest_first(
-                codes[:depth], room, self.has_own, scope, level, count
+                codes[:depth], room, self.has_own, scope, level, count, self.held
             )
         else:
             candidates = self._hosts_by_fit(scope, room, count)
@@ -763,6 +793,7 @@ class _Planner:
                 rows,
                 count,
                 fit_items=self.rank_level == len(self.columns.levels),
+                held=self._held_from(top),
             )
             return self.pack(order)
         return self.segments(rows, room, top)
@@ -772,7 +803,10 @@ class _Planner:
         size, level = self.spec.segment, self.segment_level
         codes = self.columns.domain
         wanted = self.request.count // size
-        domains, rooms, owned = arrangement.domain_rooms(codes[level], room, self.has_own, rows)
+        held = self.held[level] if self.held is not None and level < len(self.held) else None
+        domains, rooms, owned = arrangement.domain_rooms(
+            codes[level], room, self.has_own, rows, held
+        )
         # Each segment-level domain as one item of a smaller tree.
         first = np.searchsorted(np.sort(codes[level][rows]), domains)
         members_sorted = rows[np.argsort(codes[level][rows], kind="stable")]
@@ -782,7 +816,13 @@ class _Planner:
         item_own = np.zeros(len(self.columns), dtype=bool)
         item_own[leaders] = owned
         order = arrangement.arrange(
-            codes[top:level], item_room, item_own, leaders, wanted, fit_items=True
+            codes[top:level],
+            item_room,
+            item_own,
+            leaders,
+            wanted,
+            fit_items=True,
+            held=self._held_from(top, level),
         )
         chosen: list[int] = []
         placed = 0
@@ -816,6 +856,7 @@ class _Planner:
             rows,
             count,
             fit_items=self.rank_level == len(self.columns.levels),
+            held=self._held_from(top),
         )
         try:
             return planner.pack(order)

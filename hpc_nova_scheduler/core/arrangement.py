@@ -30,32 +30,56 @@ independent of Nova and of the rules that decided the room.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 #: Rooms are whole numbers of VMs or segments held as floats; a fit is a
 #: comparison with this slack so that a sum of weights never misses by a hair.
 SLACK = 1e-9
 
+#: Per level, the codes of the domains the application holds (or None).
+Held = Sequence[np.ndarray | None] | None
 
-def domain_rooms(codes: np.ndarray, room: np.ndarray, own: np.ndarray, idx: np.ndarray):
-    """(domains, room of each, whether each holds the application) over ``idx``."""
+
+def domain_rooms(
+    codes: np.ndarray,
+    room: np.ndarray,
+    own: np.ndarray,
+    idx: np.ndarray,
+    held: np.ndarray | None = None,
+):
+    """(domains, room of each, whether each holds the application) over ``idx``.
+
+    ``held``: codes of this level's domains the application holds VMs in,
+    also where none of its hosts is among ``idx`` (a full host is no
+    candidate, but its rack still holds the application).
+    """
     domains, inverse = np.unique(codes[idx], return_inverse=True)
     rooms = np.bincount(inverse, weights=room[idx], minlength=len(domains))
     owned = np.bincount(inverse, weights=own[idx], minlength=len(domains)) > 0
+    if held is not None and len(held):
+        owned |= np.isin(domains, held)
     return domains, rooms, owned
+
+
+def _at(held: Held, level: int) -> np.ndarray | None:
+    return None if held is None else held[level]
 
 
 def sorter(values: np.ndarray) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
-def _best_fit(codes: np.ndarray, room, own, idx, top: int, need: float):
+def _best_fit(codes: np.ndarray, room, own, idx, top: int, need: float, held: Held):
     """(level, domain) of the innermost, tightest domain under ``idx`` that
     holds ``need``; domains holding the application are tried first."""
-    passes = (True, False) if own[idx].any() else (False,)
-    for owned_only in passes:
+    holds = bool(own[idx].any()) or any(
+        h is not None and len(h) for h in (held[top:] if held is not None else ())
+    )
+    for owned_only in (True, False) if holds else (False,):
         for level in range(len(codes) - 1, top - 1, -1):
-            domains, rooms, owned = domain_rooms(codes[level], room, own, idx)
+            domains, rooms, owned = domain_rooms(codes[level], room, own, idx, _at(held, level))
             fits = rooms >= need - SLACK
             if owned_only:
                 fits &= owned
@@ -63,10 +87,8 @@ def _best_fit(codes: np.ndarray, room, own, idx, top: int, need: float):
                 found = np.flatnonzero(fits)
                 # Equal rooms: the one inside the tighter rack, block... wins,
                 # so that the roomier outer domains stay whole too.
-                members = idx[
-                    np.searchsorted(
-                        codes[level][idx], domains[found], sorter=sorter(codes[level][idx])
-                    )
+                members = idx[sorter(codes[level][idx])][
+                    np.searchsorted(np.sort(codes[level][idx]), domains[found])
                 ]
                 keys = [domains[found]]
                 for outer in range(top, level):
@@ -78,7 +100,7 @@ def _best_fit(codes: np.ndarray, room, own, idx, top: int, need: float):
     return None
 
 
-def largest_first(codes: np.ndarray, room, own, idx: np.ndarray) -> np.ndarray:
+def largest_first(codes: np.ndarray, room, own, idx: np.ndarray, held: Held = None) -> np.ndarray:
     """``idx`` with the application's domains first, then the roomiest, at
     every level from the outermost; hosts by room, then position.
 
@@ -87,7 +109,7 @@ def largest_first(codes: np.ndarray, room, own, idx: np.ndarray) -> np.ndarray:
     """
     keys: list[np.ndarray] = [idx, -room[idx]]
     for level in range(len(codes) - 1, -1, -1):
-        domains, rooms, owned = domain_rooms(codes[level], room, own, idx)
+        domains, rooms, owned = domain_rooms(codes[level], room, own, idx, _at(held, level))
         where = np.searchsorted(domains, codes[level][idx])
         keys += [codes[level][idx], -rooms[where], ~owned[where]]
     return idx[np.lexsort(tuple(keys))]
@@ -117,6 +139,7 @@ def arrange(
     idx: np.ndarray,
     need: float,
     fit_items: bool = False,
+    held: Held = None,
 ) -> np.ndarray:
     """``idx`` in the order that fills the fewest, tightest domains with ``need``.
 
@@ -125,21 +148,21 @@ def arrange(
     above the first row). ``room`` and ``own`` are per position.
     ``fit_items``: order the positions inside an innermost domain by best
     fit too (when each is a domain of its own, or a host the request may
-    fill), rather than by room alone.
+    fill), rather than by room alone. ``held``: per level, aligned with
+    ``codes``, the codes of the domains the application already holds.
     """
-    return _arrange(
-        codes, room, own.astype(bool), np.asarray(idx, dtype=np.int64), 0, need, fit_items
-    )
+    idx = np.asarray(idx, dtype=np.int64)
+    return _arrange(codes, room, own.astype(bool), idx, 0, need, fit_items, held)
 
 
-def _arrange(codes, room, own, idx, level: int, need: float, fit_items: bool) -> np.ndarray:
+def _arrange(codes, room, own, idx, level: int, need: float, fit_items: bool, held: Held):
     if level == len(codes):
         return _items(room, idx, need, fit_items)
     if not idx.size:
         return idx
-    domains, rooms, owned = domain_rooms(codes[level], room, own, idx)
+    domains, rooms, owned = domain_rooms(codes[level], room, own, idx, _at(held, level))
     sequence: list[tuple[int, float]] = []
-    fit = _best_fit(codes, room, own, idx, level, need) if need > SLACK else None
+    fit = _best_fit(codes, room, own, idx, level, need, held) if need > SLACK else None
     left = list(range(len(domains)))
     if fit is not None:
         fit_level, fit_domain = fit
@@ -161,15 +184,17 @@ def _arrange(codes, room, own, idx, level: int, need: float, fit_items: bool) ->
     parts = []
     for d, share in sequence:
         members = idx[codes[level][idx] == domains[d]]
-        parts.append(_arrange(codes, room, own, members, level + 1, share, fit_items))
+        parts.append(_arrange(codes, room, own, members, level + 1, share, fit_items, held))
     if left:
         rest = idx[np.isin(codes[level][idx], domains[left])]
-        parts.append(largest_first(codes[level:], room, own, rest))
+        parts.append(
+            largest_first(codes[level:], room, own, rest, None if held is None else held[level:])
+        )
     return np.concatenate(parts) if parts else idx
 
 
 def tightest_first(
-    codes: np.ndarray, room, own, idx: np.ndarray, level: int, need: float
+    codes: np.ndarray, room, own, idx: np.ndarray, level: int, need: float, held: Held = None
 ) -> list[int]:
     """The domains of ``level`` under ``idx`` that can hold ``need``, best first.
 
@@ -178,7 +203,7 @@ def tightest_first(
     tightest such domain), then the tightest, then by code. This is the
     order in which a required level's domains are tried.
     """
-    domains, rooms, owned = domain_rooms(codes[level], room, own, idx)
+    domains, rooms, owned = domain_rooms(codes[level], room, own, idx, _at(held, level))
     eligible = rooms >= need - SLACK
     if not eligible.any():
         return []

@@ -19,6 +19,14 @@ SPEC_APP_CLASS = "hpc:app_class"
 SPEC_CACHE_SCORE = "hpc:cache_score"
 SPEC_APP_NAME = "hpc:app_name"
 KNOWN_SPECS = (SPEC_APP_CLASS, SPEC_CACHE_SCORE, SPEC_APP_NAME)
+#: The tenant's topology constraints, parsed by :mod:`.topology` against the
+#: cloud's levels (required, preferred, segment size, segment level).
+TOPOLOGY_SPECS = (
+    "hpc:topology_required",
+    "hpc:topology_preferred",
+    "hpc:topology_segment",
+    "hpc:topology_segment_level",
+)
 HINT_APP_NAME = "hpc_app_name"
 
 #: Longest application name accepted; matches the database column.
@@ -160,7 +168,7 @@ def validate_extra_spec(name: str, value: Any) -> None:
     elif name == SPEC_APP_NAME:
         parse_app_name(value, key=name)
     else:
-        known = ", ".join(KNOWN_SPECS)
+        known = ", ".join((*KNOWN_SPECS, *TOPOLOGY_SPECS))
         raise ProfileError(
             name,
             f"unknown extra spec in the '{SPEC_NAMESPACE}' namespace; known: {known}",
@@ -188,7 +196,7 @@ def profile_from_request(
     """
     specs = extra_specs or {}
     for name in specs:
-        if name.startswith(SPEC_NAMESPACE + ":") and name not in KNOWN_SPECS:
+        if name.startswith(SPEC_NAMESPACE + ":") and name not in (*KNOWN_SPECS, *TOPOLOGY_SPECS):
             validate_extra_spec(name, specs[name])
     app_class = (
         AppClass.parse(specs[SPEC_APP_CLASS]) if SPEC_APP_CLASS in specs else AppClass.NON_HPC

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hpc_nova_scheduler.core.profile import ProfileError
+from hpc_nova_scheduler.core.profile import TOPOLOGY_SPECS, ProfileError
 
 #: The innermost level, always present: every host is a domain of its own.
 HOST_LEVEL = "host"
@@ -35,11 +35,8 @@ DEFAULT_LEVELS: tuple[str, ...] = ("rack",)
 RESERVED_LEVELS = frozenset({HOST_LEVEL, "cpu_group", "platform", "app_class", "app_name"})
 _LEVEL_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
-SPEC_REQUIRED = "hpc:topology_required"
-SPEC_PREFERRED = "hpc:topology_preferred"
-SPEC_SEGMENT = "hpc:topology_segment"
-SPEC_SEGMENT_LEVEL = "hpc:topology_segment_level"
-SPECS = (SPEC_REQUIRED, SPEC_PREFERRED, SPEC_SEGMENT, SPEC_SEGMENT_LEVEL)
+SPECS = TOPOLOGY_SPECS
+SPEC_REQUIRED, SPEC_PREFERRED, SPEC_SEGMENT, SPEC_SEGMENT_LEVEL = SPECS
 #: The largest segment accepted: far beyond any request Nova takes.
 MAX_SEGMENT = 100_000
 

@@ -938,6 +938,32 @@ class Database:
         with self._reader() as session:
             return [_running_from_tuple(row) for row in session.execute(query)]
 
+    def application_hosts(self, application_id: str) -> set[str]:
+        """The hosts where an application runs or holds a live claim of VMs.
+
+        A server group's later members are held to the topology domain its
+        earlier ones took, even on hosts that are full by now and so are
+        not among the candidates.
+        """
+        running = models.AppRunning.__table__
+        claims = models.AppClaim.__table__
+        with self._reader() as session:
+            hosts = set(
+                session.scalars(
+                    select(running.c.host).where(running.c.request_id == application_id)
+                )
+            )
+            hosts.update(
+                session.scalars(
+                    select(claims.c.host).where(
+                        claims.c.application_id == application_id,
+                        claims.c.vms > 0,
+                        claims.c.expires_at >= timeutils.utcnow(),
+                    )
+                )
+            )
+        return hosts
+
     def running_for(
         self, hosts: Iterable[str], instance_uuids: Iterable[str]
     ) -> list[RunningRecord]:

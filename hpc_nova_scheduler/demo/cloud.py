@@ -78,14 +78,17 @@ class HpcCloud(NovaCloud):
     """A small cloud of shaped hosts, racks and processor groups, with the plugin on.
 
     ``HOSTS`` maps host names to :class:`fake_driver.Shape` (only the names
-    count with ``STOCK_DRIVER``); ``RACKS`` and ``CPU_GROUPS`` map aggregate
-    metadata values to host names.
+    count with ``STOCK_DRIVER``); ``RACKS``, ``CPU_GROUPS`` and ``TAGS`` map
+    aggregate metadata values to host names.
     """
 
     EXTRA_FILTERS = ("HpcPlacementFilter",)
     HOSTS: dict[str, fake_driver.Shape] = {f"n{i}": fake_driver.Shape() for i in range(1, 5)}
     RACKS: dict[str, list[str]] = {}
     CPU_GROUPS: dict[str, list[str]] = {}
+    #: Further aggregate metadata: key -> value -> host names (``{"hpc:block":
+    #: {"b1": [...]}}`` for a topology level besides the rack).
+    TAGS: dict[str, dict[str, list[str]]] = {}
     HPC_FLAGS: dict = {}
     #: The plugin database; a throw-away SQLite file when unset.
     DB_URL: str | None = None
@@ -131,7 +134,8 @@ class HpcCloud(NovaCloud):
         if self.HPC_FLAGS:
             self.flags(group="hpc_scheduler", **self.HPC_FLAGS)
         super()._setup_services()
-        for key, layout in (("hpc:rack", self.RACKS), ("hpc:cpu_group", self.CPU_GROUPS)):
+        layouts = [("hpc:rack", self.RACKS), ("hpc:cpu_group", self.CPU_GROUPS)]
+        for key, layout in [*layouts, *self.TAGS.items()]:
             for value, members in layout.items():
                 self.tag_hosts(f"{key}={value}", {key: value}, members)
 

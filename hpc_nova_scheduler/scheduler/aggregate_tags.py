@@ -23,6 +23,8 @@ from nova import context as nova_context
 from nova import objects
 from oslo_log import log as logging
 
+from hpc_nova_scheduler.scheduler import domains
+
 LOG = logging.getLogger(__name__)
 
 #: Seconds a read of the aggregates serves requests in one process.
@@ -68,7 +70,8 @@ class AggregateTags:
             self._failing = True
             return None
         self._failing = False
-        return tags_of(aggregates)
+        # The topology's levels besides the rack (hpc:block, ...).
+        return metadata_of(aggregates, dict.fromkeys((*KEYS, *domains.metadata_keys())))
 
 
 def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:

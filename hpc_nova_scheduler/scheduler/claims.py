@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid as uuid_lib
+from collections.abc import Callable
 from typing import Any
 
 from oslo_log import log as logging
@@ -30,7 +31,7 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import fairness, host_view
-from hpc_nova_scheduler.scheduler.corunners import claimed_vms
+from hpc_nova_scheduler.scheduler.corunners import claim_cores, claimed_vms
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
 from hpc_nova_scheduler.scheduler.nova_instances import look_up
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
@@ -57,6 +58,12 @@ class PlanContext:
     #: Processor group per candidate host key.
     groups: dict[str, str] = dataclasses.field(default_factory=dict)
     project_id: str | None = None
+    #: ``(depth, domain of a host name)`` at the required topology level, or None.
+    topology: tuple[int, Callable[[str], str]] | None = None
+    #: Free cores per host key as planned on (concurrent claims taken off),
+    #: and the claims' part of what was taken off (:class:`Knowledge`).
+    free_cores: dict[str, float] = dataclasses.field(default_factory=dict)
+    claimed_cores: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def _as_vm(self, row: db_api.RunningRecord) -> RunningVM:
         application_id = self.request.application_id
@@ -83,6 +90,7 @@ class PlanContext:
         fresh: dict[str, list[RunningVM]] = {}
         recorded = set()
         app_keys = set()
+        app_hosts = set()
         for row in view.running:
             recorded.add(row.instance_uuid)
             if row.instance_uuid in exclude:
@@ -91,10 +99,12 @@ class PlanContext:
             fresh.setdefault(row.key, []).append(vm)
             if vm.application_id == application_id:
                 app_keys.add(row.key)
+                app_hosts.add(row.host)
         for claim in view.claims:
             fresh.setdefault(claim.key, []).extend(claimed_vms(claim, claim.application_id))
-            if claim.application_id == application_id:
+            if claim.application_id == application_id and claim.vms:
                 app_keys.add(claim.key)
+                app_hosts.add(claim.host)
         profile = self.request.profile
         for key, adding in slots.items():
             nova_only = [
@@ -114,6 +124,9 @@ class PlanContext:
             )
             if reason is not None:
                 return f"{key}: {reason}"
+        reason = self._cores_claimed_meanwhile(view, plan)
+        if reason is not None:
+            return reason
         if profile.app_class.needs_homogeneity and plan.cpu_group is not None:
             # The application may have grown elsewhere meanwhile (another
             # request of its server group): it must stay on one processor type.
@@ -121,6 +134,33 @@ class PlanContext:
                 group = self.groups.get(key)
                 if group is not None and group != plan.cpu_group:
                     return f"the application now runs on processor group {group}"
+        if self.topology is not None and app_hosts:
+            # Another request of its server group may have taken a domain meanwhile.
+            depth, domain_of = self.topology
+            planned = plan.domains[depth] if depth < len(plan.domains) else plan.hosts
+            for host in sorted(app_hosts):
+                domain = domain_of(host)
+                if domain not in planned:
+                    level = self.request.topology.required
+                    return f"the application now runs in {level} {domain} ({host})"
+        return None
+
+    def _cores_claimed_meanwhile(self, view: db_api.ClaimView, plan: algorithm.Plan) -> str | None:
+        """Whether claims written since the plan was made took the cores it needs."""
+        cores = self.request.demand.vcpus if self.request.demand is not None else 0.0
+        if cores <= 0 or not self.free_cores:
+            return None
+        fresh: dict[str, float] = {}
+        for claim in view.claims:
+            if claim.application_id != self.request.application_id:
+                fresh[claim.key] = fresh.get(claim.key, 0.0) + claim_cores(claim)
+        for key, vms in plan.vms_per_host().items():
+            new = fresh.get(key, 0.0) - self.claimed_cores.get(key, 0.0)
+            free = self.free_cores.get(key)
+            if new > 0 and free is not None and free - new < vms * cores - 1e-9:
+                return (
+                    f"{key}: {new:g} cores claimed meanwhile, {free - new:g} left for {vms} VM(s)"
+                )
         return None
 
 

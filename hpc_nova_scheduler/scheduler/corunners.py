@@ -73,6 +73,14 @@ class Knowledge:
     #: Records whose instance now runs on another host (rebuilt on an
     #: alternate, or moved), rewritten to keep their application.
     moved: list[db_api.RunningRecord] = dataclasses.field(default_factory=list)
+    #: Cores per host key that Nova's host state does not count yet: VMs
+    #: other requests' claims still plan there, and VMs placed but not yet
+    #: on their compute. Two schedulers would otherwise both plan into the
+    #: same free cores and leave Placement to refuse one request's VMs
+    #: halfway.
+    taken_cores: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: The claims' part of ``taken_cores``, to tell claims written since.
+    claimed_cores: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _serialised(method):
@@ -311,6 +319,8 @@ class CoRunnerSource:
             if uuid in scheduling or _in_flight(instance):
                 # Placed (here or by another scheduler), not yet on its compute.
                 knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
+                key = host_key(hs)
+                knowledge.taken_cores[key] = knowledge.taken_cores.get(key, 0) + rows[uuid].cores
             elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):
                 knowledge.stale.append(uuid)
             elif instance.host and instance.host != hs.host:
@@ -325,7 +335,16 @@ class CoRunnerSource:
             if claim.key in knowledge.vms:
                 # Room promised to requests still being placed counts as theirs.
                 knowledge.vms[claim.key].extend(claimed_vms(claim, claim.application_id))
+                if claim.application_id != application_id:
+                    cores = claim_cores(claim)
+                    for index in (knowledge.taken_cores, knowledge.claimed_cores):
+                        index[claim.key] = index.get(claim.key, 0) + cores
         return knowledge
+
+
+def claim_cores(claim: db_api.Claim) -> float:
+    """The cores of the VMs a claim still plans (not its spare slots)."""
+    return float(max(0, claim.vms) * max(0, claim.cores))
 
 
 def claimed_vms(claim: db_api.Claim, application_id: str | None) -> list[RunningVM]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import nova.conf
@@ -14,6 +14,7 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
+from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS, metadata_key
 from hpc_nova_scheduler.db.api import host_key as db_host_key
 
 LOG = logging.getLogger(__name__)
@@ -75,17 +76,29 @@ def cpu_group_from_cpu_info(cpu_info: Any) -> str:
     return "/".join(parts) if parts else UNKNOWN_CPU_GROUP
 
 
-def topology(host_state: Any, tags: Mapping | None = None) -> tuple[str, str]:
+def topology(
+    host_state: Any, tags: Mapping | None = None, levels: Sequence[str] = DEFAULT_LEVELS
+) -> tuple[str, str]:
     """``(rack, cpu_group)`` from aggregate metadata, else ``cpu_info``.
 
     ``tags`` is :meth:`AggregateTags.current`, read from Nova's database;
-    without it the host state's aggregates (Nova's cache) are read.
+    without it the host state's aggregates (Nova's cache) are read. The
+    rack is the innermost of the topology ``levels`` (``hpc:rack`` by default).
     """
-    rack = _metadata_value(host_state, RACK_KEY, tags) or ""
+    rack = _metadata_value(host_state, metadata_key(levels[-1]), tags) or ""
     group = _metadata_value(host_state, CPU_GROUP_KEY, tags)
     if group is None:
         group = cpu_group_from_cpu_info(getattr(host_state, "cpu_info", None))
     return rack, group
+
+
+def outer_domains(
+    host_state: Any, tags: Mapping | None = None, levels: Sequence[str] = DEFAULT_LEVELS
+) -> tuple[str, ...]:
+    """The host's values at the levels outside the rack, outermost first ("" for none)."""
+    return tuple(
+        _metadata_value(host_state, metadata_key(level), tags) or "" for level in levels[:-1]
+    )
 
 
 def _ratio(value: Any) -> float:
@@ -278,6 +291,8 @@ def to_host(
     demand: Resources | None = None,
     reserved: tuple[float, float, float] | None = None,
     tags: Mapping | None = None,
+    levels: Sequence[str] = DEFAULT_LEVELS,
+    taken_cores: float = 0.0,
 ) -> Host:
     """The core's view of a host; with the request's ``demand``, as Placement answered.
 
@@ -285,12 +300,17 @@ def to_host(
     for this request has room for one of its VMs, whatever Nova's host
     state says, and a disk Placement does not count per host (see
     :func:`disk_is_per_host`) never limits the count. ``reserved`` is
-    :func:`reservations`, read once for all hosts.
+    :func:`reservations`, read once for all hosts. ``taken_cores``: cores
+    that concurrent plans hold here and neither Nova's host state nor the
+    Placement answer (read when the request started) counts yet.
     """
     capacity, free = resources(host_state, reserved)
     if demand is not None:
         capacity, free = _as_placement_answers(host_state, capacity, free, demand)
-    rack, group = topology(host_state, tags)
+    if taken_cores > 0:
+        vcpus, ram_mb, disk_gb = free.as_tuple()
+        free = Resources(max(0.0, vcpus - taken_cores), ram_mb, disk_gb)
+    rack, group = topology(host_state, tags, levels)
     return Host(
         name=host_key(host_state),
         capacity=capacity,
@@ -298,4 +318,5 @@ def to_host(
         rack=rack,
         cpu_group=group,
         vms=tuple(vms),
+        outer=outer_domains(host_state, tags, levels) if len(levels) > 1 else (),
     )

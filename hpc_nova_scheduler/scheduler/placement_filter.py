@@ -39,6 +39,7 @@ the database failure policy (:mod:`.fallback`), the interference model
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 from nova import conf as nova_conf
@@ -50,11 +51,12 @@ from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.columns import domain_ids
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.interference import model_registry
-from hpc_nova_scheduler.scheduler import claims, fairness, host_view, refusals
+from hpc_nova_scheduler.scheduler import claims, domains, fairness, host_view, refusals
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
 from hpc_nova_scheduler.scheduler.fallback import DatabaseDown, FailurePolicy, FallbackStore
@@ -200,6 +202,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         specs, plain = request.extra_specs, request.plain
         try:
             profile = core_profile.profile_from_request(specs, request.hints)
+            topology = domains.spec_of(specs)
         except core_profile.ProfileError as error:
             LOG.error(
                 "hpc-nova-scheduler: refusing request: invalid %s (%s); fix the flavor or the hint",
@@ -224,7 +227,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         )
         if existing is not None and existing.request_id and request.group_uuid is None:
             application_id = existing.request_id
-        state = RequestState(profile, application_id, database=database)
+        state = RequestState(profile, application_id, database=database, topology=topology)
         if plain:
             # Left to Nova: only another application's dedicated hosts are off
             # limits. Claims are settled by HPC requests: this path stays cheap.
@@ -246,12 +249,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         group_conf = CONF.hpc_scheduler
         thresholds = Thresholds(group_conf.cache_threshold, group_conf.sync_cache_threshold)
         demand = request.demand
+        levels = domains.in_force()
         placement = algorithm.PlacementRequest(
             profile=profile,
             demand=demand,
             # Nova keeps the original request's count on the spec of a move.
             count=1 if moving else request.num_instances,
             application_id=application_id,
+            topology=state.topology,
         )
         context = claims.PlanContext(
             hosts=hosts,
@@ -274,6 +279,10 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         # Cores the request adds: fair share counts a VM as its flavor's vCPUs.
         state.vm_cores = round(demand.vcpus) if demand is not None else 0
         cores = state.vm_cores * placement.count
+        held = self._held_domains(state, request, levels, self._tags.current())
+        if held:
+            placement = dataclasses.replace(placement, held_domains=held)
+            context.request = placement
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
         reserved = host_view.reservations()
         tags = self._tags.current()
@@ -293,11 +302,14 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                         demand=demand,
                         reserved=reserved,
                         tags=tags,
+                        levels=levels,
+                        taken_cores=knowledge.taken_cores.get(host_view.host_key(hs), 0.0),
                     )
                     for hs in hosts
                 ),
                 key=lambda h: h.name,
             )
+            context.topology = self._domain_check(state, levels, tags)
             self._log_hosts(core_hosts)
             rule = None
             if model is not None and not extreme:
@@ -314,7 +326,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             plan = refused = None
             for hosts_tried, fair_choice in tries:
                 try:
-                    plan = algorithm.plan(placement, hosts_tried, thresholds, table, rule=rule)
+                    plan = algorithm.plan(
+                        placement, hosts_tried, thresholds, table, rule=rule, levels=levels
+                    )
                 except algorithm.NoPlacement as refusal:
                     refused = refused or (hosts_tried, refusal)
                     continue
@@ -322,7 +336,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 break
             if plan is None:
                 tried, refusal = refused
-                refusals.refused(placement, tried, thresholds, table, rule, refusal.reason)
+                refusals.refused(
+                    placement, tried, thresholds, table, rule, refusal.reason, levels=levels
+                )
                 state.refusal = refusal.reason
                 return state
             if choice is not None:
@@ -333,9 +349,11 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                     "borrowed" if choice.borrowed else f"entitled {choice.entitled}",
                     len(tried),
                 )
-            spares = self._alternates(placement, tried, plan, thresholds, table, rule)
-            refusals.left_out(placement, tried, plan, thresholds, table, rule, spares)
+            spares = self._alternates(placement, tried, plan, thresholds, table, rule, levels)
+            refusals.left_out(placement, tried, plan, thresholds, table, rule, spares, levels)
             context.knowledge = knowledge.vms
+            context.free_cores = {host.name: host.free.vcpus for host in core_hosts}
+            context.claimed_cores = knowledge.claimed_cores
             context.groups = {host.name: host.cpu_group for host in core_hosts}
             conflict = claims.claim(state, context, plan, spares, self._policy, fair=choice)
             if conflict is None and extreme:
@@ -449,10 +467,44 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             )
 
     @staticmethod
-    def _alternates(request, core_hosts, plan, thresholds, table, rule) -> tuple[str, ...]:
+    def _alternates(request, core_hosts, plan, thresholds, table, rule, levels) -> tuple[str, ...]:
         if not PLAN_WEIGHER.is_set():
             return ()
         limit = NOVA_CONF.scheduler.max_attempts - 1
         return algorithm.alternates(
-            request, core_hosts, plan, thresholds, table, limit=limit, rule=rule
+            request, core_hosts, plan, thresholds, table, limit=limit, rule=rule, levels=levels
         )
+
+    # -- topology --------------------------------------------------------------
+
+    @staticmethod
+    def _held_domains(state: RequestState, request: Request, levels, tags) -> frozenset[str]:
+        """The domains, at every level, where the application already runs or
+        holds claims: a server group's later members join them."""
+        if request.group_uuid is None or state.database is None or not tags:
+            return frozenset()
+        if len(levels) == 1 and state.topology.empty:
+            return frozenset()  # seed 003's single level reads its own VMs only
+        try:
+            hosts = state.database.application_hosts(state.application_id)
+        except db_api.ERRORS as error:
+            LOG.warning(
+                "hpc-nova-scheduler: cannot read where %s runs: %s", state.application_id, error
+            )
+            return frozenset()
+        held = frozenset(
+            domain
+            for host in hosts
+            for domain in domain_ids(host, domains.values_of(host, tags, levels))
+        )
+        if held:
+            LOG.debug("hpc-nova-scheduler: %s already holds %s", state.application_id, sorted(held))
+        return held
+
+    @staticmethod
+    def _domain_check(state: RequestState, levels, tags):
+        """For the claim: each host's domain at the required level, or None."""
+        depth = domains.constraint_depth(state.topology, levels)
+        if depth is None or not tags:
+            return None
+        return depth, lambda host: domains.domain_of(host, tags, levels, depth)

@@ -24,6 +24,7 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.cluster import Host, RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge, Refusal, summary
+from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS
 
 LOG = logging.getLogger(__name__)
 
@@ -41,11 +42,12 @@ def left_out(
     table: InterferenceTable,
     rule: HostJudge | None,
     spares: Collection[str] = (),
+    levels: Sequence[str] = DEFAULT_LEVELS,
 ) -> None:
     """Debug: why each host outside ``plan`` and its alternates takes none of its VMs."""
     if not LOG.isEnabledFor(std_logging.DEBUG):
         return
-    refusals = _explained(request, hosts, plan, thresholds, table, rule)
+    refusals = _explained(request, hosts, plan, thresholds, table, rule, levels)
     _debug([refusal for refusal in refusals or () if refusal.host not in spares])
 
 
@@ -56,9 +58,10 @@ def refused(
     table: InterferenceTable,
     rule: HostJudge | None,
     reason: str,
+    levels: Sequence[str] = DEFAULT_LEVELS,
 ) -> None:
     """Debug: why each host was refused; then INFO: the reason, and hosts by rule."""
-    refusals = _explained(request, hosts, None, thresholds, table, rule)
+    refusals = _explained(request, hosts, None, thresholds, table, rule, levels)
     profile = request.profile
     application = profile.app_name or request.application_id
     if refusals is None:
@@ -89,6 +92,7 @@ def _explained(
     thresholds: Thresholds,
     table: InterferenceTable,
     rule: HostJudge | None,
+    levels: Sequence[str] = DEFAULT_LEVELS,
 ) -> list[Refusal] | None:
     """:func:`~hpc_nova_scheduler.core.algorithm.left_out`, or None if it fails.
 
@@ -96,7 +100,7 @@ def _explained(
     filter decides, so it is logged and the decision stands.
     """
     try:
-        return algorithm.left_out(request, hosts, plan, thresholds, table, rule=rule)
+        return algorithm.left_out(request, hosts, plan, thresholds, table, rule=rule, levels=levels)
     except Exception:
         LOG.debug("hpc-nova-scheduler: cannot explain the refused hosts", exc_info=True)
         return None

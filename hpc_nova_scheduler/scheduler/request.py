@@ -16,9 +16,10 @@ import weakref
 from typing import Any
 
 from hpc_nova_scheduler.core import profile as core_profile
-from hpc_nova_scheduler.core.algorithm import Plan
+from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY, Plan
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import ApplicationProfile
+from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
 
@@ -115,6 +116,8 @@ class RequestState:
     profile: ApplicationProfile
     application_id: str
     plan: Plan | None = None
+    #: The tenant's topology constraints (``hpc:topology_*``).
+    topology: TopologySpec = NO_TOPOLOGY
     refusal: str | None = None
     #: For requests left to Nova: the hosts they must avoid.
     avoid: frozenset[str] = frozenset()

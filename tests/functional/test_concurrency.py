@@ -100,9 +100,10 @@ class BurstMixin:
         )
         super()._setup_services()
 
-    def post_burst(self, requests: list[tuple[str, int]]) -> list[str]:
+    def post_burst(self, requests: list[tuple[str, int]], hints: dict | None = None) -> list[str]:
         """Post ``(flavor_id, count)`` requests from one thread each, released together.
 
+        ``hints``: scheduler hints for every request (a server group).
         Returns the reservation ids in the order of ``requests``.
         """
         barrier = threading.Barrier(len(requests))
@@ -113,6 +114,8 @@ class BurstMixin:
             body: dict = {"server": self._build_server(flavor_id=flavor_id, networks="none")}
             body["server"]["min_count"] = count
             body["server"]["return_reservation_id"] = True
+            if hints:
+                body["os:scheduler_hints"] = dict(hints)
             try:
                 barrier.wait(timeout=TIMEOUT)
                 reservations[index] = self.api.post_server(body)["reservation_id"]

@@ -9,16 +9,12 @@ sends each to a different platform.
 from __future__ import annotations
 
 import collections
-import copy
 import datetime
-import itertools
 import threading
 import time
 
 import fixtures
 import sqlalchemy as sa
-from nova.scheduler import rpcapi as scheduler_rpcapi
-from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
 
 from hpc_nova_scheduler.demo.fake_driver import Shape
@@ -29,6 +25,7 @@ from hpc_nova_scheduler.scheduler.fallback import FallbackStore
 from tests.functional import base
 from tests.functional.test_concurrency import BurstMixin
 from tests.functional.test_fallback import UNREACHABLE
+from tests.functional.workers import TwoSchedulers
 
 AMD = ["a1", "a2", "a3"]
 INTEL = ["i1", "i2", "i3"]
@@ -248,53 +245,10 @@ class TestReallocation(FairshareCloud):
         self.assertGreater(self.database.usage().get(("p-blast", "amd"), 0.0), 0.0)
 
 
-SECOND_TOPIC = "scheduler-2"
-
-
-class _Routed:
-    """An RPC client whose calls go to one topic."""
-
-    def __init__(self, client_: object, topic: str) -> None:
-        self._client, self._topic = client_, topic
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._client, name)
-
-    def prepare(self, **kwargs: object) -> object:
-        return self._client.prepare(topic=self._topic, **kwargs)
-
-
-class TestTwoWorkers(BurstMixin, FairshareCloud):
+class TestTwoWorkers(TwoSchedulers, BurstMixin, FairshareCloud):
     """Two scheduler services, each with its own filter, entitlements and allocator."""
 
     DEMAND = {"p-blast": 6, "p-gene": 12}
-
-    def _setup_services(self) -> None:
-        super()._setup_services()
-        # Nova's start_service refuses a second scheduler; its fixture does
-        # not. On one topic the first service would take every message (the
-        # fake transport's listeners poll one queue), so the second listens
-        # on a topic of its own and requests alternate between the two, as a
-        # message queue spreads them over nova-scheduler workers.
-        self.second_scheduler = self.useFixture(
-            nova_fixtures.ServiceFixture("scheduler", topic=SECOND_TOPIC)
-        )
-        topics = itertools.cycle([scheduler_rpcapi.RPC_TOPIC, SECOND_TOPIC])
-        lock = threading.Lock()
-        original = scheduler_rpcapi.SchedulerAPI.select_destinations
-
-        def alternating(api, *args, **kwargs):
-            with lock:
-                topic = next(topics)
-            routed = copy.copy(api)
-            routed.client = _Routed(api.client, topic)
-            return original(routed, *args, **kwargs)
-
-        self.useFixture(
-            fixtures.MonkeyPatch(
-                "nova.scheduler.rpcapi.SchedulerAPI.select_destinations", alternating
-            )
-        )
 
     def test_two_workers_never_exceed_an_entitlement_together(self) -> None:
         outcome = self.allocate()
@@ -336,11 +290,7 @@ class TestTwoWorkers(BurstMixin, FairshareCloud):
         self.assertEqual({"placed": 3, "refused": 5}, dict(outcomes))
         self.assertEqual({"amd"}, self.platforms_of(servers))
         # Both services scheduled some of the burst: each filter started its allocator.
-        filters = [
-            next(f for f in svc.manager.host_manager.enabled_filters if hasattr(f, "_allocator"))
-            for svc in (self.scheduler, self.second_scheduler.service)
-        ]
-        self.assertNotIn("", [f._allocator.holder for f in filters])
+        self.assertNotIn("", [f._allocator.holder for f in self.plugin_filters()])
 
 
 class TestFairnessOff(FairshareCloud):

@@ -110,6 +110,30 @@ class ClaimTests:
         self.assertEqual(1, self.database.expire_claims())
         self.assertEqual(0, self.database.expire_claims())
 
+    def test_application_hosts_are_its_rows_and_live_planned_claims(self) -> None:
+        self.database.record_running(
+            [
+                db_api.RunningRecord("a", "n1", AppClass.SYNC_HPC, 5.0, request_id="group"),
+                db_api.RunningRecord("b", "n2", AppClass.SYNC_HPC, 5.0, request_id="other"),
+            ]
+        )
+        self.database.claim(
+            [claim("c1", "n3", app="group"), claim("c1", "n4", vms=0, spare=1, app="group")],
+            lambda v: None,
+            ttl=60,
+        )
+        self.database.claim([claim("old", "n5", app="group")], lambda v: None, ttl=60)
+        table = models.AppClaim.__table__
+        with self.database._writer() as session:
+            session.execute(
+                update(table)
+                .where(table.c.claim_id == "old")
+                .values(expires_at=timeutils.utcnow() - datetime.timedelta(seconds=1))
+            )
+        # A spare slot is no VM of the application, nor is an expired claim.
+        self.assertEqual({"n1", "n3"}, self.database.application_hosts("group"))
+        self.assertEqual(set(), self.database.application_hosts("nobody"))
+
     def test_claims_of_one_class(self) -> None:
         extreme = db_api.Claim(
             "x", "x-first", "xapp", "n3", "n3", AppClass.EXTREME_HPC, 47.0, vms=4

@@ -169,12 +169,20 @@ class Request:
     app_name: str
 
     @property
+    def required_rack(self) -> bool:
+        """Every third request asks ``hpc:topology_required=rack``."""
+        return self.index % 3 == 0
+
+    @property
     def extra_specs(self) -> dict[str, str]:
-        return {
+        specs = {
             "hpc:app_class": self.app_class.value,
             "hpc:cache_score": f"{self.cache_score:g}",
             "hpc:app_name": self.app_name,
         }
+        if self.required_rack:
+            specs["hpc:topology_required"] = "rack"
+        return specs
 
     def describe(self) -> str:
         return (
@@ -594,6 +602,14 @@ def check(
                 f"{request.describe()} spans processor groups {groups}: {outcome.hosts}"
             )
 
+    # hpc:topology_required=rack: one rack per request, whatever raced with it.
+    rack_of = {host: rack for rack, hosts in RACKS.items() for host in hosts}
+    for outcome in accepted:
+        request = by_index[outcome.index]
+        racks = sorted({rack_of[h] for h in outcome.hosts})
+        if request.required_rack and len(racks) > 1:
+            violations.append(f"{request.describe()} spans racks {racks}: {outcome.hosts}")
+
     # Requests alive at the same time, at every moment one was placed.
     timeline: list[str] = []
     for moment in sorted(o.placed_at for o in accepted if o.placed_at is not None):
@@ -654,6 +670,7 @@ def check(
         "requests": len(requests),
         "accepted": len(accepted),
         "refused": sum(1 for o in outcomes if not o.accepted),
+        "required rack accepted": sum(1 for o in accepted if by_index[o.index].required_rack),
         "deleted": sum(1 for o in accepted if o.deleted_at is not None),
         "alive at the end": len(final),
         "rows": len(rows),
@@ -668,6 +685,7 @@ KINDS = (
     ("ExtremeHPC host shared", "ExtremeHPC host shared"),
     ("harmful pair on one host", "harmful pair"),
     ("spans processor groups", "spans processor groups"),
+    ("spans racks (topology required)", "spans racks"),
     ("VMs missing from app_running", "are in app_running"),
     ("recorded elsewhere or otherwise", "recorded"),
     ("unknown rows", "unknown instance"),
