@@ -48,6 +48,16 @@ Issue 22's targets: at most 5 ms more per request at 1,000 hosts than with
 fair share off, and a ratio of at most 1.05 for plain requests.
 
     python benchmarks/scheduler_overhead.py --hosts 1000 --fairness pa-rr --repeat 21
+
+``--topology LEVELS`` (for example ``block,rack``) adds a pipeline named
+``topology``: the plugin with ``[hpc_scheduler] topology_levels`` set to
+those levels, beside the plugin with seed 003's single rack level. Racks
+hold 32 hosts and each outer level 8 domains of the next (a block is 256
+hosts). Issue 23's targets: plain requests at a ratio of at most 1.05 to
+the baseline, and SyncHPC requests no slower than with one level (the
+``vs 1 level`` column, the median of topology / plugin over the pairs).
+
+    python benchmarks/scheduler_overhead.py --hosts 1000,10000 --topology block,rack --repeat 11
 """
 
 from __future__ import annotations
@@ -99,16 +109,27 @@ class _Aggregate:
         self.metadata = metadata
 
 
+#: The levels outside the rack that ``--topology`` tags (outermost first).
+OUTER_LEVELS: list[str] = []
+
+
 def host_states(
     count: int, groups: int = 2, projects: tuple[str, ...] = ()
 ) -> tuple[list, list[db_api.RunningRecord]]:
     """``count`` hosts in racks of 32, ``groups`` processor groups; some busy.
 
     With ``projects`` the busy hosts' VMs belong to them in turn, host by
-    host, and carry their cores, as fair share counts them.
+    host, and carry their cores, as fair share counts them. Each level of
+    :data:`OUTER_LEVELS` holds 8 domains of the next one inside it.
     """
     now = datetime.datetime.now(datetime.UTC)
     racks = [_Aggregate({"hpc:rack": f"rack-{r}"}) for r in range((count + 31) // 32)]
+    outer = []
+    for depth, level in enumerate(reversed(OUTER_LEVELS), start=1):
+        size = 32 * 8**depth
+        outer.append(
+            (size, [_Aggregate({f"hpc:{level}": f"{level}-{d}"}) for d in range(count // size + 1)])
+        )
     # Named like the host types of the seeded runtime-trees data (T1, T2).
     groups_of = [_Aggregate({"hpc:cpu_group": name}) for name in group_names(groups)]
     states, running = [], []
@@ -124,6 +145,7 @@ def host_states(
         state.cpu_allocation_ratio = state.ram_allocation_ratio = state.disk_allocation_ratio = 1.0
         state.cpu_info = '{"vendor": "Intel", "model": "Skylake"}'
         state.aggregates = [racks[i // 32], groups_of[(i // 64) % groups]]
+        state.aggregates += [domains[i // size] for size, domains in outer]
         state.service = {
             "disabled": False,
             "last_seen_up": now,
@@ -416,6 +438,7 @@ def measure(
     database: db_api.Database,
     base: set[str],
     fair: Fair | None = None,
+    topology: list[str] | None = None,
 ) -> dict[str, float]:
     """Medians of each pipeline's CPU seconds per request, and of the pairs' ratios.
 
@@ -438,6 +461,9 @@ def measure(
             if fair is not None:
                 fair.switch(name == "fair")
                 locked = fair.platform_locks(database)
+            if topology is not None:
+                levels = topology if name == "topology" else ["rack"]
+                CONF.set_override("topology_levels", levels, group="hpc_scheduler")
             gc.collect()
             started = time.process_time()
             placed = pipeline.schedule(states, spec)
@@ -465,6 +491,14 @@ def measure(
         )
         medians["extra"] = statistics.median(
             on - off for on, off in zip(times["fair"], times["plugin"], strict=True)
+        )
+    if "topology" in times:
+        medians["topology ratio"] = statistics.median(
+            levels / baseline
+            for levels, baseline in zip(times["topology"], times["baseline"], strict=True)
+        )
+        medians["vs 1 level"] = statistics.median(
+            levels / one for levels, one in zip(times["topology"], times["plugin"], strict=True)
         )
     return medians
 
@@ -582,8 +616,31 @@ def main() -> int:
         help="[hpc_scheduler] fairness_policy for a third pipeline, the plugin with fair "
         "share on: equal, paf, aaf or pa-rr (default: off)",
     )
+    parser.add_argument(
+        "--topology",
+        metavar="LEVELS",
+        help="[hpc_scheduler] topology_levels for a third pipeline beside seed 003's rack, "
+        "e.g. block,rack (default: off)",
+    )
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    topology = None
+    if args.topology:
+        from hpc_nova_scheduler.core.topology import TopologyError, parse_levels
+
+        try:
+            topology = list(parse_levels(args.topology))
+        except TopologyError as error:
+            print(f"--topology: {error}", file=sys.stderr)
+            return 2
+        if topology[-1] != "rack" or args.fairness or args.instructions or args.one:
+            print(
+                "--topology: the innermost level must be rack, and it goes without "
+                "--fairness and --instructions",
+                file=sys.stderr,
+            )
+            return 2
+        OUTER_LEVELS[:] = topology[:-1]
     if args.fairness and (args.instructions or args.one):
         print("--fairness: not supported with --instructions", file=sys.stderr)
         return 2
@@ -608,6 +665,9 @@ def main() -> int:
         store_fitted(database, args.model)
         print(f"interference model: {args.model}")
         pipelines = {"baseline": Pipeline(False), "plugin": Pipeline(True)}
+        if topology is not None:
+            pipelines["topology"] = Pipeline(True)
+            print(f"topology: {', '.join(topology)} beside seed 003's rack")
         if fair is not None:
             outcome = fair.set_up(database, max(sizes))
             pipelines["fair"] = Pipeline(True)
@@ -647,6 +707,7 @@ def main() -> int:
                         database,
                         {vm.instance_uuid for vm in running},
                         fair,
+                        topology,
                     )
                     ratio = medians["ratio"]
                     cost = medians["plugin"] / count * 1e6
@@ -660,6 +721,13 @@ def main() -> int:
                         f"{ratio:>6.3f} {cost:>15.2f}",
                         flush=True,
                     )
+                    if topology is not None:
+                        print(
+                            f"{'':>21} with {','.join(topology)}: plugin "
+                            f"{medians['topology']:.4f} s, ratio {medians['topology ratio']:.3f}, "
+                            f"vs 1 level {medians['vs 1 level']:.3f}",
+                            flush=True,
+                        )
                     if fair is not None:
                         extra_ms = medians["extra"] * 1e3
                         fair_figures[(count, vms, hpc)] = (extra_ms, medians["fair ratio"])
