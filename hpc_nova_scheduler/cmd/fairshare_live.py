@@ -112,25 +112,9 @@ def read_nova() -> tuple[list[fairness.Node], dict]:
 
 def nova_source(args: argparse.Namespace) -> tuple[list[fairness.Node], dict]:
     """:func:`read_nova` after loading Nova's configuration from the command's files."""
-    from nova import exception as nova_exception
-    from oslo_db import exception as db_exc
-    from sqlalchemy import exc as sa_exc
-
     from hpc_nova_scheduler.cmd import reconcile
 
-    try:
-        reconcile._load_nova(args)
-        return read_nova()
-    except (
-        db_exc.CantStartEngineError,
-        db_exc.DBError,
-        sa_exc.SQLAlchemyError,
-        nova_exception.NovaException,
-    ) as error:
-        raise common.CommandError(
-            f"cannot read Nova's compute nodes and aggregates: {common._cause(error)}; "
-            "pass nova-scheduler's nova.conf with --config-file"
-        ) from None
+    return reconcile.read_cloud(args, read_nova)
 
 
 def allocate_handler(source: CloudSource = nova_source) -> common.Handler:

@@ -8,12 +8,15 @@ nova-scheduler was down while servers were deleted or moved.
 from __future__ import annotations
 
 import argparse
-from typing import TextIO
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from hpc_nova_scheduler.cmd import common
+
+T = TypeVar("T")
 
 
 def add_parser(sub) -> None:
@@ -48,6 +51,26 @@ def _load_nova(args: argparse.Namespace) -> None:
 
     oslo_messaging.TransportURL.parse(nova_config.CONF)
     objects.register_all()
+
+
+def read_cloud(args: argparse.Namespace, read: Callable[[], T]) -> T:
+    """``read()`` with Nova configured from the command's files; Nova's and the
+    databases' errors become one :class:`~.common.CommandError` line."""
+    from nova import exception as nova_exception
+
+    try:
+        _load_nova(args)
+        return read()
+    except (
+        db_exc.CantStartEngineError,
+        db_exc.DBError,
+        sa_exc.SQLAlchemyError,
+        nova_exception.NovaException,
+    ) as error:
+        raise common.CommandError(
+            f"cannot read Nova's compute nodes and aggregates: {common._cause(error)}; "
+            "pass nova-scheduler's nova.conf with --config-file"
+        ) from None
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

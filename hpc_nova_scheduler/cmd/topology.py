@@ -79,28 +79,11 @@ def read_nova(keys: Sequence[str]) -> topology_view.Cloud:
 
 def nova_source(args: argparse.Namespace, keys: Sequence[str]) -> topology_view.Cloud:
     """:func:`read_nova` after loading Nova's configuration from the command's files."""
-    from oslo_db import exception as db_exc
-    from sqlalchemy import exc as sa_exc
-
     from hpc_nova_scheduler.cmd import reconcile
 
     # Loading Nova's configuration imports the rest of Nova.
     with _quiet_nova():
-        from nova import exception as nova_exception
-
-        try:
-            reconcile._load_nova(args)
-            return read_nova(keys)
-        except (
-            db_exc.CantStartEngineError,
-            db_exc.DBError,
-            sa_exc.SQLAlchemyError,
-            nova_exception.NovaException,
-        ) as error:
-            raise common.CommandError(
-                f"cannot read Nova's compute nodes and aggregates: {common._cause(error)}; "
-                "pass nova-scheduler's nova.conf with --config-file"
-            ) from None
+        return reconcile.read_cloud(args, lambda: read_nova(keys))
 
 
 def handler(source: Source = nova_source) -> common.Handler:

@@ -784,19 +784,21 @@ class _Planner:
 
     def within(self, rows: np.ndarray, room: np.ndarray, top: int = 0) -> list[int]:
         """Pack the whole request into ``rows``, which share one domain above ``top``."""
-        count = self.request.count
         if self.spec.segment is None:
-            order = arrangement.arrange(
-                self.columns.domain[top : len(self.columns.levels)],
-                room,
-                self.has_own,
-                rows,
-                count,
-                fit_items=self.rank_level == len(self.columns.levels),
-                held=self._held_from(top),
-            )
-            return self.pack(order)
+            return self.pack(self.arranged(rows, room, top, self.request.count))
         return self.segments(rows, room, top)
+
+    def arranged(self, rows: np.ndarray, room: np.ndarray, top: int, count: int) -> np.ndarray:
+        """``rows`` (in one domain above ``top``) in BestFit order for ``count`` VMs."""
+        return arrangement.arrange(
+            self.columns.domain[top : len(self.columns.levels)],
+            room,
+            self.has_own,
+            rows,
+            count,
+            fit_items=self.rank_level == len(self.columns.levels),
+            held=self._held_from(top),
+        )
 
     def segments(self, rows: np.ndarray, room: np.ndarray, top: int) -> list[int]:
         """Segments of N VMs, each inside one domain of the segment level."""
@@ -849,15 +851,7 @@ class _Planner:
         """As many of ``count`` VMs as fit in ``rows`` (Algorithm 1's packing
         is greedy, so a shorter run is a prefix of a longer one)."""
         planner = self if count == self.request.count else self.for_count(count)
-        order = arrangement.arrange(
-            self.columns.domain[top : len(self.columns.levels)],
-            room,
-            self.has_own,
-            rows,
-            count,
-            fit_items=self.rank_level == len(self.columns.levels),
-            held=self._held_from(top),
-        )
+        order = self.arranged(rows, room, top, count)
         try:
             return planner.pack(order)
         except NoPlacement as short:
