@@ -5,14 +5,19 @@ what each server is (class, cache score, application) from the stress
 ledger, which knows what every request asked for; the plugin's records from
 its database. Rack order is not checked here: whether Algorithm 1 chose the
 right rack depends on what ran at the moment of the choice, which the
-functional and unit tests check instead.
+functional and unit tests check instead. The tenant's
+``hpc:topology_required`` is a constraint, not an order, and is checked
+(:func:`topology_violations`).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.core.profile import AppClass
@@ -34,10 +39,16 @@ class Asked:
     project: str | None = None
     #: vCPUs of each server: the cores fair share counts it for.
     vcpus: int = 0
+    #: ``hpc:topology_required`` of its flavor: the level one of whose
+    #: domains must hold every VM of the request (None: no such constraint).
+    required: str | None = None
 
     def describe(self) -> str:
         kind = self.app_class.value if self.app_class else "plain"
-        return f"{self.tag}({kind} {self.app_name or '-'} {self.count}x{self.cache_score:g})"
+        within = f" in one {self.required}" if self.required else ""
+        return (
+            f"{self.tag}({kind} {self.app_name or '-'} {self.count}x{self.cache_score:g}{within})"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +117,40 @@ def host_violations(
         if len(spanned) > 1:
             found.append(
                 f"{asked.describe()} spans processor groups {spanned}: "
+                f"{sorted(s.host for s in placed)}"
+            )
+    return found
+
+
+def topology_violations(
+    servers: Iterable[Server], domains: Mapping[str, Mapping[str, str]]
+) -> list[str]:
+    """Every placed request with ``hpc:topology_required`` whose VMs are not
+    all in one domain of the required level.
+
+    ``domains`` gives each host's domain at every level, named by its path
+    (``block-0/rack-1``), as the operator's aggregates put it there. A host
+    without a value at the level is a domain of its own, as the placement
+    takes it; ``host`` is every host itself. The stress boots no server
+    groups: the application is the request, all its VMs together. A request
+    of which only some VMs are ACTIVE is judged on those.
+    """
+    by_request: dict[str, list[Server]] = {}
+    for server in servers:
+        if server.asked.required is not None:
+            by_request.setdefault(server.asked.tag, []).append(server)
+    found = []
+    for _, placed in sorted(by_request.items()):
+        asked = placed[0].asked
+        level = asked.required
+        spanned = collections.Counter(
+            s.host if level == "host" else domains.get(s.host, {}).get(level, f"host:{s.host}")
+            for s in placed
+        )
+        if len(spanned) > 1:
+            where = ", ".join(f"{domain}: {vms}" for domain, vms in sorted(spanned.items()))
+            found.append(
+                f"{asked.describe()} spans {len(spanned)} {level} domains [{where}]: "
                 f"{sorted(s.host for s in placed)}"
             )
     return found
@@ -232,3 +277,65 @@ def record_mismatches(
         if uuid not in alive:
             found.append(f"stale: {uuid} ({row.app_class.value}) recorded on {row.host}")
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """What ``stress --record`` wrote: the cloud's levels, each host's domain
+    at every level and processor group, and every VM the load placed."""
+
+    levels: tuple[str, ...]
+    domains: dict[str, dict[str, str]]
+    groups: dict[str, str]
+    servers: list[Server]
+
+
+def write_record(
+    path: Path,
+    *,
+    levels: Sequence[str],
+    domains: Mapping[str, Mapping[str, str]],
+    groups: Mapping[str, str],
+    servers: Iterable[Server],
+) -> None:
+    """``servers`` grouped by request, with the cloud's domains, as JSON."""
+    requests: dict[str, dict] = {}
+    for server in servers:
+        asked = server.asked
+        entry = requests.setdefault(
+            asked.tag,
+            {
+                "asked": {
+                    "tag": asked.tag,
+                    "app_class": asked.app_class.value if asked.app_class else None,
+                    "cache_score": asked.cache_score,
+                    "app_name": asked.app_name,
+                    "count": asked.count,
+                    "project": asked.project,
+                    "vcpus": asked.vcpus,
+                    "required": asked.required,
+                },
+                "hosts": {},
+            },
+        )
+        entry["hosts"][server.uuid] = server.host
+    document = {
+        "levels": list(levels),
+        "domains": {host: dict(mine) for host, mine in sorted(domains.items())},
+        "groups": dict(sorted(groups.items())),
+        "requests": [requests[tag] for tag in sorted(requests)],
+    }
+    Path(path).write_text(json.dumps(document, indent=1) + "\n")
+
+
+def read_record(path: Path) -> Record:
+    """A file :func:`write_record` wrote."""
+    document = json.loads(Path(path).read_text())
+    servers = []
+    for request in document["requests"]:
+        fields = dict(request["asked"])
+        if fields["app_class"] is not None:
+            fields["app_class"] = AppClass(fields["app_class"])
+        asked = Asked(**fields)
+        servers.extend(Server(uuid, host, asked) for uuid, host in request["hosts"].items())
+    return Record(tuple(document["levels"]), document["domains"], document["groups"], servers)

@@ -33,6 +33,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         interference_model=args.interference_model,
         fairness=args.fairness,
         enforcement=args.enforcement,
+        topology=args.topology,
     )
     return 0
 
@@ -43,7 +44,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'}, "
         f"interference_model {run.interference_model}, fairness_policy {run.fairness}"
         + (f" ({run.enforcement})" if run.fairness != "none" else "")
-        + ")"
+        + f"; {control.describe_topology(run)})"
     )
     width = max(len(s.name) for s in run.services) if run.services else 10
     stopped = 0
@@ -64,6 +65,16 @@ def cmd_stress(args: argparse.Namespace) -> int:
 
     run = control.load_current(args.root)
     return stress.main(run, args, say=_say)
+
+
+def topology_shape(text: str) -> tuple[tuple[str, int], ...]:
+    """``--topology block=2,rack=2``, read as ``simulate --topology`` reads it."""
+    from hpc_nova_scheduler.sim import topology
+
+    try:
+        return topology.parse_topology(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=fairshare.ENFORCEMENTS,
         default="strict",
         help="[hpc_scheduler] fairshare_enforcement under --fairness (default strict)",
+    )
+    up.add_argument(
+        "--topology",
+        type=topology_shape,
+        default=(),
+        metavar="LEVEL=N,...",
+        help="nest the computes in topology levels, outermost first, as simulate --topology "
+        "does: each level's N is how many domains of the next level one of its domains "
+        "holds, the last level's how many computes; e.g. block=2,rack=2 makes 2 blocks of "
+        "2 racks of 2 computes out of 8. Tags the hosts with hpc:<level> aggregates and sets "
+        "[hpc_scheduler] topology_levels (default: racks of 4 computes, topology_levels "
+        "rack)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

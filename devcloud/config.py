@@ -151,6 +151,10 @@ def nova_conf(run: Run) -> Path:
                 "fairshare_interval": FAIRSHARE_INTERVAL,
             }
         )
+    if run.topology:
+        # One nova.conf serves nova-api too, which checks the tenants'
+        # hpc:topology_* extra specs against the same levels.
+        sections["hpc_scheduler"]["topology_levels"] = list(run.levels)
     if not run.plugin:
         sections["filter_scheduler"]["weight_classes"] = ["nova.scheduler.weights.all_weighers"]
     return _write(etc / "nova.conf", sections)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from devcloud import SOURCE_TREE, backends, config, models, operator, services, workload
@@ -197,6 +197,7 @@ def up(
     interference_model: str = "cache-score",
     fairness: str = "none",
     enforcement: str = "strict",
+    topology: Sequence[tuple[str, int]] = (),
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -210,6 +211,7 @@ def up(
         interference_model=interference_model,
         fairness=fairness,
         enforcement=enforcement,
+        topology=[(level, int(n)) for level, n in topology],
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -226,10 +228,11 @@ def up(
         _start_services(run, say)
         conn = operator.connect(run)
         _wait_for_computes(run, conn, say)
-        say("aggregates hpc:rack / hpc:cpu_group, flavors, image")
-        operator.tag_hosts(conn, run.computes)
+        keys = " / ".join(f"hpc:{level}" for level in run.levels)
+        say(f"aggregates {keys} / hpc:cpu_group ({describe_topology(run)}), flavors, image")
+        operator.tag_hosts(conn, run.computes, run.topology)
         run.image_id = operator.upload_image(conn)
-        run.flavors = workload.create_flavors(conn)
+        run.flavors = workload.create_flavors(conn, run.levels)
         run.save()
     except BaseException:
         if not keep_on_failure:
@@ -238,6 +241,15 @@ def up(
         raise
     say(f"up in {time.monotonic() - started:.0f} s")
     return run
+
+
+def describe_topology(run: Run) -> str:
+    """``topology_levels = block,rack: 2 blocks, 4 racks``; by default, racks."""
+    domains = operator.domains(run.computes, run.topology)
+    counts = ", ".join(
+        f"{len({mine[level] for mine in domains.values()})} {level}s" for level in run.levels
+    )
+    return f"topology_levels = {','.join(run.levels)}: {counts}"
 
 
 def status(run: Run) -> list[tuple[str, int, str, str]]:

@@ -61,6 +61,16 @@ class Run:
     fairness: str = "none"
     #: ``[hpc_scheduler] fairshare_enforcement``, written while fairness is on.
     enforcement: str = "strict"
+    #: ``up --topology``: the levels above the host, outermost first, each
+    #: with how many domains of the next level (hosts, for the last) one of
+    #: its domains holds, as ``simulate --topology`` reads them; empty: racks
+    #: of :data:`devcloud.operator.RACK_SIZE` hosts and the default levels.
+    topology: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """``[hpc_scheduler] topology_levels`` of the run (the default: rack)."""
+        return tuple(level for level, _ in self.topology) or ("rack",)
 
     @classmethod
     def new(cls, root: Path, **settings) -> Run:
@@ -107,6 +117,7 @@ class Run:
     def load(cls, folder: Path) -> Run:
         data = json.loads((folder / STATE_FILE).read_text())
         data["services"] = [Service(**s) for s in data.get("services", [])]
+        data["topology"] = [(level, int(n)) for level, n in data.get("topology", [])]
         return cls(**data)
 
 

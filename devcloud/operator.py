@@ -10,7 +10,9 @@ identity headers Nova's ``keystonecontext`` reads, and Placement's
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
+from collections.abc import Sequence
 
 import openstack
 from keystoneauth1 import noauth
@@ -46,24 +48,62 @@ def connect(run: Run, project: str = "admin", user: str = "admin", admin: bool =
     )
 
 
-def rack_of(index: int) -> str:
-    return f"rack-{index // RACK_SIZE}"
-
-
 def group_of(index: int) -> str:
     return CPU_GROUPS[(index % RACK_SIZE) // 2]
 
 
-def topology(computes: int) -> dict[str, tuple[str, str]]:
-    """Each compute's (rack, processor group)."""
-    return {compute_host(i): (rack_of(i), group_of(i)) for i in range(computes)}
+def shape(topology: Sequence[tuple[str, int]] = ()) -> tuple[tuple[str, int], ...]:
+    """The levels and their sizes (``up --topology``); by default racks of
+    :data:`RACK_SIZE` hosts, the one level of seed 003."""
+    return tuple((level, int(n)) for level, n in topology) or (("rack", RACK_SIZE),)
 
 
-def tag_hosts(conn, computes: int) -> None:
+def level_values(index: int, topology: Sequence[tuple[str, int]] = ()) -> dict[str, str]:
+    """A compute's value at each level, as its ``hpc:<level>`` aggregate says.
+
+    Hosts fill the domains in order, as ``simulate --topology`` fills them:
+    with ``block=2,rack=2`` hosts 0-1 are rack-0, hosts 0-3 block-0. Values
+    are numbered across the cloud, so each names one domain.
+    """
+    levels = shape(topology)
+    values = {}
+    for depth, (level, _) in enumerate(levels):
+        span = math.prod(n for _, n in levels[depth:])
+        values[level] = f"{level}-{index // span}"
+    return values
+
+
+def topology(computes: int, shape_: Sequence[tuple[str, int]] = ()) -> dict[str, tuple[str, str]]:
+    """Each compute's (rack, processor group); the rack is its innermost domain."""
+    found = {}
+    for i in range(computes):
+        innermost = list(level_values(i, shape_).values())[-1]
+        found[compute_host(i)] = (innermost, group_of(i))
+    return found
+
+
+def domains(computes: int, shape_: Sequence[tuple[str, int]] = ()) -> dict[str, dict[str, str]]:
+    """Each compute's domain at every level, named by its path from the
+    outermost level down (``block-0/rack-1``), as the placement names it."""
+    found = {}
+    for i in range(computes):
+        path: list[str] = []
+        mine = {}
+        for level, value in level_values(i, shape_).items():
+            path.append(value)
+            mine[level] = "/".join(path)
+        found[compute_host(i)] = mine
+    return found
+
+
+def tag_hosts(conn, computes: int, shape_: Sequence[tuple[str, int]] = ()) -> None:
+    """An aggregate per domain of every level (``hpc:<level>``) and per processor group."""
     members: dict[tuple[str, str], list[str]] = {}
-    for host, (rack, group) in topology(computes).items():
-        members.setdefault(("hpc:rack", rack), []).append(host)
-        members.setdefault(("hpc:cpu_group", group), []).append(host)
+    for i in range(computes):
+        host = compute_host(i)
+        for level, value in level_values(i, shape_).items():
+            members.setdefault((f"hpc:{level}", value), []).append(host)
+        members.setdefault(("hpc:cpu_group", group_of(i)), []).append(host)
     for (key, value), hosts in sorted(members.items()):
         aggregate = conn.compute.create_aggregate(name=f"{key.split(':')[1]}-{value}")
         conn.compute.set_aggregate_metadata(aggregate, {key: value})

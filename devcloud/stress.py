@@ -7,10 +7,18 @@ until the time is up. Then it waits for deletions to settle, reads every
 server from the compute API and the plugin's ``app_running`` table, and
 checks them (:mod:`devcloud.checker`). The last line is
 
-    stress: R requests, S servers, V invariant violations, E entitlement violations,
-    L record mismatches, T s
+    stress: R requests, S servers, V invariant violations, P topology violations,
+    E entitlement violations, L record mismatches, T s
 
-(on one line) and the exit status is non-zero when V, E or L is above zero.
+(on one line) and the exit status is non-zero when V, P, E or L is above zero.
+Some HPC requests (:data:`TOPOLOGY_SHARE`) use a flavor with
+``hpc:topology_required`` at one of the cloud's levels (``rack``; with ``up
+--topology block=2,rack=2`` also ``block``); each client reads where the
+VMs of every request it placed landed, as an operator would, and P counts
+the placed requests, alive or deleted since, whose VMs span more than one
+domain of the required level (:func:`devcloud.checker.topology_violations`).
+P is kept apart from V: V judges the hosts as the load left them, P every
+placement as it was made.
 Under ``--fairness`` the clients come from three projects with a share and
 one without (:mod:`devcloud.fairshare`), and E counts the projects and
 platforms beyond what the entitlements allowed
@@ -49,6 +57,9 @@ KINDS = (
     (AppClass.EXTREME_HPC, 10),
     (None, 25),
 )
+#: Of the HPC requests, the share whose flavor has ``hpc:topology_required``
+#: at one of the cloud's levels, chosen evenly.
+TOPOLOGY_SHARE = 0.3
 #: Plain requests only: what the plugin costs requests it leaves to Nova.
 PLAIN_ONLY = ((None, 1),)
 #: Requests each client keeps alive; older ones are deleted.
@@ -67,6 +78,8 @@ class Outcome:
     result: str = "pending"
     servers: list[str] = dataclasses.field(default_factory=list)
     detail: str = ""
+    #: Where each server landed, read once the request was ACTIVE.
+    hosts: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def add_arguments(sub, func) -> None:
@@ -121,6 +134,14 @@ def add_arguments(sub, func) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
     parser.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="write every placed request (what it asked for, where its VMs landed) and the "
+        "cloud's domains to FILE as JSON, what the topology check judged",
+    )
+    parser.add_argument(
         "--keep-servers",
         action="store_true",
         help="leave the servers alive at the end (the next stress deletes them first)",
@@ -143,9 +164,11 @@ def random_request(
     project: str | None = None,
     applications: tuple[str, ...] = workload.APPLICATIONS,
     scores: tuple[int, ...] = workload.CACHE_SCORES,
+    levels: tuple[str, ...] = (),
 ) -> tuple[checker.Asked, str]:
     """A request of ``project`` for one of ``applications`` with one of the
-    cache ``scores``, and its flavor."""
+    cache ``scores``, and its flavor; an HPC request requires one of the
+    topology ``levels`` now and then (:data:`TOPOLOGY_SHARE`)."""
     app_class = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
     size = rng.choice(sorted(workload.SIZES))
     if app_class is None:
@@ -156,9 +179,11 @@ def random_request(
     count = rng.randint(1, 2) if app_class is AppClass.EXTREME_HPC else rng.randint(1, 4)
     score = rng.choice(scores)
     name = rng.choice(applications)
-    flavor = workload.flavor_name(app_class, score, size)
+    required = rng.choice(levels) if levels and rng.random() < TOPOLOGY_SHARE else None
+    flavor = workload.flavor_name(app_class, score, size, required)
     vcpus = workload.SIZES[size][0]
-    return checker.Asked(tag, app_class, float(score), name, count, project, vcpus), flavor
+    asked = checker.Asked(tag, app_class, float(score), name, count, project, vcpus, required)
+    return asked, flavor
 
 
 #: Names of the servers a stress boots: ``s<run>c<client>r<request>[-n]``.
@@ -192,6 +217,7 @@ class Client(threading.Thread):
         self.ledger = ledger
         self.deleted: list[str] = []
         self.error: BaseException | None = None
+        self.admin = None
 
     def run(self) -> None:
         try:
@@ -203,6 +229,9 @@ class Client(threading.Thread):
         conn = operator.connect(
             self.run_, project=self.project.name, user=f"user-{self.index}", admin=False
         )
+        # A tenant does not see hosts; the operator's view tells where VMs landed.
+        self.admin = operator.connect(self.run_)
+        levels = workload.required_levels(self.run_.flavors)
         applications = (
             (self.project.application,) if self.project.application else workload.APPLICATIONS
         )
@@ -218,6 +247,7 @@ class Client(threading.Thread):
                 project=self.project.name,
                 applications=applications,
                 scores=scores,
+                levels=levels,
             )
             try:
                 outcome = self._boot(conn, asked, flavor)
@@ -255,6 +285,7 @@ class Client(threading.Thread):
             states = {s.status for s in servers}
             if len(servers) == asked.count and states == {"ACTIVE"}:
                 outcome.result = "active"
+                outcome.hosts = self._hosts(pattern)
                 break
             failed = [s for s in servers if s.status == "ERROR"]
             if failed and len(servers) == asked.count and states <= {"ACTIVE", "ERROR"}:
@@ -269,6 +300,14 @@ class Client(threading.Thread):
             time.sleep(POLL)
         outcome.settled = time.monotonic()
         return outcome
+
+    def _hosts(self, pattern: str) -> dict[str, str]:
+        """Each server's host, as the operator reads it (empty if the API fails)."""
+        try:
+            servers = self.admin.compute.servers(details=True, all_projects=True, name=pattern)
+            return {s.id: s.compute_host for s in servers if s.compute_host}
+        except openstack_exceptions.SDKException:
+            return {}
 
     def _discard(self, conn, outcome: Outcome) -> None:
         for uuid in outcome.servers:
@@ -373,6 +412,7 @@ REFUSALS = (
     ("database_failure_policy = reject", "plugin database down (reject)"),
     ("concurrent placements", "lost every race for its hosts"),
     ("dedicated hosts hold only", "ExtremeHPC: no host free to dedicate"),
+    ("hpc:topology_required=", "no domain of the required level holds it"),
     ("fit within capacity", "room, cache thresholds or interference table"),
     ("invalid", "invalid extra spec or hint"),
     ("off plan", "Nova chose a host off the plan"),
@@ -559,6 +599,48 @@ def _fair_report(
     return violations
 
 
+def placements(ledger: list[Outcome]) -> list[checker.Server]:
+    """Every VM of every request placed during the load, where it landed then."""
+    return [
+        checker.Server(uuid, host, outcome.asked)
+        for outcome in ledger
+        if outcome.result == "active"
+        for uuid, host in sorted(outcome.hosts.items())
+    ]
+
+
+def _topology_report(run: Run, ledger: list[Outcome], say: Say) -> list[str]:
+    """The placed requests with ``hpc:topology_required`` spanning domains."""
+    topological = [o for o in ledger if o.asked.required is not None]
+    if not topological:
+        say(f"topology: no request required a level (levels {','.join(run.levels)})")
+        return []
+    results = collections.Counter(o.result for o in topological)
+    by_level = collections.Counter(o.asked.required for o in topological)
+    placed = [o for o in topological if o.result == "active"]
+    unread = sum(1 for o in placed if len(o.hosts) != o.asked.count)
+    domains = operator.domains(run.computes, run.topology)
+    found = checker.topology_violations(placements(ledger), domains)
+    say(
+        f"topology: {len(topological)} requests required a level "
+        f"({', '.join(f'{level} {n}' for level, n in sorted(by_level.items()))}) "
+        f"{dict(results)}; {len(placed) - unread} placed requests judged, {len(found)} "
+        "spanning domains" + (f"; {unread} placed but their hosts unread" if unread else "")
+    )
+    return found
+
+
+def write_record(path: Path, run: Run, ledger: list[Outcome]) -> None:
+    """The placed requests and the cloud's domains, as JSON (:func:`checker.read_record`)."""
+    checker.write_record(
+        path,
+        levels=run.levels,
+        domains=operator.domains(run.computes, run.topology),
+        groups={host: group for host, (_, group) in operator.topology(run.computes).items()},
+        servers=placements(ledger),
+    )
+
+
 def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if args.plugin is not None and (args.plugin == "on") != run.plugin:
         control.set_plugin(run, args.plugin == "on", say=say)
@@ -633,6 +715,11 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     )
     if predictive:
         violations += _interference_violations(run, placed, groups, say)
+    topology = _topology_report(run, ledger, say)
+    record = getattr(args, "record", None)
+    if record is not None:
+        write_record(record, run, ledger)
+        say(f"placed requests and the cloud's domains written to {record}")
     entitlement: list[str] = []
     if first_generation is not None:
         entitlement = _fair_report(run, placed, ledger, first_generation, last_generation, say)
@@ -652,6 +739,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         report_window(window, ledger, started, say, admin)
     for line in violations[:20]:
         say(f"violation: {line}")
+    for line in topology[:20]:
+        say(f"topology: {line}")
     for line in entitlement[:20]:
         say(f"entitlement: {line}")
     for line in mismatches[:20]:
@@ -661,8 +750,9 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         clear(admin, say)
     print(
         f"stress: {len(ledger)} requests, {sum(o.asked.count for o in ledger)} servers, "
-        f"{len(violations)} invariant violations, {len(entitlement)} entitlement violations, "
+        f"{len(violations)} invariant violations, {len(topology)} topology violations, "
+        f"{len(entitlement)} entitlement violations, "
         f"{len(mismatches)} record mismatches, {elapsed:.0f} s",
         flush=True,
     )
-    return 1 if violations or entitlement or mismatches or errors else 0
+    return 1 if violations or topology or entitlement or mismatches or errors else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from devcloud.operator import FlavorSpec, create_flavor
@@ -30,22 +31,32 @@ INTERFERENCES = (
     ("CG", "EP", 4.0, 1.0),
 )
 CACHE_SCORES = (10, 25, 40)
+#: The extra spec of the topology flavors: every VM of a request in one
+#: domain of the level, or none placed.
+REQUIRED = "hpc:topology_required"
 SIZES = {"s": (1, 512), "m": (2, 1024)}
 PLAIN_FLAVORS = {"plain.s": (1, 512), "plain.m": (2, 1024)}
 
 
-def flavor_name(app_class: AppClass, score: int, size: str) -> str:
-    return f"hpc.{app_class.value}.{score}.{size}"
+def flavor_name(app_class: AppClass, score: int, size: str, required: str | None = None) -> str:
+    """``hpc.SyncHPC.25.m``, and ``hpc.SyncHPC.25.m.rack`` with
+    ``hpc:topology_required=rack``."""
+    name = f"hpc.{app_class.value}.{score}.{size}"
+    return f"{name}.{required}" if required else name
 
 
-def flavor_specs() -> list[FlavorSpec]:
+def flavor_specs(levels: Sequence[str] = ("rack",)) -> list[FlavorSpec]:
+    """Every class, score and size, and each of them once more per topology
+    level with ``hpc:topology_required`` at that level; plain flavors."""
     specs = [
         FlavorSpec(
-            flavor_name(app_class, score, size),
+            flavor_name(app_class, score, size, required),
             vcpus,
             ram,
-            {"hpc:app_class": app_class.value, "hpc:cache_score": str(score)},
+            {"hpc:app_class": app_class.value, "hpc:cache_score": str(score)}
+            | ({REQUIRED: required} if required else {}),
         )
+        for required in (None, *levels)
         for app_class in AppClass
         for score in CACHE_SCORES
         for size, (vcpus, ram) in SIZES.items()
@@ -54,8 +65,19 @@ def flavor_specs() -> list[FlavorSpec]:
     return specs
 
 
-def create_flavors(conn) -> dict[str, str]:
-    return {spec.name: create_flavor(conn, spec) for spec in flavor_specs()}
+def required_levels(flavors: Iterable[str]) -> tuple[str, ...]:
+    """The levels some flavor of ``flavors`` requires (a cloud set up before
+    the topology flavors existed has none)."""
+    found = []
+    for name in flavors:
+        parts = name.split(".")
+        if len(parts) == 5 and parts[0] == "hpc" and parts[4] not in found:
+            found.append(parts[4])
+    return tuple(found)
+
+
+def create_flavors(conn, levels: Sequence[str] = ("rack",)) -> dict[str, str]:
+    return {spec.name: create_flavor(conn, spec) for spec in flavor_specs(levels)}
 
 
 def write_profile_files(folder: Path) -> tuple[Path, Path]:

@@ -5,10 +5,12 @@ Run it with the project's virtual environment (made by tools/quickstart.py):
 
     .venv/bin/python tools/cloud.py up [--computes 8] [--scheduler-workers 2]
                                        [--fairness POLICY] [--enforcement strict|borrow]
+                                       [--topology LEVEL=N,...]
     .venv/bin/python tools/cloud.py status
     .venv/bin/python tools/cloud.py stress [--seconds 60] [--clients 4] [--plugin on|off]
                                            [--interference-model NAME]
                                            [--fairness POLICY] [--enforcement strict|borrow]
+                                           [--record FILE]
     .venv/bin/python tools/cloud.py down
 
 See "Trying it on a real control plane" in README.rst.

@@ -31,7 +31,8 @@ from tests import db_backends
 
 LAST_LINE = re.compile(
     r"^stress: (\d+) requests, (\d+) servers, (\d+) invariant violations, "
-    r"(\d+) entitlement violations, (\d+) record mismatches, (\d+) s$"
+    r"(\d+) topology violations, (\d+) entitlement violations, (\d+) record mismatches, "
+    r"(\d+) s$"
 )
 
 
@@ -73,9 +74,11 @@ class TestCloudStress(testtools.TestCase):
         report = out.getvalue() + "\n".join(self.log)
         found = LAST_LINE.match(out.getvalue().strip().splitlines()[-1])
         self.assertIsNotNone(found, report)
-        requests, _, violations, entitlement, mismatches, _ = map(int, found.groups())
+        requests, _, violations, topology, entitlement, mismatches, _ = map(int, found.groups())
         self.assertGreater(requests, 0, report)
-        self.assertEqual((0, 0, 0, 0), (violations, entitlement, mismatches, code), report)
+        self.assertEqual(
+            (0, 0, 0, 0, 0), (violations, topology, entitlement, mismatches, code), report
+        )
         self.assertEqual("pair-forest", run.interference_model)
         self.assertTrue(
             any(line.startswith("interference model pair-forest: ") for line in self.log), report
@@ -126,9 +129,17 @@ class TestCloudStress(testtools.TestCase):
             last = out.getvalue().strip().splitlines()[-1]
             found = LAST_LINE.match(last)
             self.assertIsNotNone(found, report)
-            requests, _, violations, entitlement, mismatches, _ = map(int, found.groups())
+            requests, _, violations, topology, entitlement, mismatches, _ = map(int, found.groups())
             self.assertGreater(requests, 0, report)
-            self.assertEqual((0, 0, 0), (violations, entitlement, mismatches), report)
+            self.assertEqual((0, 0, 0, 0), (violations, topology, entitlement, mismatches), report)
+            # Racks of four computes: some requests required one, and were judged.
+            self.assertTrue(
+                any(
+                    line.startswith("topology: ") and "requests required a level (rack " in line
+                    for line in self.log
+                ),
+                report,
+            )
             self.assertEqual(0, code, report)
             for fault in ("plugin-db", "scheduler-worker"):
                 self.assertTrue(any(f"fault {fault} from" in line for line in self.log), report)

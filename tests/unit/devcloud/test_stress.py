@@ -30,6 +30,12 @@ hpc-nova-scheduler: refusing app-1: no plan survived 5 concurrent placements
 2026-11-22 09:59:06.1 10798 INFO hpc_nova_scheduler.scheduler.placement_filter [req-6] \
 hpc-nova-scheduler: no placement for 1 x ExtremeHPC VM(s) of FT: no single processor group \
 can hold all 1 VMs; processor group xeon: dedicated hosts hold only 0 of 1 VMs
+2026-11-26 16:06:12.155 20014 INFO hpc_nova_scheduler.scheduler.refusals [req-7] \
+hpc-nova-scheduler: no placement for 2 x SyncHPC VM(s) of LU: no single processor group can \
+hold all 2 VMs; processor group epyc: no rack can hold all 2 VMs \
+(hpc:topology_required=rack): one rack has room for 0 at most; processor group xeon: no rack \
+can hold all 2 VMs (hpc:topology_required=rack): one rack has room for 1 at most; 8 host(s) \
+refused: beta 7, capacity 1
 """
 
 
@@ -46,6 +52,7 @@ class TestRefusalReasons(testtools.TestCase):
                 "room, cache thresholds or interference table": 1,
                 "plugin database down (reject)": 1,
                 "lost every race for its hosts": 1,
+                "no domain of the required level holds it": 1,
             },
             dict(reasons),
         )
