@@ -11,6 +11,12 @@ The exit status says whether the paper was reproduced: 0 when every row
 (placement and deferral order) matches, 1 when a row differs, 2 when a run
 failed (a boot that Nova's scheduler did not refuse but that did not become
 ACTIVE, or computes that never reported to Placement).
+
+With ``--topology block=2,rack=2`` a further run follows, on hosts nested in
+those levels (:mod:`hpc_nova_scheduler.demo.topology`): a short stream that
+requires a rack, prefers a block and asks for segments, printed by block and
+rack. An application that does not get what it asked for makes the exit
+status 1, a failed run 2, as for Figure 8.
 """
 
 from __future__ import annotations
@@ -259,28 +265,130 @@ def _run(
             total += len(paper)
             matches += found
             differences += why
+    shape = getattr(args, "topology", None)
+    topology_notes: list[str] = []
+    topology_apps = 0
+    if shape:
+        ran = _run_topology(args, out, err, shape, workdir)
+        if isinstance(ran, str):
+            failures.append(ran)
+        else:
+            topology_apps, topology_notes = ran
     if total:
         out.write(f"\n{matches} of {total} placements match {PAPER_NAME}.\n")
     if nova is not None:
         out.write(_nova_summary(nova, min(betas) if betas else 60.0) + "\n")
+    if shape and topology_apps:
+        out.write(
+            f"Topology: {topology_apps - len(topology_notes)} of {topology_apps} applications "
+            "got what their hpc:topology_* specs asked for.\n"
+        )
     if failures:
         out.write(
             f"RESULT: FAILED: {len(failures)} run(s) failed, so this is no reproduction of "
             f"{PAPER_NAME}: " + " | ".join(failures) + "\n"
         )
         return EXIT_FAILED
+    topology = ""
+    if topology_notes:
+        topology = "; topology stream not as asked: " + "; ".join(topology_notes)
+    elif topology_apps:
+        topology = f"; topology stream as asked: {topology_apps} of {topology_apps}"
     if differences:
         out.write(
             f"RESULT: DIFFERS from {PAPER_NAME}: {matches} of {total} rows match; "
             + "; ".join(differences)
+            + topology
             + "\n"
         )
         return EXIT_DIFFERS
+    if topology_notes:
+        out.write(
+            f"RESULT: DIFFERS: {matches} of {total} rows of {PAPER_NAME} match" + topology + "\n"
+        )
+        return EXIT_DIFFERS
     if not total:
-        out.write(f"RESULT: {PAPER_NAME} has no row for these betas; nothing compared\n")
+        out.write(
+            f"RESULT: {PAPER_NAME} has no row for these betas; nothing compared" + topology + "\n"
+        )
         return EXIT_SAME
-    out.write(f"RESULT: same as {PAPER_NAME}: {matches} of {total} rows match\n")
+    out.write(f"RESULT: same as {PAPER_NAME}: {matches} of {total} rows match" + topology + "\n")
     return EXIT_SAME
+
+
+def _run_topology(
+    args: argparse.Namespace, out: TextIO, err: TextIO, shape, workdir: str
+) -> tuple[int, list[str]] | str:
+    """The topology stream: how many applications ran and why some did not get
+    what they asked for; or, when the run failed, why."""
+    from hpc_nova_scheduler.demo import figure8, topology
+
+    found = topology.layout(shape)
+    title = "topology " + ",".join(f"{level}={n}" for level, n in shape)
+    log_path = os.path.join(workdir, "nova-topology.log")
+    where = f"Nova's log: {log_path}" if args.keep else "--keep DIR keeps Nova's log"
+    started = time.monotonic()
+    try:
+        url = _database(workdir, "topology")
+        result = topology.run(shape, alpha=args.alpha, db_url=url, log_path=log_path)
+    except figure8.DemoFailure as error:
+        out.write(f"\n== {title}: FAILED ==\n{_wrap(str(error), indent='')}\n({where})\n")
+        return f"{title}: {error}"
+    except Exception as error:
+        traceback.print_exc(file=err)
+        out.write(f"\n== {title}: FAILED ==\n{type(error).__name__}: {error}\n({where})\n")
+        return f"{title}: {type(error).__name__}: {error}"
+    finally:
+        _quiet()
+    levels = "/".join(found.levels)
+    room = ", ".join(
+        f"a {level} {size * topology.VMS_PER_HOST}"
+        for level, size in zip(found.levels[1:], found.sizes[1:], strict=True)
+    )
+    room = f"a {found.levels[0]} holds {found.sizes[0] * topology.VMS_PER_HOST}, {room}"
+    out.write(
+        f"\n== hpc-nova-scheduler, topology_levels = {','.join(found.levels)} "
+        f"({time.monotonic() - started:.0f} s) ==\n"
+        f"{len(found.hosts)} hosts N1-N{len(found.hosts)} of 4 vCPU and 8 GB, by path: "
+        + "; ".join(
+            f"{domain}: {', '.join(hosts)}" for domain, hosts in _hosts_by_inner(found).items()
+        )
+        + f"\nVMs of 1 vCPU and 2 GB: {room}; each application keeps running\n"
+    )
+    table = prettytable.PrettyTable(
+        ["application", "class", "VMs", "asks for", "placement", f"by {levels}", "as asked"]
+    )
+    table.align = "l"
+    notes = []
+    for outcome in result.outcomes:
+        app = outcome.app
+        table.add_row(
+            [
+                app.name,
+                app.app_class.value,
+                app.count,
+                app.describe(),
+                "refused (NoValidHost)"
+                if outcome.refused
+                else figure8.notation(outcome.vms_per_host),
+                topology.describe_placement(found, outcome.vms_per_host),
+                "yes" if outcome.why is None else "NO",
+            ]
+        )
+        if outcome.why is not None:
+            notes.append(f"{app.name}: {outcome.why}")
+    out.write(table.get_string() + "\n")
+    for note in notes:
+        out.write(_wrap(f"NO: {note}.", indent="") + "\n")
+    return len(result.outcomes), notes
+
+
+def _hosts_by_inner(found) -> dict[str, list[str]]:
+    inner = found.levels[-1]
+    by: dict[str, list[str]] = {}
+    for host in found.hosts:
+        by.setdefault(found.domain(host, inner), []).append(host)
+    return by
 
 
 def _nova_summary(scenario, beta: float) -> str:
@@ -304,6 +412,18 @@ def _nova_summary(scenario, beta: float) -> str:
     )
 
 
+def _topology_shape(text: str) -> tuple[tuple[str, int], ...]:
+    from hpc_nova_scheduler.demo import topology
+    from hpc_nova_scheduler.sim import topology as sim_topology
+
+    try:
+        shape = sim_topology.parse_topology(text)
+        topology.layout(shape)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return shape
+
+
 def add_parser(sub) -> None:
     demo = sub.add_parser(
         "demo",
@@ -325,5 +445,17 @@ def add_parser(sub) -> None:
         type=options.non_negative_float,
         default=200.0,
         help="cache_threshold for every run (default: 200)",
+    )
+    demo.add_argument(
+        "--topology",
+        type=_topology_shape,
+        default=None,
+        metavar="LEVEL=N,...",
+        help="after Figure 8, a short stream on hosts nested in these levels, read as "
+        "simulate --topology reads them (outermost first; each N is how many domains of the "
+        "next level one domain holds, the last N how many hosts); two domains of the "
+        "outermost level, at most 16 hosts; e.g. block=2,rack=2: hosts N1-N8 in blocks b1, "
+        "b2 of racks r1, r2. Its applications require a rack, prefer a block and ask for "
+        "segments, and are printed by block and rack",
     )
     demo.set_defaults(func=run)
