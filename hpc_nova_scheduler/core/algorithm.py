@@ -85,10 +85,11 @@ class PlacementRequest:
     application_id: str
     #: The tenant's topology constraints (``hpc:topology_*``).
     topology: topo.TopologySpec = NO_TOPOLOGY
-    #: Domains (ids as :func:`~.columns.domain_ids` names them, any level)
-    #: where the application already runs, also on hosts that are not
-    #: candidates any more: a server group's later members stay there.
-    held_domains: frozenset[str] = frozenset()
+    #: Per level, outermost first, then the host level: the domains (named
+    #: as :func:`~.columns.domain_ids` names them, hosts by name) where the
+    #: application already runs, also on hosts that are not candidates any
+    #: more. A server group's later members and a moved VM stay there.
+    held_domains: tuple[frozenset[str], ...] = ()
 
     @property
     def app_class(self) -> AppClass:
@@ -354,24 +355,42 @@ class _Planner:
         self._join_segment()
 
     def _held_codes(self) -> list[np.ndarray | None] | None:
-        if not self.request.held_domains:
+        """Per level (the host level last), codes of the held domains among the candidates."""
+        if not any(self.request.held_domains):
             return None
+        columns = self.columns
+        depth = len(columns.levels)
         held: list[np.ndarray | None] = []
-        for names in self.columns.domain_names[: len(self.columns.levels)]:
-            found = [
-                i
-                for i, name in zip(
-                    np.searchsorted(names, sorted(self.request.held_domains)),
-                    sorted(self.request.held_domains),
-                    strict=True,
-                )
-                if i < len(names) and names[i] == name
-            ]
-            held.append(np.array(found, dtype=np.int64) if found else None)
+        for level in range(depth + 1):
+            names = (
+                self.request.held_domains[level]
+                if level < len(self.request.held_domains)
+                else frozenset()
+            )
+            if level == depth:
+                found = [columns.index[name] for name in names if name in columns.index]
+            else:
+                known = columns.domain_names[level]
+                wanted = sorted(names)
+                found = [
+                    int(i)
+                    for i, name in zip(np.searchsorted(known, wanted), wanted, strict=True)
+                    if i < len(known) and known[i] == name
+                ]
+            held.append(np.array(sorted(found), dtype=np.int64) if found else None)
         return held
 
+    def holds(self, level: int) -> bool:
+        """Whether the application runs in some domain of ``level`` already,
+        among the candidates or not."""
+        held = self.request.held_domains
+        return bool(self.has_own.any()) or (level < len(held) and bool(held[level]))
+
     def _held_from(self, top: int, bottom: int | None = None):
-        return None if self.held is None else self.held[top:bottom]
+        """The held codes aligned with ``columns.domain[top:bottom]`` (the levels by default)."""
+        if self.held is None:
+            return None
+        return self.held[top : len(self.columns.levels) if bottom is None else bottom]
 
     def _join_segment(self) -> None:
         """A request the segment size does not divide is refused, but for one
@@ -380,7 +399,7 @@ class _Planner:
         size = self.spec.segment
         if size is None or self.request.count % size == 0:
             return
-        if self.request.count == 1 and self.has_own.any():
+        if self.request.count == 1 and self.holds(self.segment_level):
             self.required = self.segment_level
             self.spec = dataclasses.replace(
                 self.spec, required=self.spec.segment_level, segment=None, segment_level=None
@@ -485,7 +504,7 @@ class _Planner:
                 rows,
                 self.request.count if need is None else need,
                 fit_items=self.rank_level == len(self.columns.levels),
-                held=self.held,
+                held=self._held_from(0),
             )
         capacity = self.capacity[rows]
         rack = self.columns.rack[rows]
@@ -743,16 +762,22 @@ class _Planner:
         room = self.room()
         scope = rows
         depth = len(self.columns.levels)
-        held = self.held[level] if self.held is not None and level < depth else None
-        if self.has_own[rows].any() or held is not None:
-            # Later members join the domain their application already holds.
-            taken = np.unique(codes[level][rows[self.has_own[rows]]])
-            if held is not None:
-                taken = np.union1d(taken, held)
+        held = self.held[level] if self.held is not None else None
+        if self.holds(level):
+            # Later members join the domain their application already holds,
+            # even where none of its hosts is a candidate any more (then
+            # nothing is, and the request is refused).
+            # The held domains, where the caller names them, are the whole
+            # truth (a moved VM's own segment); else the application's rows.
+            given = level < len(self.request.held_domains) and self.request.held_domains[level]
+            if given:
+                taken = held if held is not None else np.zeros(0, dtype=np.int64)
+            else:
+                taken = np.unique(codes[level][rows[self.has_own[rows]]])
             scope = rows[np.isin(codes[level][rows], taken)]
         if level < depth:
             candidates = arrangement.tightest_first(
-                codes[:depth], room, self.has_own, scope, level, count, self.held
+                codes[:depth], room, self.has_own, scope, level, count, self._held_from(0)
             )
         else:
             candidates = self._hosts_by_fit(scope, room, count)
@@ -805,7 +830,7 @@ class _Planner:
         size, level = self.spec.segment, self.segment_level
         codes = self.columns.domain
         wanted = self.request.count // size
-        held = self.held[level] if self.held is not None and level < len(self.held) else None
+        held = self.held[level] if self.held is not None else None
         domains, rooms, owned = arrangement.domain_rooms(
             codes[level], room, self.has_own, rows, held
         )

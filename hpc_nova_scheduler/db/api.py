@@ -938,8 +938,8 @@ class Database:
         with self._reader() as session:
             return [_running_from_tuple(row) for row in session.execute(query)]
 
-    def application_hosts(self, application_id: str) -> set[str]:
-        """The hosts where an application runs or holds a live claim of VMs.
+    def application_hosts(self, application_id: str) -> set[tuple[str, str | None]]:
+        """(host, node) where an application runs or holds a live claim of VMs.
 
         A server group's later members are held to the topology domain its
         earlier ones took, even on hosts that are full by now and so are
@@ -948,21 +948,25 @@ class Database:
         running = models.AppRunning.__table__
         claims = models.AppClaim.__table__
         with self._reader() as session:
-            hosts = set(
-                session.scalars(
-                    select(running.c.host).where(running.c.request_id == application_id)
+            found = {
+                (host, node)
+                for host, node in session.execute(
+                    select(running.c.host, running.c.nodename).where(
+                        running.c.request_id == application_id
+                    )
                 )
-            )
-            hosts.update(
-                session.scalars(
-                    select(claims.c.host).where(
+            }
+            found.update(
+                (host, node)
+                for host, node in session.execute(
+                    select(claims.c.host, claims.c.nodename).where(
                         claims.c.application_id == application_id,
                         claims.c.vms > 0,
                         claims.c.expires_at >= timeutils.utcnow(),
                     )
                 )
             )
-        return hosts
+        return found
 
     def running_for(
         self, hosts: Iterable[str], instance_uuids: Iterable[str]

@@ -58,12 +58,12 @@ class PlanContext:
     #: Processor group per candidate host key.
     groups: dict[str, str] = dataclasses.field(default_factory=dict)
     project_id: str | None = None
-    #: ``(depth, domain of a host name)`` at the required topology level, or None.
-    topology: tuple[int, Callable[[str], str]] | None = None
+    #: ``(depth, domain of (host, host key))`` at the required topology level, or None.
+    topology: tuple[int, Callable[[str, str], str]] | None = None
     #: Free cores per host key as planned on (concurrent claims taken off),
-    #: and the claims' part of what was taken off (:class:`Knowledge`).
+    #: and the claims already taken off (:class:`Knowledge`).
     free_cores: dict[str, float] = dataclasses.field(default_factory=dict)
-    claimed_cores: dict[str, float] = dataclasses.field(default_factory=dict)
+    claims_seen: set[str] = dataclasses.field(default_factory=set)
 
     def _as_vm(self, row: db_api.RunningRecord) -> RunningVM:
         application_id = self.request.application_id
@@ -99,12 +99,12 @@ class PlanContext:
             fresh.setdefault(row.key, []).append(vm)
             if vm.application_id == application_id:
                 app_keys.add(row.key)
-                app_hosts.add(row.host)
+                app_hosts.add((row.host, row.key))
         for claim in view.claims:
             fresh.setdefault(claim.key, []).extend(claimed_vms(claim, claim.application_id))
             if claim.application_id == application_id and claim.vms:
                 app_keys.add(claim.key)
-                app_hosts.add(claim.host)
+                app_hosts.add((claim.host, claim.key))
         profile = self.request.profile
         for key, adding in slots.items():
             nova_only = [
@@ -138,11 +138,11 @@ class PlanContext:
             # Another request of its server group may have taken a domain meanwhile.
             depth, domain_of = self.topology
             planned = plan.domains[depth] if depth < len(plan.domains) else plan.hosts
-            for host in sorted(app_hosts):
-                domain = domain_of(host)
+            for host, key in sorted(app_hosts):
+                domain = domain_of(host, key)
                 if domain not in planned:
                     level = self.request.topology.required
-                    return f"the application now runs in {level} {domain} ({host})"
+                    return f"the application now runs in {level} {domain} ({key})"
         return None
 
     def _cores_claimed_meanwhile(self, view: db_api.ClaimView, plan: algorithm.Plan) -> str | None:
@@ -150,12 +150,14 @@ class PlanContext:
         cores = self.request.demand.vcpus if self.request.demand is not None else 0.0
         if cores <= 0 or not self.free_cores:
             return None
-        fresh: dict[str, float] = {}
+        # Claims the plan did not see: written since (a claim's VMs only ever
+        # leave it, for app_running rows that the host states then count).
+        new_cores: dict[str, float] = {}
         for claim in view.claims:
-            if claim.application_id != self.request.application_id:
-                fresh[claim.key] = fresh.get(claim.key, 0.0) + claim_cores(claim)
+            if claim.claim_id not in self.claims_seen:
+                new_cores[claim.key] = new_cores.get(claim.key, 0.0) + claim_cores(claim)
         for key, vms in plan.vms_per_host().items():
-            new = fresh.get(key, 0.0) - self.claimed_cores.get(key, 0.0)
+            new = new_cores.get(key, 0.0)
             free = self.free_cores.get(key)
             if new > 0 and free is not None and free - new < vms * cores - 1e-9:
                 return (

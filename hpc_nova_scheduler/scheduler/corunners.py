@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -79,8 +80,8 @@ class Knowledge:
     #: same free cores and leave Placement to refuse one request's VMs
     #: halfway.
     taken_cores: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: The claims' part of ``taken_cores``, to tell claims written since.
-    claimed_cores: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: The claims counted in ``taken_cores``, to tell the ones written since.
+    claims_seen: set[str] = dataclasses.field(default_factory=set)
 
 
 def _serialised(method):
@@ -122,11 +123,45 @@ def record_from_flavor(
     )
 
 
+class PlacedHere:
+    """The VMs this scheduler service placed lately.
+
+    Nova's host manager keeps its host states between requests and takes
+    each VM it places off them at once (``consume_from_request``): this
+    service's own VMs are counted there until their compute reports, and
+    must not be taken off the free cores a second time. Another service's
+    are not. Kept for :data:`KEEP` seconds, far longer than a compute takes
+    to report a VM.
+    """
+
+    KEEP = 600.0
+
+    def __init__(self) -> None:
+        self._placed: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, instance_uuid: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._placed[instance_uuid] = now
+            if len(self._placed) > 4096:
+                self._placed = {
+                    uuid: at for uuid, at in self._placed.items() if now - at < self.KEEP
+                }
+
+    def __contains__(self, instance_uuid: object) -> bool:
+        with self._lock:
+            at = self._placed.get(instance_uuid)  # type: ignore[arg-type]
+        return at is not None and time.monotonic() - at < self.KEEP
+
+
 class CoRunnerSource:
     """Builds :class:`Knowledge` for a list of Nova host states."""
 
     def __init__(self, nova: NovaInstances | None = None) -> None:
         self.nova = nova or NovaInstances()
+        #: Filled by the rounds of this service's requests.
+        self.placed_here = PlacedHere()
         self._from_flavors: dict[str, db_api.RunningRecord] = {}
         #: Instances known to have an app_running row, so requests left to
         #: Nova need not read every row to find the few that are missing.
@@ -319,10 +354,13 @@ class CoRunnerSource:
             if uuid in scheduling or _in_flight(instance):
                 # Placed (here or by another scheduler), not yet on its compute.
                 knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
-                key = host_key(hs)
-                knowledge.taken_cores[key] = knowledge.taken_cores.get(key, 0) + rows[uuid].cores
+                self._take(knowledge, host_key(hs), uuid, rows[uuid].cores)
             elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):
                 knowledge.stale.append(uuid)
+            elif instance.host == hs.host:
+                # On its compute already; this host state has not heard yet.
+                knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
+                self._take(knowledge, host_key(hs), uuid, rows[uuid].cores)
             elif instance.host and instance.host != hs.host:
                 # Rebuilt on an alternate or moved: its new host's state will
                 # show it; the record follows, keeping its application.
@@ -335,11 +373,17 @@ class CoRunnerSource:
             if claim.key in knowledge.vms:
                 # Room promised to requests still being placed counts as theirs.
                 knowledge.vms[claim.key].extend(claimed_vms(claim, claim.application_id))
-                if claim.application_id != application_id:
-                    cores = claim_cores(claim)
-                    for index in (knowledge.taken_cores, knowledge.claimed_cores):
-                        index[claim.key] = index.get(claim.key, 0) + cores
+                # Every claim, the application's own included (another
+                # request of its server group): this request's is not written yet.
+                cores = claim_cores(claim)
+                knowledge.taken_cores[claim.key] = knowledge.taken_cores.get(claim.key, 0) + cores
+                knowledge.claims_seen.add(claim.claim_id)
         return knowledge
+
+    def _take(self, knowledge: Knowledge, key: str, instance_uuid: str, cores: int) -> None:
+        """Count a VM's cores that the host state may not count yet."""
+        if instance_uuid not in self.placed_here:
+            knowledge.taken_cores[key] = knowledge.taken_cores.get(key, 0) + cores
 
 
 def claim_cores(claim: db_api.Claim) -> float:

@@ -69,13 +69,17 @@ def values_of(
 
 
 def domain_of(
-    host: str, tags: Mapping[str, Mapping[str, Iterable[str]]], levels_: Sequence[str], depth: int
+    host: str,
+    key: str,
+    tags: Mapping[str, Mapping[str, Iterable[str]]],
+    levels_: Sequence[str],
+    depth: int,
 ) -> str:
-    """The host's domain at ``depth`` (the host itself past the last level),
-    named as the placement names it."""
+    """The domain at ``depth`` of the compute node ``key`` on ``host`` (the
+    node itself past the last level), named as the placement names it."""
     if depth >= len(levels_):
-        return host
-    return domain_ids(host, values_of(host, tags, levels_))[depth]
+        return key
+    return domain_ids(key, values_of(host, tags, levels_))[depth]
 
 
 def spec_of(extra_specs: Mapping[str, str]) -> topo.TopologySpec:

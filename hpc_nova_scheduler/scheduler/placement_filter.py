@@ -135,7 +135,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._fallback = FallbackStore()
         self._policy = FailurePolicy(self._fallback)
         self._data = PluginData(self._source, self._occupancy, self._policy)
-        self._rounds = Rounds(self._occupancy, self._fallback)
+        self._rounds = Rounds(self._occupancy, self._fallback, self._source.placed_here)
         self._models = ModelCache(self._policy)
         self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
@@ -183,7 +183,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             if state is None:
                 refuse = (request or Request.of_flavor(spec_obj)).hpc
             else:
-                refuse = state.profile.is_hpc
+                # A constraint on the topology is never dropped silently either.
+                refuse = state.profile.is_hpc or not state.topology.empty
             LOG.exception(
                 "hpc-nova-scheduler: unexpected error; %s",
                 "refusing the request" if refuse else "leaving the request to Nova",
@@ -228,6 +229,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         if existing is not None and existing.request_id and request.group_uuid is None:
             application_id = existing.request_id
         state = RequestState(profile, application_id, database=database, topology=topology)
+        if moving:
+            state.moving_from = self._where_now(existing, instance_uuid, hosts)
         if plain:
             # Left to Nova: only another application's dedicated hosts are off
             # limits. Claims are settled by HPC requests: this path stays cheap.
@@ -279,10 +282,6 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         # Cores the request adds: fair share counts a VM as its flavor's vCPUs.
         state.vm_cores = round(demand.vcpus) if demand is not None else 0
         cores = state.vm_cores * placement.count
-        held = self._held_domains(state, request, levels, self._tags.current())
-        if held:
-            placement = dataclasses.replace(placement, held_domains=held)
-            context.request = placement
         extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
         reserved = host_view.reservations()
         tags = self._tags.current()
@@ -310,6 +309,18 @@ class HpcPlacementFilter(filters.BaseHostFilter):
                 key=lambda h: h.name,
             )
             context.topology = self._domain_check(state, levels, tags)
+            # Read again at each attempt: a conflict may be the group's other
+            # request having taken a domain meanwhile.
+            held = self._held_domains(state, request, levels, tags)
+            if held is None:
+                state.refusal = (
+                    f"{core_profile.TOPOLOGY_SPECS[0]}: cannot read the aggregates from "
+                    "Nova's database to know where the application runs"
+                )
+                LOG.warning("hpc-nova-scheduler: refusing %s: %s", application_id, state.refusal)
+                return state
+            placement = dataclasses.replace(placement, held_domains=held)
+            context.request = placement
             self._log_hosts(core_hosts)
             rule = None
             if model is not None and not extreme:
@@ -353,7 +364,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             refusals.left_out(placement, tried, plan, thresholds, table, rule, spares, levels)
             context.knowledge = knowledge.vms
             context.free_cores = {host.name: host.free.vcpus for host in core_hosts}
-            context.claimed_cores = knowledge.claimed_cores
+            context.claims_seen = knowledge.claims_seen
             context.groups = {host.name: host.cpu_group for host in core_hosts}
             conflict = claims.claim(state, context, plan, spares, self._policy, fair=choice)
             if conflict is None and extreme:
@@ -478,33 +489,57 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     # -- topology --------------------------------------------------------------
 
     @staticmethod
-    def _held_domains(state: RequestState, request: Request, levels, tags) -> frozenset[str]:
-        """The domains, at every level, where the application already runs or
-        holds claims: a server group's later members join them."""
-        if request.group_uuid is None or state.database is None or not tags:
-            return frozenset()
+    def _where_now(existing, instance_uuid: str | None, hosts: list) -> tuple[str, str | None]:
+        """Where a VM being moved runs now: its record's host, else Nova's."""
+        if existing is not None:
+            return existing.host, existing.nodename
+        for hs in hosts:
+            if instance_uuid in (getattr(hs, "instances", None) or {}):
+                return hs.host, getattr(hs, "nodename", None)
+        return "", None
+
+    @staticmethod
+    def _held_domains(
+        state: RequestState, request: Request, levels, tags
+    ) -> tuple[frozenset[str], ...] | None:
+        """Per level, then the host level: where the application already runs
+        or holds claims (a server group's), or where the VM being moved runs
+        now. None when that cannot be known and a level is required."""
+        grouped = request.group_uuid is not None
+        if not grouped and state.moving_from is None:
+            return ()
         if len(levels) == 1 and state.topology.empty:
-            return frozenset()  # seed 003's single level reads its own VMs only
-        try:
-            hosts = state.database.application_hosts(state.application_id)
-        except db_api.ERRORS as error:
-            LOG.warning(
-                "hpc-nova-scheduler: cannot read where %s runs: %s", state.application_id, error
-            )
-            return frozenset()
-        held = frozenset(
-            domain
-            for host in hosts
-            for domain in domain_ids(host, domains.values_of(host, tags, levels))
-        )
-        if held:
-            LOG.debug("hpc-nova-scheduler: %s already holds %s", state.application_id, sorted(held))
-        return held
+            return ()  # seed 003's single level reads its own VMs only
+        if tags is None:
+            return None if state.topology.required is not None else ()
+        if state.moving_from is not None and state.moving_from[0]:
+            # A moved VM stays in its own segment's domain, and so in the
+            # application's required one.
+            places = {state.moving_from}
+        elif state.database is None:
+            return None if state.topology.required is not None else ()
+        else:
+            try:
+                places = state.database.application_hosts(state.application_id)
+            except db_api.ERRORS as error:
+                LOG.warning(
+                    "hpc-nova-scheduler: cannot read where %s runs: %s", state.application_id, error
+                )
+                return None if state.topology.required is not None else ()
+        held: list[set[str]] = [set() for _ in range(len(levels) + 1)]
+        for host, nodename in places:
+            key = db_api.host_key(host, nodename)
+            for level, domain in enumerate(domain_ids(key, domains.values_of(host, tags, levels))):
+                held[level].add(domain)
+            held[-1].add(key)
+        if any(held):
+            LOG.debug("hpc-nova-scheduler: %s already holds %s", state.application_id, held)
+        return tuple(frozenset(level) for level in held)
 
     @staticmethod
     def _domain_check(state: RequestState, levels, tags):
-        """For the claim: each host's domain at the required level, or None."""
+        """For the claim: ``(depth, domain of (host, key))`` at the required level, or None."""
         depth = domains.constraint_depth(state.topology, levels)
-        if depth is None or not tags:
+        if depth is None or tags is None:
             return None
-        return depth, lambda host: domains.domain_of(host, tags, levels, depth)
+        return depth, lambda host, key: domains.domain_of(host, key, tags, levels, depth)

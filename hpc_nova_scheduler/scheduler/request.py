@@ -118,6 +118,8 @@ class RequestState:
     plan: Plan | None = None
     #: The tenant's topology constraints (``hpc:topology_*``).
     topology: TopologySpec = NO_TOPOLOGY
+    #: Where the VM being moved runs now (host, node); None for a new request.
+    moving_from: tuple[str, str | None] | None = None
     refusal: str | None = None
     #: For requests left to Nova: the hosts they must avoid.
     avoid: frozenset[str] = frozenset()

@@ -15,6 +15,7 @@ from oslo_log import log as logging
 
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import claims, host_view
+from hpc_nova_scheduler.scheduler.corunners import PlacedHere
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FallbackStore
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.request import Request, RequestState
@@ -25,9 +26,15 @@ LOG = logging.getLogger(__name__)
 class Rounds:
     """Walks Nova through a plan, round by round."""
 
-    def __init__(self, occupancy: PlacementOccupancy, fallback: FallbackStore) -> None:
+    def __init__(
+        self,
+        occupancy: PlacementOccupancy,
+        fallback: FallbackStore,
+        placed_here: PlacedHere | None = None,
+    ) -> None:
         self.occupancy = occupancy
         self._fallback = fallback
+        self._placed_here = placed_here if placed_here is not None else PlacedHere()
 
     def select(self, state: RequestState, hosts: list, request: Request) -> list:
         """The hosts this round may choose from.
@@ -136,6 +143,9 @@ class Rounds:
             state.refusal = "off plan"
             return False
         state.remaining[key] -= 1
+        if instance_uuid:
+            # Nova took it off this service's host state when it chose the host.
+            self._placed_here.add(instance_uuid)
         self._record(state, host_state, instance_uuid, request)
         return True
 

@@ -108,13 +108,10 @@ class TestRequired(testtools.TestCase):
         state = cloud(hosts=2)
         spec = TopologySpec(required="rack")
         first = place(state, request(4, spec, app="group"))
-        held = frozenset({"b0", first.racks[0]})
+        held = (frozenset({"b0"}), frozenset(first.racks), frozenset(first.hosts))
         # The group's hosts are not among the candidates any more: only the
         # held domains say where it runs.
-        columns = state.columns()
-        rows = [row for row, name in enumerate(columns.names) if name not in first.hosts]
         hosts = [host for host in state.hosts() if host.name not in first.hosts]
-        self.assertEqual(len(rows), len(hosts))
         found = algorithm.plan(
             request(4, spec, app="group", held=held), hosts, THRESHOLDS, levels=LEVELS
         )
@@ -127,6 +124,42 @@ class TestRequired(testtools.TestCase):
             THRESHOLDS,
             levels=LEVELS,
         )
+
+    def test_a_late_member_is_refused_when_its_rack_has_no_candidate_left(self) -> None:
+        state = cloud(hosts=2, cores=2)
+        spec = TopologySpec(required="rack")
+        first = place(state, request(4, spec, app="group"))
+        held = (frozenset({"b0"}), frozenset(first.racks), frozenset(first.hosts))
+        # Its rack is full: Nova's filters leave none of its hosts, and the
+        # other racks, though empty, are not the application's.
+        rack = first.racks[0]
+        hosts = [host for host in state.hosts() if rack_of(host.name) != rack]
+        error = self.assertRaises(
+            NoPlacement,
+            algorithm.plan,
+            request(2, spec, app="group", held=held),
+            hosts,
+            THRESHOLDS,
+            levels=LEVELS,
+        )
+        self.assertIn("holds the application", error.reason)
+
+    def test_a_moved_vm_of_a_segment_stays_in_its_own_rack(self) -> None:
+        state = cloud(hosts=2)
+        segmented = TopologySpec(segment=4, segment_level="rack")
+        first = place(state, request(12, segmented, app="seg"))
+        racks = collections.Counter(rack_of(host) for host in first.hosts)
+        self.assertEqual([4, 8], sorted(racks.values()))
+        full = next(rack for rack, vms in racks.items() if vms == 8)
+        moved = next(host for host in first.hosts if rack_of(host) == full)
+        held = (frozenset({moved[:2]}), frozenset({full}), frozenset({moved}))
+        # Its segment's rack is full: the other rack of the application has
+        # room, but going there would break both segments.
+        self.assertRaises(NoPlacement, plan, state, request(1, segmented, app="seg", held=held))
+        other = next(host for host in first.hosts if rack_of(host) != full)
+        held = (frozenset({other[:2]}), frozenset({rack_of(other)}), frozenset({other}))
+        found = plan(state, request(1, segmented, app="seg", held=held))
+        self.assertEqual((rack_of(other),), found.racks)
 
     def test_an_unknown_level_is_refused_naming_the_key(self) -> None:
         error = self.assertRaises(

@@ -131,7 +131,7 @@ class ClaimTests:
                 .values(expires_at=timeutils.utcnow() - datetime.timedelta(seconds=1))
             )
         # A spare slot is no VM of the application, nor is an expired claim.
-        self.assertEqual({"n1", "n3"}, self.database.application_hosts("group"))
+        self.assertEqual({("n1", None), ("n3", "n3")}, self.database.application_hosts("group"))
         self.assertEqual(set(), self.database.application_hosts("nobody"))
 
     def test_claims_of_one_class(self) -> None:
