@@ -957,9 +957,7 @@ def plan(
     if not homogeneous:
         return planner.plan_group(np.arange(len(columns)), None)
 
-    groups: dict[str, list[int]] = {}
-    for row, group in enumerate(columns.cpu_groups):
-        groups.setdefault(group, []).append(row)
+    groups = columns.rows_by_group()
     own_groups = {columns.cpu_groups[row] for row in planner.own_rows}
     if own_groups:
         # An application already running stays on its processor type.
@@ -968,7 +966,7 @@ def plan(
     reasons = []
     for group in sorted(groups):
         try:
-            candidate = planner.plan_group(np.array(groups[group], dtype=np.int64), group)
+            candidate = planner.plan_group(groups[group], group)
         except NoPlacement as refusal:
             reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
             continue

@@ -36,6 +36,8 @@ class PlannedCloud:
         # A flat scenario places as seed 003 did: on the racks alone.
         self.cluster = shape.build(flat=scenario.flat)
         self._empty = None
+        #: Whether each kind of request plans on the idle cloud (see plans_on_empty).
+        self._empty_answers: dict[tuple, bool] = {}
         self._shape = shape
 
     def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
@@ -61,7 +63,23 @@ class PlannedCloud:
         return True
 
     def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
-        """Whether the request could be placed on the idle cloud."""
+        """Whether the request could be placed on the idle cloud.
+
+        On the idle cloud a plan depends on what the job asks, not on which
+        job asks it: the answer is kept per kind of request, since a replay
+        asks it for every arrival and a whole plan over every host costs
+        as much as placing the job.
+        """
+        key = (
+            request.profile,
+            request.demand,
+            request.count,
+            request.topology,
+            request.held_domains,
+        )
+        known = self._empty_answers.get(key)
+        if known is not None:
+            return known
         if self._empty is None:
             self._empty = self._shape.build(flat=self.scenario.flat)
         try:
@@ -71,9 +89,11 @@ class PlannedCloud:
                 self.scenario.thresholds,
                 policy=self.scenario.policy,
             )
+            answer = True
         except NoPlacement:
-            return False
-        return True
+            answer = False
+        self._empty_answers[key] = answer
+        return answer
 
     def finish(self, application_id: str) -> None:
         self.cluster.release([application_id])
