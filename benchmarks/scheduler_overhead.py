@@ -504,7 +504,13 @@ def measure(
 
 
 def run_one(
-    pipeline_name: str, count: int, vms: int, hpc: bool, repeat: int, model: str = "cache-score"
+    pipeline_name: str,
+    count: int,
+    vms: int,
+    hpc: bool,
+    repeat: int,
+    model: str = "cache-score",
+    topology: list[str] | None = None,
 ) -> None:
     """One pipeline on one case, each timed run inside ``operator.call``.
 
@@ -516,6 +522,8 @@ def run_one(
         database = db_api.Database(url)
         database.sync()
         configure(url, model)
+        if topology is not None:
+            CONF.set_override("topology_levels", topology, group="hpc_scheduler")
         _, running = host_states(count)
         database.record_running(running)
         database.import_profiles(profiles())
@@ -538,9 +546,14 @@ def run_one(
 
 
 def count_instructions(
-    sizes: list[int], vm_counts: list[int], repeat: int, model: str = "cache-score"
+    sizes: list[int],
+    vm_counts: list[int],
+    repeat: int,
+    model: str = "cache-score",
+    topology: list[str] | None = None,
 ) -> int:
-    """Instructions of the plugin over the baseline's, counted by callgrind."""
+    """Instructions of the plugin over the baseline's, counted by callgrind
+    (the plugin with ``topology`` levels, where given)."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("--instructions needs valgrind on PATH", file=sys.stderr)
@@ -575,6 +588,8 @@ def count_instructions(
                             "--model",
                             model,
                         ]
+                        if topology is not None:
+                            command += ["--topology", ",".join(topology)]
                         env = {**os.environ, "PYTHONHASHSEED": "0"}
                         jobs[name] = (subprocess.Popen(command, env=env), log)
                     for name, (job, log) in jobs.items():
@@ -633,10 +648,9 @@ def main() -> int:
         except TopologyError as error:
             print(f"--topology: {error}", file=sys.stderr)
             return 2
-        if topology[-1] != "rack" or args.fairness or args.instructions or args.one:
+        if topology[-1] != "rack" or args.fairness:
             print(
-                "--topology: the innermost level must be rack, and it goes without "
-                "--fairness and --instructions",
+                "--topology: the innermost level must be rack, and it goes without --fairness",
                 file=sys.stderr,
             )
             return 2
@@ -646,12 +660,12 @@ def main() -> int:
         return 2
     if args.one:
         name, count, vms, kind = args.one
-        run_one(name, int(count), int(vms), kind == "hpc", args.repeat, args.model)
+        run_one(name, int(count), int(vms), kind == "hpc", args.repeat, args.model, topology)
         return 0
     sizes = [int(x) for x in args.hosts.split(",")]
     vm_counts = [int(x) for x in args.vms.split(",")]
     if args.instructions:
-        return count_instructions(sizes, vm_counts, args.repeat, args.model)
+        return count_instructions(sizes, vm_counts, args.repeat, args.model, topology)
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{os.path.join(directory, 'plugin.sqlite')}"
         database = db_api.Database(url)

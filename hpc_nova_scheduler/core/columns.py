@@ -41,6 +41,22 @@ def domain_ids(name: str, values: Sequence[str]) -> list[str]:
     return ["/".join(path[: depth + 1]) for depth in range(len(path))]
 
 
+def _domain_ids_of(
+    names: Sequence[str], outer: Sequence[tuple[str, ...]], racks: Sequence[str]
+) -> list[list[str]]:
+    """Per level, :func:`domain_ids` of every host (a request builds the
+    columns of thousands of hosts: one comprehension per level)."""
+    columns: list[list[str]] = []
+    depth = len(outer[0]) + 1 if outer else 1
+    for level in range(depth):
+        values = racks if level == depth - 1 else [o[level] for o in outer]
+        here = [v or f"host:{n}" for n, v in zip(names, values, strict=True)]
+        if columns:
+            here = [f"{parent}/{v}" for parent, v in zip(columns[-1], here, strict=True)]
+        columns.append(here)
+    return columns
+
+
 class HostColumns:
     """The candidate hosts, one row each, in the caller's order.
 
@@ -70,24 +86,21 @@ class HostColumns:
         outer = [()] * size if outer is None else list(outer)
         #: Each host's values at the levels outside the rack, outermost first.
         self.outer = [tuple((tuple(o) + ("",) * depth)[: depth - 1]) for o in outer]
-        ids = [
-            domain_ids(n, (*o, r))
-            for n, o, r in zip(self.names, self.outer, self.racks, strict=True)
-        ]
+        by_level = _domain_ids_of(self.names, self.outer, self.racks)
         #: Each host's domain code at each level (rank among the level's
         #: sorted domain ids), then its own row for the host level.
         self.domain = np.empty((depth + 1, size), dtype=np.int64)
         #: Each level's domain ids, sorted: a code indexes this list.
         self.domain_names: list[list[str]] = []
         for level in range(depth):
-            column = [host_ids[level] for host_ids in ids]
+            column = by_level[level]
             unique = sorted(set(column))
             rank = {d: i for i, d in enumerate(unique)}
             self.domain[level] = [rank[d] for d in column]
             self.domain_names.append(unique)
         self.domain[depth] = np.arange(size)
         self.domain_names.append(self.names)
-        self.rack_ids = [host_ids[-1] for host_ids in ids]
+        self.rack_ids = by_level[-1]
         #: Each host's rack as its rank among the sorted rack names.
         self.rack = self.domain[depth - 1]
         self.rack_names = self.domain_names[depth - 1]

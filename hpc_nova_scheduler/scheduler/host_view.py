@@ -26,7 +26,7 @@ UNKNOWN_CPU_GROUP = "unknown"
 
 
 def _metadata_values(
-    host_state: Any, keys: Sequence[str], tags: Mapping | None = None
+    host_state: Any, keys: tuple[str, ...], tags: Mapping | None = None
 ) -> list[str | None]:
     """The host's value of each metadata key (None where it has none).
 
@@ -40,13 +40,18 @@ def _metadata_values(
             if key in by_key:
                 found[key] = set(by_key[key])
     else:
+        wanted = _wanted(keys)
         for aggregate in getattr(host_state, "aggregates", None) or []:
-            metadata = getattr(aggregate, "metadata", None) or {}
-            for key in keys:
-                value = metadata.get(key)
-                if isinstance(value, str) and value.strip():
+            # An aggregate carries a key or two: walk its metadata, not the keys.
+            for key, value in (getattr(aggregate, "metadata", None) or {}).items():
+                if key in wanted and isinstance(value, str) and value.strip():
                     found.setdefault(key, set()).add(value.strip())
     return [_one_value(host_state, key, found.get(key)) for key in keys]
+
+
+@functools.lru_cache(maxsize=16)
+def _wanted(keys: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(keys)
 
 
 def _one_value(host_state: Any, key: str, values: set[str] | None) -> str | None:
@@ -107,13 +112,18 @@ def topology(
     return rack, group
 
 
+@functools.lru_cache(maxsize=16)
+def _keys_of(levels: tuple[str, ...]) -> tuple[str, ...]:
+    """The metadata keys :func:`place_of` reads: rack, processor group, outer levels."""
+    return (metadata_key(levels[-1]), CPU_GROUP_KEY, *map(metadata_key, levels[:-1]))
+
+
 def place_of(
     host_state: Any, tags: Mapping | None = None, levels: Sequence[str] = DEFAULT_LEVELS
 ) -> tuple[str, str, tuple[str, ...]]:
     """``(rack, cpu_group, outer)``: :func:`topology` and the host's values at
     the levels outside the rack, outermost first ("" for none), in one read."""
-    keys = (metadata_key(levels[-1]), CPU_GROUP_KEY, *map(metadata_key, levels[:-1]))
-    rack, group, *outer = _metadata_values(host_state, keys, tags)
+    rack, group, *outer = _metadata_values(host_state, _keys_of(tuple(levels)), tags)
     if group is None:
         group = cpu_group_from_cpu_info(getattr(host_state, "cpu_info", None))
     return rack or "", group, tuple(value or "" for value in outer)
