@@ -44,9 +44,18 @@ def _metadata_values(
         for aggregate in getattr(host_state, "aggregates", None) or []:
             # An aggregate carries a key or two: walk its metadata, not the keys.
             for key, value in (getattr(aggregate, "metadata", None) or {}).items():
-                if key in wanted and isinstance(value, str) and value.strip():
-                    found.setdefault(key, set()).add(value.strip())
-    return [_one_value(host_state, key, found.get(key)) for key in keys]
+                if key in wanted and isinstance(value, str):
+                    value = value.strip()
+                    if value:
+                        found.setdefault(key, set()).add(value)
+    chosen: list[str | None] = []
+    for key in keys:
+        values = found.get(key)
+        if values is not None and len(values) == 1:
+            chosen.extend(values)
+        else:
+            chosen.append(_one_value(host_state, key, values))
+    return chosen
 
 
 @functools.lru_cache(maxsize=16)
