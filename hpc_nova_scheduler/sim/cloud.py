@@ -21,7 +21,9 @@ import numpy as np
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
 from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.criteria import EPSILON
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
+from hpc_nova_scheduler.core.profile import AppClass
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule
@@ -70,8 +72,12 @@ class PlannedCloud:
         asks it for every arrival and a whole plan over every host costs
         as much as placing the job.
         """
+        # Nothing runs there: the application's name meets no co-runner, and
+        # its cache score matters only by how many of its VMs a host's
+        # thresholds let in.
         key = (
-            request.profile,
+            request.app_class,
+            self._cache_slots(request),
             request.demand,
             request.count,
             request.topology,
@@ -94,6 +100,22 @@ class PlannedCloud:
             answer = False
         self._empty_answers[key] = answer
         return answer
+
+    def _cache_slots(self, request: PlacementRequest) -> int | None:
+        """How many VMs of the request an idle host's cache thresholds admit
+        (None: no limit), added up as the planner adds them."""
+        policy, score = self.scenario.policy, request.profile.cache_score
+        extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
+        if not policy.cache_criteria or extreme or score <= 0:
+            return None
+        limit = self.scenario.thresholds.alpha
+        if request.app_class is AppClass.SYNC_HPC:
+            limit = min(limit, self.scenario.thresholds.beta)
+        slots, cache = 0, 0.0
+        while slots < request.count and cache + score <= limit + EPSILON:
+            cache += score
+            slots += 1
+        return slots
 
     def finish(self, application_id: str) -> None:
         self.cluster.release([application_id])

@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import Policy
+from hpc_nova_scheduler.core.cluster import Resources
+from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.sim import cloud as sim_cloud
 from hpc_nova_scheduler.sim import interference, scenarios, simulator, swf
 from hpc_nova_scheduler.sim import settings as sim_settings
 from tests import traces
@@ -209,3 +212,48 @@ class TestSharedModels(testtools.TestCase):
         )
         again = simulator.Simulator(shape, blind, interference=truth, profiles=profiles)
         self.assertEqual(outcomes, again.run(self.jobs()).outcomes)
+
+
+class TestIdleAnswers(testtools.TestCase):
+    """The idle cloud's answer, kept per kind of request, is plan()'s own."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.sampled_from(["mdobp-cache", "hpc-aware"]),
+        st.sampled_from(list(AppClass)),
+        st.floats(0, 70, allow_nan=False),
+        st.integers(1, 30),
+        st.sampled_from([1.0, 2.0]),
+    )
+    def test_kept_answers_are_plans_answers(self, name, app_class, score, count, vcpus) -> None:
+        shape = sim_settings.ClusterShape(hosts=6, cores=4, ram_mb=8192, cpu_groups=2)
+        scenario = scenarios.build(name, alpha=100, beta=60, runtime_factor=1.0)
+        cloud = sim_cloud.PlannedCloud(shape, scenario)
+        demand = Resources(vcpus, 1024, 0)
+        for app in ("first", "second"):
+            request = algorithm.PlacementRequest(
+                ApplicationProfile(app_class, score, app), demand, count, app
+            )
+            try:
+                algorithm.plan(
+                    request, shape.build().columns(), scenario.thresholds, policy=scenario.policy
+                )
+                expected = True
+            except algorithm.NoPlacement:
+                expected = False
+            # The second asks what the first asked, under another name.
+            self.assertEqual(expected, cloud.plans_on_empty(request))
+        # Scores a hair either side of a threshold's share keep apart.
+        for nudge in (-1e-7, 1e-7):
+            near = 60.0 / max(1, count) + nudge
+            request = algorithm.PlacementRequest(
+                ApplicationProfile(app_class, near, "near"), demand, count, "near"
+            )
+            try:
+                algorithm.plan(
+                    request, shape.build().columns(), scenario.thresholds, policy=scenario.policy
+                )
+                expected = True
+            except algorithm.NoPlacement:
+                expected = False
+            self.assertEqual(expected, cloud.plans_on_empty(request))
