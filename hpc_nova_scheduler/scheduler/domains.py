@@ -105,10 +105,3 @@ def constraint_depth(spec: topo.TopologySpec, levels_: Sequence[str]) -> int | N
     if spec.required is None:
         return None
     return topo.depth(spec.required, levels_)
-
-
-def host_domain_at(host, levels_: Sequence[str], depth: int) -> str:
-    """A core host's domain at ``depth``, named as the plan names domains."""
-    if depth >= len(levels_):
-        return host.name
-    return domain_ids(host.name, (*host.outer, host.rack))[depth]

@@ -222,15 +222,12 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         # A VM being moved already runs somewhere: it stays part of the
         # application it was placed with, and it is the only VM to place.
         existing = None if plain else self._data.existing_record(database, instance_uuid)
-        moving = not plain and (
-            existing is not None
-            or any(instance_uuid in (getattr(hs, "instances", None) or {}) for hs in hosts)
-        )
+        where_now = None if plain else self._where_now(existing, instance_uuid, hosts)
+        moving = where_now is not None
         if existing is not None and existing.request_id and request.group_uuid is None:
             application_id = existing.request_id
         state = RequestState(profile, application_id, database=database, topology=topology)
-        if moving:
-            state.moving_from = self._where_now(existing, instance_uuid, hosts)
+        state.moving_from = where_now
         if plain:
             # Left to Nova: only another application's dedicated hosts are off
             # limits. Claims are settled by HPC requests: this path stays cheap.
@@ -489,14 +486,17 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     # -- topology --------------------------------------------------------------
 
     @staticmethod
-    def _where_now(existing, instance_uuid: str | None, hosts: list) -> tuple[str, str | None]:
-        """Where a VM being moved runs now: its record's host, else Nova's."""
+    def _where_now(
+        existing, instance_uuid: str | None, hosts: list
+    ) -> tuple[str, str | None] | None:
+        """Where the VM runs now, if it runs (it is being moved): its record's
+        host, else the host Nova shows it on; None for a new VM."""
         if existing is not None:
             return existing.host, existing.nodename
         for hs in hosts:
             if instance_uuid in (getattr(hs, "instances", None) or {}):
                 return hs.host, getattr(hs, "nodename", None)
-        return "", None
+        return None
 
     @staticmethod
     def _held_domains(
@@ -512,7 +512,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return ()  # seed 003's single level reads its own VMs only
         if tags is None:
             return None if state.topology.required is not None else ()
-        if state.moving_from is not None and state.moving_from[0]:
+        if state.moving_from is not None:
             # A moved VM stays in its own segment's domain, and so in the
             # application's required one.
             places = {state.moving_from}

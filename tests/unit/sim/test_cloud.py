@@ -214,6 +214,17 @@ class TestSharedModels(testtools.TestCase):
         self.assertEqual(outcomes, again.run(self.jobs()).outcomes)
 
 
+def plans_on_idle(shape, scenario, request) -> bool:
+    """What plan() itself answers for ``request`` on the idle cloud."""
+    try:
+        algorithm.plan(
+            request, shape.build().columns(), scenario.thresholds, policy=scenario.policy
+        )
+    except algorithm.NoPlacement:
+        return False
+    return True
+
+
 class TestIdleAnswers(testtools.TestCase):
     """The idle cloud's answer, kept per kind of request, is plan()'s own."""
 
@@ -234,13 +245,7 @@ class TestIdleAnswers(testtools.TestCase):
             request = algorithm.PlacementRequest(
                 ApplicationProfile(app_class, score, app), demand, count, app
             )
-            try:
-                algorithm.plan(
-                    request, shape.build().columns(), scenario.thresholds, policy=scenario.policy
-                )
-                expected = True
-            except algorithm.NoPlacement:
-                expected = False
+            expected = plans_on_idle(shape, scenario, request)
             # The second asks what the first asked, under another name.
             self.assertEqual(expected, cloud.plans_on_empty(request))
         # Scores a hair either side of a threshold's share keep apart.
@@ -249,11 +254,5 @@ class TestIdleAnswers(testtools.TestCase):
             request = algorithm.PlacementRequest(
                 ApplicationProfile(app_class, near, "near"), demand, count, "near"
             )
-            try:
-                algorithm.plan(
-                    request, shape.build().columns(), scenario.thresholds, policy=scenario.policy
-                )
-                expected = True
-            except algorithm.NoPlacement:
-                expected = False
+            expected = plans_on_idle(shape, scenario, request)
             self.assertEqual(expected, cloud.plans_on_empty(request))
