@@ -8,8 +8,15 @@ Two implementations of one placement, chosen by the scenario:
   policy and keeps each VM, which the interference models need.
 * :class:`ClassedCloud` serves blind policies (MDOBP and the Nova-like
   packings) with :class:`~hpc_nova_scheduler.core.host_classes.HostClasses`,
-  whose cost per job does not grow with the number of hosts. Its plans are
-  the same to the bit (tests hold the two together).
+  whose cost per job does not grow with the number of hosts.
+* :class:`StateClassedCloud` serves the rest of what one rack level and no
+  admission model allow (hpc-aware, mdobp-cache, nova-default, ground-truth
+  interference) with
+  :class:`~hpc_nova_scheduler.core.state_classes.StateClasses`: hosts in
+  classes by cache total, SyncHPC, rack and processor group as well.
+
+The plans are the same to the bit (tests replay logs through the engines
+and hold them together job by job).
 """
 
 from __future__ import annotations
@@ -21,25 +28,64 @@ import numpy as np
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
 from hpc_nova_scheduler.core.cluster import RunningVM
-from hpc_nova_scheduler.core.criteria import EPSILON
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
-from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.core.state_classes import StateClasses, cache_slots
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule
     from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 
 
-class PlannedCloud:
+class _IdleAnswers:
+    """Whether a request plans on the idle cloud, kept per kind of request.
+
+    On the idle cloud a plan depends on what the job asks, not on which
+    job asks it: the answer is kept per kind of request, since a replay
+    asks it for every arrival and a whole plan can cost as much as placing
+    the job.
+    """
+
+    scenario: Scenario
+
+    def __init__(self) -> None:
+        self._empty_answers: dict[tuple, bool] = {}
+
+    def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
+        """Whether the request could be placed on the idle cloud."""
+        # Nothing runs there: the application's name meets no co-runner, and
+        # its cache score matters only by how many of its VMs a host's
+        # thresholds let in.
+        key = (
+            request.app_class,
+            cache_slots(self.scenario.policy, self.scenario.thresholds, request),
+            request.demand,
+            request.count,
+            request.topology,
+            request.held_domains,
+        )
+        known = self._empty_answers.get(key)
+        if known is None:
+            try:
+                self._plan_on_empty(request)
+                known = True
+            except NoPlacement:
+                known = False
+            self._empty_answers[key] = known
+        return known
+
+    def _plan_on_empty(self, request: PlacementRequest) -> None:
+        raise NotImplementedError
+
+
+class PlannedCloud(_IdleAnswers):
     """Every policy, through plan() over a ClusterState."""
 
     def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
+        super().__init__()
         self.scenario = scenario
         # A flat scenario places as seed 003 did: on the racks alone.
         self.cluster = shape.build(flat=scenario.flat)
         self._empty = None
-        #: Whether each kind of request plans on the idle cloud (see plans_on_empty).
-        self._empty_answers: dict[tuple, bool] = {}
         self._shape = shape
 
     def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
@@ -64,58 +110,12 @@ class PlannedCloud:
         cluster.apply(plan, request)
         return True
 
-    def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
-        """Whether the request could be placed on the idle cloud.
-
-        On the idle cloud a plan depends on what the job asks, not on which
-        job asks it: the answer is kept per kind of request, since a replay
-        asks it for every arrival and a whole plan over every host costs
-        as much as placing the job.
-        """
-        # Nothing runs there: the application's name meets no co-runner, and
-        # its cache score matters only by how many of its VMs a host's
-        # thresholds let in.
-        key = (
-            request.app_class,
-            self._cache_slots(request),
-            request.demand,
-            request.count,
-            request.topology,
-            request.held_domains,
-        )
-        known = self._empty_answers.get(key)
-        if known is not None:
-            return known
+    def _plan_on_empty(self, request: PlacementRequest) -> None:
         if self._empty is None:
             self._empty = self._shape.build(flat=self.scenario.flat)
-        try:
-            algorithm.plan(
-                request,
-                self._empty.columns(),
-                self.scenario.thresholds,
-                policy=self.scenario.policy,
-            )
-            answer = True
-        except NoPlacement:
-            answer = False
-        self._empty_answers[key] = answer
-        return answer
-
-    def _cache_slots(self, request: PlacementRequest) -> int | None:
-        """How many VMs of the request an idle host's cache thresholds admit
-        (None: no limit), added up as the planner adds them."""
-        policy, score = self.scenario.policy, request.profile.cache_score
-        extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
-        if not policy.cache_criteria or extreme or score <= 0:
-            return None
-        limit = self.scenario.thresholds.alpha
-        if request.app_class is AppClass.SYNC_HPC:
-            limit = min(limit, self.scenario.thresholds.beta)
-        slots, cache = 0, 0.0
-        while slots < request.count and cache + score <= limit + EPSILON:
-            cache += score
-            slots += 1
-        return slots
+        algorithm.plan(
+            request, self._empty.columns(), self.scenario.thresholds, policy=self.scenario.policy
+        )
 
     def finish(self, application_id: str) -> None:
         self.cluster.release([application_id])
@@ -163,3 +163,57 @@ class ClassedCloud:
 
     def free_cores(self) -> int:
         return round(float(self.classes.total_free()[0]))
+
+
+class StateClassedCloud(_IdleAnswers):
+    """Seed 003's policies through StateClasses: per-job cost independent of the host count."""
+
+    def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
+        super().__init__()
+        reason = self.refusal(shape, scenario)
+        if reason:
+            raise ValueError(f"scenario {scenario.name}: {reason}")
+        self.scenario = scenario
+        columns = shape.build(flat=scenario.flat).columns()
+        self.classes = StateClasses(columns, scenario.policy, scenario.thresholds)
+        self._idle = StateClasses(columns, scenario.policy, scenario.thresholds)
+
+    @staticmethod
+    def refusal(shape: ClusterShape, scenario: Scenario) -> str:
+        """Why the scenario cannot replay on state classes; empty if it can."""
+        if scenario.admission is not None:
+            return "an interference model as admission judges hosts one by one"
+        policy = scenario.policy
+        if policy.topology and not scenario.topology.empty:
+            return "the tenant's topology constraints are planned over every host"
+        levels = shape.levels[-1:] if scenario.flat else shape.levels
+        return StateClasses.serves(policy, levels, scenario.app_class)
+
+    def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
+        if rule is not None:
+            raise ValueError("state classes admit by the thresholds, not by a model")
+        classes = self.classes
+        # The same cheap necessary condition as PlannedCloud's.
+        if not classes.room_for(request.demand.ram_mb, request.count):
+            return False
+        try:
+            rows = classes.plan(request)
+        except NoPlacement:
+            return False
+        classes.apply(rows, request)
+        return True
+
+    def _plan_on_empty(self, request: PlacementRequest) -> None:
+        self._idle.plan(request)
+
+    def finish(self, application_id: str) -> None:
+        self.classes.release(application_id)
+
+    def rows_of(self, application_id: str) -> list[int]:
+        return self.classes.rows_of(application_id)
+
+    def vms_on(self, row: int) -> list[RunningVM]:
+        return self.classes.vms_on(row)
+
+    def free_cores(self) -> int:
+        return round(self.classes.free_cores())

@@ -48,7 +48,7 @@ from hpc_nova_scheduler.interference.base import (
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.planners.base import BatchApp
 from hpc_nova_scheduler.sim import batches as batching
-from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud
+from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud, StateClassedCloud
 from hpc_nova_scheduler.sim.interference import NoInterference, SlowdownModel
 from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 from hpc_nova_scheduler.sim.swf import Job
@@ -188,6 +188,10 @@ class Simulator:
     needs ``profiles`` as such models do. Batches are placed host by host,
     which only :class:`~.cloud.PlannedCloud` can do: no host classes then.
 
+    ``host_classes``: None picks the fastest engine that replays the
+    scenario exactly (blind classes, then state classes, else plan() over
+    every host); False forces plan() over every host (the reference).
+
     ``spans`` counts, for every job, the domains of each level of the
     shape's topology its VMs were in (from the hosts it got, as the shape
     nests them: also for a scenario whose placement sees the racks alone).
@@ -250,20 +254,29 @@ class Simulator:
             )
         if scenario.admission is not None and scenario.policy.blind:
             raise ValueError(f"scenario {scenario.name}: a blind policy admits by room alone")
-        classes_fit = scenario.policy.blind and self.interference is None and batches is None
+        blind_fit = scenario.policy.blind and self.interference is None and batches is None
+        state_refusal = "batches are placed host by host" if batches is not None else ""
+        state_refusal = state_refusal or StateClassedCloud.refusal(shape, scenario)
+        classes_fit = blind_fit or not state_refusal
         if host_classes and not classes_fit:
-            raise ValueError(
-                "host classes serve blind policies without an interference model or batches"
-            )
-        #: Plan per class of identical hosts (None: whenever the scenario allows).
+            raise ValueError(f"host classes cannot replay {scenario.name}: {state_refusal}")
+        #: Plan per class of hosts (None: whenever the scenario allows).
         self.host_classes = classes_fit if host_classes is None else host_classes
+        #: The engine: blind classes, state classes, or plan() over every host.
+        self.engine = "hosts"
+        if self.host_classes:
+            self.engine = "blind classes" if blind_fit else "state classes"
 
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
         rng = random.Random(self.seed)
         # A draw of its own, so that cache scores are those of a replay without profiles.
         profile_rng = random.Random(f"profiles-{self.seed}")
-        engine = ClassedCloud if self.host_classes else PlannedCloud
+        engine = {
+            "blind classes": ClassedCloud,
+            "state classes": StateClassedCloud,
+            "hosts": PlannedCloud,
+        }[self.engine]
         self._cloud = engine(self.shape, self.scenario)
         #: Each job's profile by application name (one per job: its own cache score).
         self._profile_of: dict[str, ProfileRecord] = {}

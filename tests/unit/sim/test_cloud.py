@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import itertools
+import random
 
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core import algorithm, host_classes
 from hpc_nova_scheduler.core.algorithm import Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
@@ -94,6 +97,109 @@ class TestSameReplay(testtools.TestCase):
             self.assertGreater(len(results[0].outcomes), count // 2)
 
 
+#: Scenarios beyond the blind ones: the papers' policies on state classes.
+STATE_SCENARIOS = ("mdobp-cache", "hpc-aware", "nova-default")
+
+
+class Recording(simulator.Simulator):
+    """A replay that notes where each job's VMs went, job by job."""
+
+    def _launch(self, job, arrival, now, app_id) -> None:
+        cloud = self._cloud
+        if isinstance(cloud, sim_cloud.ClassedCloud):
+            per_host = collections.Counter()
+            for row, vms in host_classes.runs(cloud._placed[app_id][0]):
+                per_host[row] += vms
+            hosts = tuple(sorted(per_host.items()))
+        else:
+            hosts = tuple(
+                (row, sum(vm.application_id == app_id for vm in cloud.vms_on(row)))
+                for row in cloud.rows_of(app_id)
+            )
+        self.placements.append((job.job_id, now, hosts))
+        super()._launch(job, arrival, now, app_id)
+
+
+def replay_both(test, shape, scenario, jobs, **options) -> list:
+    """Replay on the engine the simulator picks and on plan() over every
+    host; fail unless every job went to the same hosts at the same time."""
+    found = []
+    for classes in (None, False):
+        sim = Recording(shape, scenario, host_classes=classes, **options)
+        sim.placements = []
+        found.append((sim.engine, sim.placements, outcome_of(sim.run(jobs))))
+    (engine, placements, outcome), (reference, expected, outcome_expected) = found
+    test.assertEqual("hosts", reference)
+    for number, (got, want) in enumerate(zip(placements, expected, strict=True)):
+        test.assertEqual(want, got, f"{scenario.name} on {engine}: job #{number}")
+    test.assertEqual(outcome_expected, outcome)
+    return placements
+
+
+class TestSameStateReplay(testtools.TestCase):
+    """State classes against plan() over every host, job by job."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.sampled_from(
+            [
+                sim_settings.ClusterShape(hosts=6, cores=4, ram_mb=2048, hosts_per_rack=2),
+                sim_settings.ClusterShape(hosts=8, cores=4, ram_mb=4096, cpu_groups=2),
+                sim_settings.ClusterShape.of_kinds(
+                    [sim_settings.HostKind(3, 4, 2048), sim_settings.HostKind(2, 8, 8192, 0.5)],
+                    hosts_per_rack=2,
+                ),
+            ]
+        ),
+        job_streams(),
+        st.sampled_from(STATE_SCENARIOS),
+        st.sampled_from([(200, 60), (40, 30), (1000, 1000)]),
+        st.sampled_from([False, "greedy", "easy"]),
+        st.booleans(),
+    )
+    def test_same_placements(self, shape, jobs, name, limits, backfill, slowed) -> None:
+        scenario = scenarios.build(name, alpha=limits[0], beta=limits[1], runtime_factor=1.0)
+        replay_both(
+            self,
+            shape,
+            scenario,
+            jobs,
+            backfill=backfill,
+            cache_scores=(0, 30),
+            interference=interference.CachePressure(0.01) if slowed else None,
+        )
+
+    def test_sampled_windows_of_three_logs(self) -> None:
+        """Every policy, on a window of each log from a seeded offset, on a
+        cloud small enough that jobs wait for room."""
+        logs = (
+            ("METACENTRUM-2009-2.swf.gz", 1024),
+            ("RICC-2010-2.swf.gz", 8192),
+            ("LPC-EGEE-2004-1.2-cln.swf.gz", 32),
+        )
+        draw = random.Random(24)
+        for name, cores in logs:
+            path = traces.trace(self, name)
+            report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
+            every = swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP)
+            start = draw.randrange(20000)
+            jobs = list(itertools.islice(every, start, start + 1500))
+            shape = sim_settings.ClusterShape.from_total_cores(cores, 4, 2048)
+            for policy in scenarios.DESCRIPTIONS:
+                scenario = scenarios.build(policy, alpha=200, beta=60, runtime_factor=1.0)
+                placed = replay_both(self, shape, scenario, jobs, cache_scores=(0, 30))
+                self.assertGreater(len(placed), 750, (name, policy))
+                # The window loads the cloud: some jobs waited for room.
+                submitted = {job.job_id: job.submit - jobs[0].submit for job in jobs}
+                waited = sum(now > submitted[job_id] for job_id, now, _ in placed)
+                self.assertGreater(waited, 10, (name, policy))
+        # Ground-truth interference slows jobs; the engines still agree.
+        hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        replay_both(
+            self, shape, hpc, jobs, cache_scores=(0, 30), interference=interference.CachePressure()
+        )
+
+
 class TestChoice(testtools.TestCase):
     SHAPE = sim_settings.ClusterShape(hosts=2, cores=4, ram_mb=2048)
 
@@ -102,23 +208,37 @@ class TestChoice(testtools.TestCase):
             scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
             self.assertTrue(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
 
-    def test_others_plan_over_every_host(self) -> None:
+    def test_the_papers_policies_use_state_classes(self) -> None:
         for name in ("nova-default", "mdobp-cache", "hpc-aware"):
             scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
-            self.assertFalse(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
+            self.assertEqual("state classes", simulator.Simulator(self.SHAPE, scenario).engine)
         mdobp = scenarios.build("mdobp", alpha=200, beta=60, runtime_factor=1.0)
         slowed = simulator.Simulator(
             self.SHAPE, mdobp, interference=interference.CachePressure(0.01)
         )
-        self.assertFalse(slowed.host_classes)
-        self.assertRaises(
-            ValueError,
-            simulator.Simulator,
-            self.SHAPE,
-            mdobp,
-            interference=interference.CachePressure(0.01),
-            host_classes=True,
+        self.assertEqual("state classes", slowed.engine)
+        reference = simulator.Simulator(self.SHAPE, mdobp, host_classes=False)
+        self.assertEqual("hosts", reference.engine)
+
+    def test_what_stays_host_by_host(self) -> None:
+        hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        nested = sim_settings.ClusterShape(
+            hosts=8, cores=4, ram_mb=2048, topology=(("block", 2), ("rack", 2))
         )
+        extreme = dataclasses.replace(hpc, app_class=AppClass.EXTREME_HPC)
+        judged = dataclasses.replace(hpc, admission=interference.CachePressure(0.01))
+        for shape, scenario, why in (
+            (nested, hpc, "more than one topology level"),
+            (self.SHAPE, extreme, "ExtremeHPC"),
+            (self.SHAPE, judged, "admission"),
+        ):
+            self.assertEqual("hosts", simulator.Simulator(shape, scenario).engine, why)
+            self.assertRaisesRegex(
+                ValueError, why, simulator.Simulator, shape, scenario, host_classes=True
+            )
+        # Seen flat, the nested cloud is racks alone: state classes again.
+        flat = dataclasses.replace(hpc, flat=True)
+        self.assertEqual("state classes", simulator.Simulator(nested, flat).engine)
 
 
 class TestSharedModels(testtools.TestCase):

@@ -1,0 +1,569 @@
+"""Seed 003's placement planned per class of hosts in the same state.
+
+:mod:`.host_classes` plans blind packings per class of hosts with equal
+free and total resources. The policies this project exists for read more of
+a host: its cache total and whether it runs SyncHPC VMs (the alpha and beta
+thresholds), its rack (Algorithm 1 fills racks in capacity order) and its
+processor group (homogeneity). :class:`StateClasses` keeps the hosts in
+classes by exactly that state, so that an idle cloud of thousands of hosts
+is a class per rack and a request scores classes, not hosts; a class is
+split only when a placement makes its hosts differ.
+
+It is the same greedy as :func:`~hpc_nova_scheduler.core.algorithm.plan`
+over a :class:`~hpc_nova_scheduler.core.state.ClusterState`, not an
+approximation: every host of a class has the same sort key but for its row,
+so the untouched hosts come out of the classes in (key, row) order, and the
+hosts a request has touched are rescored one by one with the planner's own
+Python-float functions, as its MDOBP does. Free vectors and cache totals
+change by the same float operations in the same order as ClusterState's.
+Tests replay logs through both and require the same placements job by job.
+
+What it does not serve (:meth:`StateClasses.serves`) stays with plan()
+over every host: ExtremeHPC (dedication reads every co-runner), interference
+models as admission, the tenant's topology constraints and clouds of more
+than one level (BestFit), and applications that already run somewhere.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from hpc_nova_scheduler.core.algorithm import (
+    PACKING_COSINE,
+    PACKING_NOVA_WEIGHERS,
+    NoPlacement,
+    PlacementRequest,
+    Policy,
+    _cosine_key_one,
+    _cosine_keys,
+    _normalised,
+    blind_key_one,
+    blind_keys,
+)
+from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
+from hpc_nova_scheduler.core.criteria import EPSILON, Thresholds
+from hpc_nova_scheduler.core.profile import AppClass
+
+Vector = tuple[float, float, float]
+#: Floating-point slack when checking that a demand fits (as the planner does).
+_SLACK = 1e-9
+#: (processor group, rack, capacity, free, cache total, runs SyncHPC); a
+#: part the policy never reads is left constant so that classes stay few.
+Name = tuple[int, int, Vector, Vector, float, bool]
+
+
+class StateClasses:
+    """The hosts of one cloud in classes by the state a policy reads.
+
+    Rows are the positions of ``columns`` (an idle cloud's, for example
+    :meth:`~hpc_nova_scheduler.core.state.ClusterState.columns`); plans are
+    lists of rows, one per VM in placement order. Nothing but
+    :meth:`apply` and :meth:`release` changes the hosts.
+    """
+
+    def __init__(self, columns: HostColumns, policy: Policy, thresholds: Thresholds) -> None:
+        reason = self.serves(policy, columns.levels)
+        if reason:
+            raise ValueError(reason)
+        if columns.vms.any():
+            raise ValueError("state classes start from an idle cloud")
+        self.policy = policy
+        self.thresholds = thresholds
+        self.names = list(columns.names)
+        size = len(self.names)
+        self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
+        self._free: list[Vector] = [tuple(f) for f in columns.free.tolist()]
+        self._cache = [0.0] * size
+        self._sync = [0] * size
+        self._vms: list[list[tuple[RunningVM, Vector]]] = [[] for _ in range(size)]
+        #: application id -> its host rows (ascending when asked).
+        self._rows_of: dict[str, set[int]] = {}
+        self._serial = 0
+        self._racks = len(columns.rack_names)
+        self._rack = columns.rack.tolist()
+        self.group_names = sorted(set(columns.cpu_groups))
+        code = {name: i for i, name in enumerate(self.group_names)}
+        self._group = [code[g] for g in columns.cpu_groups]
+        # Only what the policy reads splits classes.
+        self._by_rack = policy.topology and policy.classes
+        self._by_group = policy.homogeneity
+        self._by_cache = policy.cache_criteria
+        self._slot_of: dict[Name, int] = {}
+        self._name_of: list[Name | None] = []
+        self._members: list[list[int]] = []
+        self._spare: list[int] = []
+        slots = 8
+        self._s_free = np.zeros((slots, 3))
+        self._s_capacity = np.zeros((slots, 3))
+        self._s_cache = np.zeros(slots)
+        self._s_sync = np.zeros(slots, dtype=bool)
+        self._s_rack = np.zeros(slots, dtype=np.int64)
+        self._s_group = np.zeros(slots, dtype=np.int64)
+        self._s_hosts = np.zeros(slots, dtype=np.int64)
+        self._s_first = np.zeros(slots, dtype=np.int64)
+        self._row_slot = [0] * size
+        for row in range(size):
+            self._join(row)
+
+    @staticmethod
+    def serves(policy: Policy, levels: Sequence[str], app_class: AppClass | None = None) -> str:
+        """Why these state classes cannot plan for ``policy``; empty if they can."""
+        if len(levels) > 1:
+            return "more than one topology level: BestFit plans over every host"
+        if policy.classes and app_class is AppClass.EXTREME_HPC:
+            return "ExtremeHPC dedication reads every co-runner of a host"
+        if policy.packing == PACKING_NOVA_WEIGHERS and policy.topology and policy.classes:
+            return "Nova's weighers in rack order are planned over every host"
+        return ""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def class_count(self) -> int:
+        return len(self._slot_of)
+
+    # -- classes -------------------------------------------------------------
+
+    def _name(self, row: int) -> Name:
+        return (
+            self._group[row] if self._by_group else -1,
+            self._rack[row] if self._by_rack else -1,
+            self._capacity[row],
+            self._free[row],
+            self._cache[row] if self._by_cache else 0.0,
+            self._sync[row] > 0 if self._by_cache else False,
+        )
+
+    def _slot(self, name: Name, row: int) -> int:
+        slot = self._slot_of.get(name)
+        if slot is not None:
+            return slot
+        if self._spare:
+            slot = self._spare.pop()
+            self._name_of[slot] = name
+            self._members[slot] = []
+        else:
+            slot = len(self._name_of)
+            self._name_of.append(name)
+            self._members.append([])
+            if slot == len(self._s_hosts):
+                self._grow()
+        self._slot_of[name] = slot
+        self._s_capacity[slot] = name[2]
+        self._s_free[slot] = name[3]
+        self._s_cache[slot] = self._cache[row]
+        self._s_sync[slot] = self._sync[row] > 0
+        self._s_rack[slot] = self._rack[row]
+        self._s_group[slot] = self._group[row]
+        self._s_hosts[slot] = 0
+        return slot
+
+    def _grow(self) -> None:
+        size = 2 * len(self._s_hosts)
+        for attribute in (
+            "_s_free",
+            "_s_capacity",
+            "_s_cache",
+            "_s_sync",
+            "_s_rack",
+            "_s_group",
+            "_s_hosts",
+            "_s_first",
+        ):
+            old = getattr(self, attribute)
+            new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, attribute, new)
+
+    def _join(self, row: int) -> None:
+        slot = self._slot(self._name(row), row)
+        members = self._members[slot]
+        bisect.insort(members, row)
+        self._s_hosts[slot] += 1
+        self._s_first[slot] = members[0]
+        self._row_slot[row] = slot
+
+    def _leave(self, row: int) -> None:
+        slot = self._row_slot[row]
+        members = self._members[slot]
+        del members[bisect.bisect_left(members, row)]
+        self._s_hosts[slot] -= 1
+        if members:
+            self._s_first[slot] = members[0]
+            return
+        del self._slot_of[self._name_of[slot]]
+        self._name_of[slot] = None
+        self._spare.append(slot)
+
+    # -- planning ------------------------------------------------------------
+
+    def room_for(self, memory_mb: float, count: int) -> bool:
+        """Whether ``count`` one-core VMs of ``memory_mb`` fit at all: the
+        necessary condition the simulator checks before planning."""
+        used = len(self._name_of)
+        free = self._s_free[:used]
+        fit = np.floor(free[:, 0] + 1e-9)
+        if memory_mb > 0:
+            fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
+        hosts = self._s_hosts[:used]
+        return float((fit * hosts)[(fit > 0) & (hosts > 0)].sum()) >= count
+
+    def plan(self, request: PlacementRequest) -> list[int]:
+        """The rows of ``request``'s VMs, in placement order, as
+        :func:`~hpc_nova_scheduler.core.algorithm.plan` would choose them
+        over every host; raise :class:`NoPlacement`. Changes nothing."""
+        if request.count < 1:
+            raise NoPlacement("a request needs at least one VM")
+        reason = self.serves(self.policy, ("rack",), request.app_class)
+        if self.policy.topology and not request.topology.empty:
+            reason = "the tenant's topology constraints are planned over every host"
+        if request.application_id in self._rows_of or any(request.held_domains):
+            reason = "an application that already runs is planned over every host"
+        if reason:
+            raise ValueError(reason)
+        used = len(self._name_of)
+        live = self._s_hosts[:used] > 0
+        if not (self.policy.homogeneity and request.app_class.needs_homogeneity):
+            return self._plan_slots(request, np.flatnonzero(live))
+        best: tuple[tuple, list[int]] | None = None
+        reasons = []
+        groups = self._s_group[:used]
+        for code, group in enumerate(self.group_names):
+            try:
+                rows = self._plan_slots(request, np.flatnonzero(live & (groups == code)))
+            except NoPlacement as refusal:
+                reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
+                continue
+            rank = (len({self._rack[r] for r in rows}), len(set(rows)), group)
+            if best is None or rank < best[0]:
+                best = (rank, rows)
+        if best is None:
+            raise NoPlacement(
+                f"no single processor group can hold all {request.count} VMs; " + "; ".join(reasons)
+            )
+        return best[1]
+
+    def _plan_slots(self, request: PlacementRequest, slots: np.ndarray) -> list[int]:
+        if not slots.size:
+            raise NoPlacement("no candidate hosts")
+        return _Greedy(self, request, slots).run()
+
+    # -- placing and releasing -----------------------------------------------
+
+    def apply(self, rows: Sequence[int], request: PlacementRequest) -> None:
+        """Place the request's VMs on ``rows`` (one per VM, as planned)."""
+        profile = request.profile
+        demand = request.demand.as_tuple()
+        sync = int(profile.app_class is AppClass.SYNC_HPC)
+        touched = sorted(set(rows))
+        for row in touched:
+            self._leave(row)
+        for row in rows:
+            self._serial += 1
+            vm = RunningVM(
+                uuid=f"{request.application_id}#{self._serial}",
+                app_class=profile.app_class,
+                cache_score=profile.cache_score,
+                app_name=profile.app_name,
+                application_id=request.application_id,
+            )
+            self._vms[row].append((vm, demand))
+            a, b, c = self._free[row]
+            self._free[row] = (a - demand[0], b - demand[1], c - demand[2])
+            self._cache[row] += profile.cache_score
+            self._sync[row] += sync
+        for row in touched:
+            self._join(row)
+        self._rows_of[request.application_id] = set(touched)
+
+    def release(self, application_id: str) -> None:
+        """Remove every VM of the application (it finished)."""
+        for row in sorted(self._rows_of.pop(application_id, ())):
+            self._leave(row)
+            kept = []
+            a, b, c = self._free[row]
+            for vm, demand in self._vms[row]:
+                if vm.application_id == application_id:
+                    a, b, c = a + demand[0], b + demand[1], c + demand[2]
+                else:
+                    kept.append((vm, demand))
+            self._vms[row] = kept
+            self._free[row] = (a, b, c)
+            # Summed afresh in placement order, as ClusterState does.
+            self._cache[row] = ordered_sum(vm.cache_score for vm, _ in kept)
+            self._sync[row] = sum(vm.app_class is AppClass.SYNC_HPC for vm, _ in kept)
+            self._join(row)
+
+    def rows_of(self, application_id: str) -> list[int]:
+        return sorted(self._rows_of.get(application_id, ()))
+
+    def vms_on(self, row: int) -> list[RunningVM]:
+        return [vm for vm, _ in self._vms[row]]
+
+    def free_of(self, row: int) -> Vector:
+        return self._free[row]
+
+    def cache_of(self, row: int) -> float:
+        """The host's cache total: its VMs' scores summed in placement order."""
+        return self._cache[row]
+
+    def free_cores(self) -> float:
+        used = len(self._name_of)
+        return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
+
+
+class _Greedy:
+    """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
+
+    def __init__(self, classes: StateClasses, request: PlacementRequest, slots: np.ndarray) -> None:
+        self.classes = classes
+        self.request = request
+        policy = classes.policy
+        self.policy = policy
+        app_class = request.app_class if policy.classes else AppClass.NON_HPC
+        self.ranked = policy.topology and app_class.topology_aware
+        self.sync_request = request.app_class is AppClass.SYNC_HPC
+        self.thresholds = policy.cache_criteria
+        self.score = request.profile.cache_score
+        self.demand_tuple = request.demand.as_tuple()
+        self.demand = np.array(self.demand_tuple, dtype=float)
+        self.dims = self.demand > 0
+        self.slots = slots
+        self.free = classes._s_free[slots]
+        self.capacity = classes._s_capacity[slots]
+        self.cache = classes._s_cache[slots]
+        self.sync = classes._s_sync[slots]
+        self.hosts = classes._s_hosts[slots]
+        if self.dims.any():
+            copies = np.floor((self.free[:, self.dims] + _SLACK) / self.demand[self.dims]).min(
+                axis=1
+            )
+            self.copies = np.maximum(copies, 0)
+        else:
+            self.copies = np.zeros(len(slots))
+        #: Each rack's rank in Algorithm 1's order (ranked requests only).
+        self.rack_rank: np.ndarray | None = None
+        if self.ranked:
+            racks = classes._racks
+            rack = classes._s_rack[slots]
+            room = np.bincount(rack, weights=self.copies * self.hosts, minlength=racks)
+            order = np.lexsort((np.arange(racks), -room))
+            rank = np.empty(racks)
+            rank[order] = np.arange(racks, dtype=float)
+            self.rack_rank = rank
+
+    def admissible(self, free: np.ndarray, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
+        """The planner's admissible(), per class or per host."""
+        ok = (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
+        if self.thresholds:
+            limits = self.classes.thresholds
+            total = cache + self.score
+            ok &= ~(total > limits.alpha + EPSILON)
+            ok &= ~((sync | self.sync_request) & (total > limits.beta + EPSILON))
+        return ok
+
+    def admits_one(self, free: Sequence[float], cache: float, sync: bool) -> bool:
+        """The planner's admits_one(), to the bit."""
+        if not all(d <= f + _SLACK for d, f in zip(self.demand_tuple, free, strict=True) if d > 0):
+            return False
+        if self.thresholds:
+            limits = self.classes.thresholds
+            total = cache + self.score
+            if total > limits.alpha + EPSILON:
+                return False
+            if (sync or self.sync_request) and total > limits.beta + EPSILON:
+                return False
+        return True
+
+    def keys(self, at: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The sort key but the row of the classes at positions ``at``, most
+        significant first.
+
+        Ranked, the planner's position tie-break is Algorithm 1's order
+        within a rack: more VMs of the request first, then the row.
+        """
+        packing = self.policy.packing
+        free, capacity = self.free[at], self.capacity[at]
+        if self.ranked:
+            rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
+            copies = -self.copies[at]
+            if packing == PACKING_COSINE:
+                return (rank, _cosine_keys(free, capacity, self.demand)[1], copies)
+            return (rank, *blind_keys(packing, free, capacity, self.demand), copies)
+        return blind_keys(packing, free, capacity, self.demand)
+
+    def key_one(self, row: int, free: Sequence[float], copies: float) -> tuple:
+        packing = self.policy.packing
+        capacity = self.classes._capacity[row]
+        if self.ranked:
+            rank = float(self.rack_rank[self.classes._rack[row]])
+            if packing == PACKING_COSINE:
+                return (rank, _cosine_key_one(free, capacity, self.demand_tuple)[1], -copies)
+            return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), -copies)
+        return blind_key_one(packing, free, capacity, self.demand_tuple)
+
+    def run(self) -> list[int]:
+        if self.policy.packing == PACKING_NOVA_WEIGHERS:
+            return self.weighed()
+        return self.mdobp()
+
+    def _untouched(self, slots: np.ndarray, keys: list[np.ndarray]) -> Iterator[tuple[tuple, int]]:
+        """Hosts of ``slots`` (classes sorted by key, then first row) in
+        (key, row) order: classes of equal keys merged by row, each joining
+        the merge only when its first row comes up."""
+        members = self.classes._members
+        size = len(slots)
+        if not size:
+            return
+        change = np.zeros(size - 1, dtype=bool)
+        for k in keys:
+            change |= k[1:] != k[:-1]
+        starts = [0, *(np.flatnonzero(change) + 1).tolist(), size]
+        for i, j in itertools.pairwise(starts):
+            key = tuple(float(k[i]) for k in keys)
+            if j == i + 1:
+                for row in members[int(slots[i])]:
+                    yield key, row
+                continue
+            run = slots[i:j].tolist()
+            merging: list[tuple[int, int, int]] = []
+            joined = 0
+            while merging or joined < len(run):
+                while joined < len(run) and (
+                    not merging or members[run[joined]][0] < merging[0][0]
+                ):
+                    slot = run[joined]
+                    heapq.heappush(merging, (members[slot][0], 0, slot))
+                    joined += 1
+                row, at, slot = merging[0]
+                yield key, row
+                rows = members[slot]
+                if at + 1 < len(rows):
+                    heapq.heapreplace(merging, (rows[at + 1], at + 1, slot))
+                else:
+                    heapq.heappop(merging)
+
+    def mdobp(self) -> list[int]:
+        count = self.request.count
+        ok = self.admissible(self.free, self.cache, self.sync)
+        candidates = np.flatnonzero(ok)
+        keys = self.keys(candidates)
+        first = self.classes._s_first[self.slots[candidates]]
+        order = np.lexsort((first, *reversed(keys)))
+        untouched = self._untouched(self.slots[candidates[order]], [k[order] for k in keys])
+        classes = self.classes
+        copies_of = np.zeros(len(classes._name_of))
+        copies_of[self.slots] = self.copies
+        # Hosts that took VMs of this request: their state, rescored one by one.
+        touched: dict[int, list] = {}
+        changed: list[tuple[tuple, int]] = []
+        demand = self.demand_tuple
+        chosen: list[int] = []
+        waiting = next(untouched, None)
+        for _ in range(count):
+            while waiting is not None and waiting[1] in touched:
+                waiting = next(untouched, None)
+            if changed and (waiting is None or changed[0] < waiting):
+                _, row = heapq.heappop(changed)
+            elif waiting is not None:
+                row = waiting[1]
+                waiting = next(untouched, None)
+            else:
+                raise self.short_of(len(chosen))
+            load = touched.get(row)
+            if load is None:
+                load = touched[row] = [
+                    list(classes._free[row]),
+                    classes._cache[row],
+                    classes._sync[row] > 0,
+                    float(copies_of[classes._row_slot[row]]),
+                ]
+            load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
+            load[1] += self.score
+            load[2] = load[2] or self.sync_request
+            if self.admits_one(load[0], load[1], load[2]):
+                heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row))
+            chosen.append(row)
+        return chosen
+
+    def weighed(self) -> list[int]:
+        """Nova's weighers: every VM normalises over all candidates again,
+        here the untouched classes and the touched hosts one by one."""
+        classes = self.classes
+        members = classes._members
+        count = self.request.count
+        slots = self.slots
+        taken = np.zeros(len(slots), dtype=np.int64)
+        #: Each class's first host this request has not touched (-1: none left).
+        next_row = classes._s_first[slots].copy()
+        ok_slots = self.admissible(self.free, self.cache, self.sync)
+        # The touched hosts, in the order they were first chosen.
+        t_rows = np.zeros(count, dtype=np.int64)
+        t_free = np.zeros((count, 3))
+        t_cache = np.zeros(count)
+        t_sync = np.zeros(count, dtype=bool)
+        touched = 0
+        chosen: list[int] = []
+        for _ in range(count):
+            picks = np.flatnonzero(ok_slots & (taken < self.hosts))
+            mine = np.flatnonzero(
+                self.admissible(t_free[:touched], t_cache[:touched], t_sync[:touched])
+            )
+            if not picks.size and not mine.size:
+                raise self.short_of(len(chosen))
+            rows = np.concatenate((next_row[picks], t_rows[mine]))
+            values = np.concatenate((self.free[picks], t_free[mine]))
+            weight = _normalised(values[:, 1]) + _normalised(values[:, 0])
+            best = int(np.lexsort((rows, -weight))[0])
+            row = int(rows[best])
+            if best < len(picks):
+                i = int(picks[best])
+                taken[i] += 1
+                hosts = members[int(slots[i])]
+                next_row[i] = hosts[taken[i]] if taken[i] < len(hosts) else -1
+                at = touched
+                touched += 1
+                t_rows[at] = row
+                t_free[at] = self.free[i]
+                t_cache[at] = self.cache[i]
+                t_sync[at] = self.sync[i]
+            else:
+                at = int(mine[best - len(picks)])
+            t_free[at] -= self.demand
+            t_cache[at] += self.score
+            t_sync[at] |= self.sync_request
+            chosen.append(row)
+        return chosen
+
+    def short_of(self, placed: int) -> NoPlacement:
+        return NoPlacement(
+            f"only {placed} of {self.request.count} VMs fit within capacity, "
+            "dedicated hosts, cache thresholds and the interference table",
+            placed,
+        )
+
+
+def cache_slots(policy: Policy, thresholds: Thresholds, request: PlacementRequest) -> int | None:
+    """How many VMs of the request an idle host's cache thresholds admit
+    (None: no limit), added up as the planner adds them."""
+    score = request.profile.cache_score
+    extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
+    if not policy.cache_criteria or extreme or score <= 0:
+        return None
+    limit = thresholds.alpha
+    if request.app_class is AppClass.SYNC_HPC:
+        limit = min(limit, thresholds.beta)
+    slots, cache = 0, 0.0
+    while slots < request.count and cache + score <= limit + EPSILON:
+        cache += score
+        slots += 1
+    return slots
+
+
+__all__ = ["StateClasses", "cache_slots"]

@@ -1,0 +1,167 @@
+"""State classes plan exactly what plan() plans over every host."""
+
+from __future__ import annotations
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core.algorithm import (
+    PACKING_COSINE,
+    PACKING_LEAST_FREE_PES,
+    PACKING_MOST_FREE_RAM,
+    PACKING_NOVA_WEIGHERS,
+    NoPlacement,
+    PlacementRequest,
+    Policy,
+)
+from hpc_nova_scheduler.core.cluster import Resources
+from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.core.state_classes import StateClasses
+from hpc_nova_scheduler.core.topology import TopologySpec
+
+POLICIES = [
+    Policy(),
+    Policy(packing=PACKING_LEAST_FREE_PES),
+    Policy(packing=PACKING_MOST_FREE_RAM),
+    Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
+    Policy(homogeneity=False),
+    Policy(cache_criteria=False),
+    Policy.nova_like(PACKING_NOVA_WEIGHERS),
+    Policy.nova_like(PACKING_COSINE),
+    Policy(classes=False, packing=PACKING_NOVA_WEIGHERS),
+]
+
+
+@st.composite
+def clouds(draw) -> ClusterState:
+    """A few racks of hosts of one or two shapes, in one or two processor groups."""
+    state = ClusterState()
+    racks = draw(st.integers(1, 4))
+    groups = draw(st.integers(1, 2))
+    row = 0
+    for rack in range(racks):
+        for _ in range(draw(st.integers(1, 4))):
+            cores = draw(st.sampled_from([2, 4, 4, 8]))
+            ram = draw(st.sampled_from([2048.0, 4096.0, 8192.0]))
+            state.add_host(
+                f"h{row:03d}",
+                Resources(cores, ram, 20),
+                rack=f"r{rack}",
+                cpu_group=f"g{rack % groups}",
+            )
+            row += 1
+    return state
+
+
+requests = st.tuples(
+    st.sampled_from([AppClass.SYNC_HPC, AppClass.ASYNC_HPC, AppClass.NON_HPC]),
+    st.integers(1, 12),
+    st.sampled_from([0.0, 100.0, 512.0, 700.5, 1500.0]),
+    st.sampled_from([0.0, 7.5, 15.0, 29.9, 30.0]),
+    st.sampled_from([1.0, 1.0, 2.0]),
+)
+
+
+class TestSamePlans(testtools.TestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(
+        clouds(),
+        st.sampled_from(POLICIES),
+        st.sampled_from([Thresholds(200, 60), Thresholds(40, 30), Thresholds(1e9, 1e9)]),
+        st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=25),
+    )
+    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps) -> None:
+        """Request by request, the same hosts in the same order, and the
+        same free vectors and cache totals after every placement and release."""
+        classes = StateClasses(cloud.columns(), policy, thresholds)
+        running: list[str] = []
+        for number, ((app_class, count, memory, score, vcpus), finish) in enumerate(steps):
+            request = PlacementRequest(
+                ApplicationProfile(app_class, score, f"app{number % 3}"),
+                Resources(vcpus, memory, 0.5),
+                count,
+                f"job{number}",
+            )
+            try:
+                expected = algorithm.plan(request, cloud.columns(), thresholds, policy=policy)
+            except NoPlacement:
+                expected = None
+            try:
+                rows = classes.plan(request)
+            except NoPlacement:
+                rows = None
+            got = None if rows is None else tuple(classes.names[r] for r in rows)
+            self.assertEqual(None if expected is None else expected.hosts, got, number)
+            if expected is not None:
+                cloud.apply(expected, request)
+                classes.apply(rows, request)
+                running.append(request.application_id)
+            if finish and running:
+                gone = running.pop(number % len(running))
+                cloud.release([gone])
+                classes.release(gone)
+            columns = cloud.columns()
+            for row in range(len(columns)):
+                self.assertEqual(tuple(columns.free[row].tolist()), classes.free_of(row))
+                self.assertEqual(float(columns.cache_total[row]), classes.cache_of(row))
+                self.assertEqual(
+                    [vm.uuid for vm in cloud.vms_on(row)], [vm.uuid for vm in classes.vms_on(row)]
+                )
+            self.assertEqual(float(columns.free[:, 0].sum()), classes.free_cores())
+
+    def test_idle_hosts_are_one_class_per_rack(self) -> None:
+        cloud = ClusterState()
+        for row in range(64):
+            cloud.add_host(f"h{row:03d}", Resources(4, 2048, 0), rack=f"r{row // 32}")
+        self.assertEqual(
+            2, StateClasses(cloud.columns(), Policy(), Thresholds(200, 60)).class_count()
+        )
+        blind_to_racks = Policy(classes=False, topology=False)
+        classes = StateClasses(cloud.columns(), blind_to_racks, Thresholds(200, 60))
+        self.assertEqual(1, classes.class_count())
+        request = PlacementRequest(
+            ApplicationProfile(AppClass.SYNC_HPC, 10.0), Resources(1, 100, 0), 6, "a"
+        )
+        rows = classes.plan(request)
+        classes.apply(rows, request)
+        # Hosts that took as many VMs are alike again; the idle ones stay one class.
+        loads = {rows.count(row) for row in rows}
+        self.assertEqual(len(loads) + 1, classes.class_count())
+        classes.release("a")
+        self.assertEqual(1, classes.class_count())
+
+    def test_what_it_does_not_serve(self) -> None:
+        cloud = ClusterState(("block", "rack"))
+        cloud.add_host("h0", Resources(4, 2048, 0), rack="r0", outer=("b0",))
+        self.assertRaisesRegex(
+            ValueError,
+            "more than one topology level",
+            StateClasses,
+            cloud.columns(),
+            Policy(),
+            Thresholds(200, 60),
+        )
+        flat = ClusterState()
+        flat.add_host("h0", Resources(4, 2048, 0), rack="r0")
+        classes = StateClasses(flat.columns(), Policy(), Thresholds(200, 60))
+        extreme = PlacementRequest(
+            ApplicationProfile(AppClass.EXTREME_HPC), Resources(1, 100, 0), 1, "x"
+        )
+        self.assertRaisesRegex(ValueError, "ExtremeHPC", classes.plan, extreme)
+        constrained = PlacementRequest(
+            ApplicationProfile(AppClass.SYNC_HPC),
+            Resources(1, 100, 0),
+            2,
+            "y",
+            TopologySpec(required="rack"),
+        )
+        self.assertRaisesRegex(ValueError, "topology constraints", classes.plan, constrained)
+        plain = PlacementRequest(
+            ApplicationProfile(AppClass.SYNC_HPC), Resources(1, 100, 0), 1, "z"
+        )
+        classes.apply(classes.plan(plain), plain)
+        self.assertRaisesRegex(ValueError, "already runs", classes.plan, plain)
