@@ -5,8 +5,10 @@ Every policy of :mod:`hpc_nova_scheduler.sim.scenarios` (``--policies``
 restricts them; mdobp is always measured, as the reference) on 4-core
 hosts of 2,048 MB, jobs arriving at their submit times, FCFS, cache scores
 drawn in [0, 30], alpha 200, beta 60, run times as logged. Each policy
-runs on the engine the simulator picks for it (``host_classes=None``): the
-class-based engine (``class``) or plan() over every host (``host``).
+runs on the engine the simulator picks for it (``host_classes=None``):
+classes of identical hosts for blind packings (``blind``), classes of hosts
+in the same state for the rest (``state``), or plan() over every host
+(``host``, the reference).
 
 1. Whole logs: every log under ``--traces`` (the no_memory ones included)
    and a log shaped like LANL-CM5-1994 (wide jobs, a deep queue; see
@@ -14,7 +16,7 @@ class-based engine (``class``) or plan() over every host (``host``).
    MaxProcs header or known size, else 1,024). ``--jobs N`` replays the
    first N jobs of each instead, and then the whole-log time is a linear
    estimate (marked ``~``). Each time is also given over mdobp's on the same
-   log and cores. For a policy on the class engine, the first
+   log and cores. For a policy on a class engine, the first
    ``--baseline-jobs`` jobs are replayed through plan() over every host as
    well: the speedup over it, and whether both engines finished every job
    at the same times.
@@ -63,14 +65,19 @@ TARGET_GROWTH = 1.5
 TARGET_OVER_MDOBP = 2.0
 #: The policies held to TARGET_OVER_MDOBP.
 HELD_TO_MDOBP = ("mdobp-cache", "hpc-aware")
-ENGINE_NOTE = "class: per class of identical hosts; host: plan() over every host"
+ENGINE_NOTE = (
+    "blind: classes of identical hosts; state: classes of hosts in the same state; "
+    "host: plan() over every host"
+)
+#: Simulator.engine -> the label printed.
+LABELS = {"blind classes": "blind", "state classes": "state", "hosts": "host"}
 
 
 @dataclasses.dataclass
 class Timed:
     seconds: float
     result: simulator.Result
-    #: "class" (per class of identical hosts) or "host" (plan() over every host).
+    #: "blind", "state" (class engines) or "host" (plan() over every host).
     engine: str
 
 
@@ -89,7 +96,7 @@ def replay(policy: str, jobs, cores: int, repeat: int, host_classes: bool | None
         started = time.perf_counter()
         result = sim.run(jobs)
         elapsed = time.perf_counter() - started
-        timed = Timed(elapsed, result, "class" if sim.host_classes else "host")
+        timed = Timed(elapsed, result, LABELS[sim.engine])
         best = timed if best is None or elapsed < best.seconds else best
     return best
 
@@ -129,13 +136,13 @@ def short(name: str) -> str:
 
 
 def engines(names: list[str]) -> str:
-    """Which policies the simulator runs per class of hosts and which host by host."""
+    """Which policies the simulator runs on which engine."""
     shape = settings.ClusterShape.from_total_cores(DEFAULT_CORES, CORES_PER_HOST, RAM_MB)
-    by_engine: dict[str, list[str]] = {"class engine": [], "host by host": []}
+    by_engine: dict[str, list[str]] = {label: [] for label in LABELS.values()}
     for policy in names:
         scenario = scenarios.build(policy, alpha=200, beta=60, runtime_factor=1.0)
         sim = simulator.Simulator(shape, scenario, cache_scores=(0, 30))
-        by_engine["class engine" if sim.host_classes else "host by host"].append(policy)
+        by_engine[LABELS[sim.engine]].append(policy)
     return "; ".join(f"{engine}: {', '.join(p) or '-'}" for engine, p in by_engine.items())
 
 
@@ -148,7 +155,7 @@ def whole_logs(args, names: list[str]) -> bool:
     print(
         f"\n1) {capped}, FCFS, hosts of {CORES_PER_HOST} cores and {RAM_MB} MB on the "
         f"system's cores; x{REFERENCE}: seconds over {REFERENCE}'s on the same jobs; "
-        f"baseline (class engine only): plan() over every host on the first "
+        f"baseline (class engines only): plan() over every host on the first "
         f"{args.baseline_jobs} jobs"
     )
     print(
@@ -178,7 +185,7 @@ def whole_logs(args, names: list[str]) -> bool:
             met = whole < TARGET_SECONDS
             held = over <= TARGET_OVER_MDOBP if policy in HELD_TO_MDOBP else None
             speedup = same = "-"
-            if timed.engine == "class" and args.baseline_jobs > 0:
+            if timed.engine != "host" and args.baseline_jobs > 0:
                 prefix = jobs[: args.baseline_jobs]
                 fast = replay(policy, prefix, cores, args.repeat)
                 slow = replay(policy, prefix, cores, args.repeat, host_classes=False)

@@ -309,6 +309,13 @@ class StateClasses:
     def free_of(self, row: int) -> Vector:
         return self._free[row]
 
+    def capacity_of(self, row: int) -> Vector:
+        return self._capacity[row]
+
+    def empty_rows(self) -> set[int]:
+        """The hosts no VM runs on."""
+        return {row for row, vms in enumerate(self._vms) if not vms}
+
     def cache_of(self, row: int) -> float:
         """The host's cache total: its VMs' scores summed in placement order."""
         return self._cache[row]

@@ -65,14 +65,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
+from hpc_nova_scheduler.core.algorithm import PlacementRequest
 from hpc_nova_scheduler.core.errors import CannotPlace
 from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.planners.base import SLACK, Batch, BatchApp, Placement, Planner
 
 if TYPE_CHECKING:
-    from hpc_nova_scheduler.sim.cloud import PlannedCloud
     from hpc_nova_scheduler.sim.settings import HostKind
+
+#: The simulator's clouds a batch can be placed on.
+Cloud = "PlannedCloud | StateClassedCloud"
 
 #: Seed 004's largest batches have 50 applications.
 MAX_BATCH = 50
@@ -228,25 +230,23 @@ def plan_window(
     return starts, waiting
 
 
-def empty_rows(cloud: PlannedCloud) -> set[int]:
+def empty_rows(cloud: Cloud) -> set[int]:
     """The hosts no VM runs on."""
-    return set(np.flatnonzero(cloud.cluster.columns().vms == 0).tolist())
+    return cloud.empty_rows()
 
 
-def start_on(cloud: PlannedCloud, request: PlacementRequest, row: int) -> None:
+def start_on(cloud: Cloud, request: PlacementRequest, row: int) -> None:
     """Place all the request's VMs on host ``row``, as a batch planner chose.
 
-    The same :meth:`ClusterState.apply` as an online placement, so the
-    cloud's room and VMs are kept one way; a plan that would overfill the
-    host is a bug, refused rather than counted.
+    The same code as an online placement applies them, so the cloud's room
+    and VMs are kept one way; a plan that would overfill the host is a bug,
+    refused rather than counted.
     """
-    columns = cloud.cluster.columns()
+    free, capacity = cloud.room_of(row)
     need = np.array(request.demand.as_tuple()) * request.count
-    room = columns.free[row] + 1e-6 * np.maximum(columns.capacity[row], 1.0)
+    room = np.asarray(free) + 1e-6 * np.maximum(np.asarray(capacity), 1.0)
     if np.any(need > room):
         raise ValueError(
-            f"application {request.application_id} does not fit host {columns.names[row]}"
+            f"application {request.application_id} does not fit host {cloud.host_name(row)}"
         )
-    name = columns.names[row]
-    plan = Plan((name,) * request.count, columns.cpu_groups[row], (columns.racks[row],))
-    cloud.cluster.apply(plan, request)
+    cloud.place_on(request, row)

@@ -21,12 +21,13 @@ and hold them together job by job).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpc_nova_scheduler.core import algorithm
-from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
+from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 from hpc_nova_scheduler.core.state_classes import StateClasses, cache_slots
@@ -120,6 +121,25 @@ class PlannedCloud(_IdleAnswers):
     def finish(self, application_id: str) -> None:
         self.cluster.release([application_id])
 
+    def empty_rows(self) -> set[int]:
+        """The hosts no VM runs on."""
+        return set(np.flatnonzero(self.cluster.columns().vms == 0).tolist())
+
+    def room_of(self, row: int) -> tuple[Sequence[float], Sequence[float]]:
+        """A host's free and total resources."""
+        columns = self.cluster.columns()
+        return columns.free[row].tolist(), columns.capacity[row].tolist()
+
+    def host_name(self, row: int) -> str:
+        return self.cluster.columns().names[row]
+
+    def place_on(self, request: PlacementRequest, row: int) -> None:
+        """Every VM of the request on host ``row`` (a batch planner's choice)."""
+        columns = self.cluster.columns()
+        name = columns.names[row]
+        plan = Plan((name,) * request.count, columns.cpu_groups[row], (columns.racks[row],))
+        self.cluster.apply(plan, request)
+
     def rows_of(self, application_id: str) -> list[int]:
         return self.cluster.rows_of(application_id)
 
@@ -208,6 +228,18 @@ class StateClassedCloud(_IdleAnswers):
 
     def finish(self, application_id: str) -> None:
         self.classes.release(application_id)
+
+    def empty_rows(self) -> set[int]:
+        return self.classes.empty_rows()
+
+    def room_of(self, row: int) -> tuple[Sequence[float], Sequence[float]]:
+        return self.classes.free_of(row), self.classes.capacity_of(row)
+
+    def host_name(self, row: int) -> str:
+        return self.classes.names[row]
+
+    def place_on(self, request: PlacementRequest, row: int) -> None:
+        self.classes.apply([row] * request.count, request)
 
     def rows_of(self, application_id: str) -> list[int]:
         return self.classes.rows_of(application_id)

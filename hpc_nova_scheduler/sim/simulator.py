@@ -185,8 +185,8 @@ class Simulator:
 
     ``batches`` holds arrivals for a window and places them with a batch
     planner (:mod:`.batches`); a planner that reads an interference model
-    needs ``profiles`` as such models do. Batches are placed host by host,
-    which only :class:`~.cloud.PlannedCloud` can do: no host classes then.
+    needs ``profiles`` as such models do. The blind classes keep no hosts
+    one by one, so batches replay on state classes or host by host.
 
     ``host_classes``: None picks the fastest engine that replays the
     scenario exactly (blind classes, then state classes, else plan() over
@@ -255,8 +255,7 @@ class Simulator:
         if scenario.admission is not None and scenario.policy.blind:
             raise ValueError(f"scenario {scenario.name}: a blind policy admits by room alone")
         blind_fit = scenario.policy.blind and self.interference is None and batches is None
-        state_refusal = "batches are placed host by host" if batches is not None else ""
-        state_refusal = state_refusal or StateClassedCloud.refusal(shape, scenario)
+        state_refusal = StateClassedCloud.refusal(shape, scenario)
         classes_fit = blind_fit or not state_refusal
         if host_classes and not classes_fit:
             raise ValueError(f"host classes cannot replay {scenario.name}: {state_refusal}")

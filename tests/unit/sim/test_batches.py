@@ -11,8 +11,9 @@ from hpc_nova_scheduler.core.algorithm import PACKING_MOST_FREE_PES, Policy
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.planners import planner_registry
 from hpc_nova_scheduler.planners.base import Batch, BatchApp
-from hpc_nova_scheduler.sim import batches, settings, simulator
+from hpc_nova_scheduler.sim import batches, scenarios, settings, simulator
 from hpc_nova_scheduler.sim.cloud import PlannedCloud
+from tests.unit.sim import test_cloud
 from tests.unit.sim.jobs import job
 
 SHAPE = settings.ClusterShape(hosts=3, cores=4, ram_mb=4096)
@@ -188,8 +189,9 @@ class TestReplay(testtools.TestCase):
         seen = []
 
         def check(settled: int) -> None:
-            columns = sim._cloud.cluster.columns()
-            self.assertGreaterEqual(columns.free.min(), -1e-6)
+            cloud = sim._cloud
+            lowest = min(min(cloud.room_of(row)[0]) for row in range(sim.shape.hosts))
+            self.assertGreaterEqual(lowest, -1e-6)
             seen.append(settled)
 
         sim.progress = check
@@ -241,15 +243,20 @@ class TestReplay(testtools.TestCase):
         self.assertIn("batch planner ils reads sllc_score", str(error))
         self.assertIn("profiles", str(error))
 
-    def test_host_classes_cannot_place_batches(self) -> None:
-        self.assertRaises(
-            ValueError,
-            simulator.Simulator,
-            SHAPE,
-            MDOBP,
-            host_classes=True,
-            batches=arrivals(),
-        )
+    def test_batches_replay_on_state_classes_as_host_by_host(self) -> None:
+        """The online part on state classes, the batches applied to them:
+        the same hosts job by job as plan() over every host."""
+        shape = settings.ClusterShape(hosts=12, cores=4, ram_mb=4096, hosts_per_rack=4)
+        for name in ("mdobp", "hpc-aware"):
+            scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
+            for seed in range(4):
+                jobs = random_jobs(seed, 60, submit_span=900.0)
+                sim = simulator.Simulator(shape, scenario, batches=arrivals())
+                self.assertEqual("state classes", sim.engine)
+                placed = test_cloud.replay_both(
+                    self, shape, scenario, jobs, batches=arrivals(), cache_scores=(0, 30)
+                )
+                self.assertGreater(len(placed), 40, (name, seed))
 
     def test_ffd_batches_use_no_more_hosts_than_spreading_online(self) -> None:
         # Everything arrives at once on more hosts than the jobs need. Online
