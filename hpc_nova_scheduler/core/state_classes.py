@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -121,6 +120,11 @@ class StateClasses:
         if policy.packing == PACKING_NOVA_WEIGHERS and policy.topology and policy.classes:
             return "Nova's weighers in rack order are planned over every host"
         return ""
+
+    #: Up to this many admissible classes, a request scores them in Python:
+    #: numpy's cost per call would outweigh arrays this short. Both ways
+    #: agree to the bit (the tests run both).
+    few_slots = 24
 
     def __len__(self) -> int:
         return len(self.names)
@@ -420,25 +424,25 @@ class _Greedy:
             return self.weighed()
         return self.mdobp()
 
-    def _untouched(self, slots: np.ndarray, keys: list[np.ndarray]) -> Iterator[tuple[tuple, int]]:
+    def _untouched(self, slots: list[int], keys: list[tuple]) -> Iterator[tuple[tuple, int]]:
         """Hosts of ``slots`` (classes sorted by key, then first row) in
         (key, row) order: classes of equal keys merged by row, each joining
         the merge only when its first row comes up."""
         members = self.classes._members
         size = len(slots)
-        if not size:
-            return
-        change = np.zeros(size - 1, dtype=bool)
-        for k in keys:
-            change |= k[1:] != k[:-1]
-        starts = [0, *(np.flatnonzero(change) + 1).tolist(), size]
-        for i, j in itertools.pairwise(starts):
-            key = tuple(float(k[i]) for k in keys)
+        i = 0
+        while i < size:
+            key = keys[i]
+            j = i + 1
+            while j < size and keys[j] == key:
+                j += 1
             if j == i + 1:
-                for row in members[int(slots[i])]:
+                for row in members[slots[i]]:
                     yield key, row
+                i = j
                 continue
-            run = slots[i:j].tolist()
+            run = slots[i:j]
+            i = j
             merging: list[tuple[int, int, int]] = []
             joined = 0
             while merging or joined < len(run):
@@ -456,14 +460,38 @@ class _Greedy:
                 else:
                     heapq.heappop(merging)
 
+    def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[tuple]]:
+        """The admissible classes sorted by (key, first row), with their keys.
+
+        Few classes are scored in Python with the planner's one-host
+        functions (numpy's cost per call would outweigh arrays this short);
+        both ways agree to the bit.
+        """
+        classes = self.classes
+        slots = self.slots[candidates].tolist()
+        if len(slots) <= classes.few_slots:
+            copies = self.copies[candidates].tolist()
+            entries = sorted(
+                (
+                    self.key_one(classes._members[slot][0], classes._name_of[slot][3], copies[i]),
+                    classes._members[slot][0],
+                    slot,
+                )
+                for i, slot in enumerate(slots)
+            )
+            return [e[2] for e in entries], [e[0] for e in entries]
+        keys = self.keys(candidates)
+        first = classes._s_first[self.slots[candidates]]
+        order = np.lexsort((first, *reversed(keys)))
+        ranked = self.slots[candidates[order]].tolist()
+        if not keys:
+            return ranked, [()] * len(ranked)
+        return ranked, list(zip(*(k[order].tolist() for k in keys), strict=True))
+
     def mdobp(self) -> list[int]:
         count = self.request.count
         ok = self.admissible(self.free, self.cache, self.sync)
-        candidates = np.flatnonzero(ok)
-        keys = self.keys(candidates)
-        first = self.classes._s_first[self.slots[candidates]]
-        order = np.lexsort((first, *reversed(keys)))
-        untouched = self._untouched(self.slots[candidates[order]], [k[order] for k in keys])
+        untouched = self._untouched(*self.ranked_classes(np.flatnonzero(ok)))
         classes = self.classes
         copies_of = np.zeros(len(classes._name_of))
         copies_of[self.slots] = self.copies

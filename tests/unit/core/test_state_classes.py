@@ -73,11 +73,14 @@ class TestSamePlans(testtools.TestCase):
         st.sampled_from(POLICIES),
         st.sampled_from([Thresholds(200, 60), Thresholds(40, 30), Thresholds(1e9, 1e9)]),
         st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=25),
+        st.sampled_from([0, 1000]),
     )
-    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps) -> None:
+    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps, few) -> None:
         """Request by request, the same hosts in the same order, and the
-        same free vectors and cache totals after every placement and release."""
+        same free vectors and cache totals after every placement and release,
+        with classes scored in numpy (few = 0) and in Python."""
         classes = StateClasses(cloud.columns(), policy, thresholds)
+        classes.few_slots = few
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus), finish) in enumerate(steps):
             request = PlacementRequest(
