@@ -18,10 +18,15 @@ Python-float functions, as its MDOBP does. Free vectors and cache totals
 change by the same float operations in the same order as ClusterState's.
 Tests replay logs through both and require the same placements job by job.
 
+An interference model that admits hosts (a
+:class:`~hpc_nova_scheduler.core.judge.HostJudge`) reads each host's
+co-runners: built with ``judged``, the classes are split by them too, and
+the model is asked once per class, in the order plan() asks it per host.
+
 What it does not serve (:meth:`StateClasses.serves`) stays with plan()
-over every host: ExtremeHPC (dedication reads every co-runner), interference
-models as admission, the tenant's topology constraints and clouds of more
-than one level (BestFit), and applications that already run somewhere.
+over every host: ExtremeHPC (dedication reads every co-runner), the
+tenant's topology constraints and clouds of more than one level (BestFit),
+and applications that already run somewhere.
 """
 
 from __future__ import annotations
@@ -47,14 +52,16 @@ from hpc_nova_scheduler.core.algorithm import (
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
 from hpc_nova_scheduler.core.criteria import EPSILON, Thresholds
+from hpc_nova_scheduler.core.judge import HostJudge, Resident
 from hpc_nova_scheduler.core.profile import AppClass
 
 Vector = tuple[float, float, float]
 #: Floating-point slack when checking that a demand fits (as the planner does).
 _SLACK = 1e-9
-#: (processor group, rack, capacity, free, cache total, runs SyncHPC); a
-#: part the policy never reads is left constant so that classes stay few.
-Name = tuple[int, int, Vector, Vector, float, bool]
+#: (processor group, rack, capacity, free, cache total, runs SyncHPC,
+#: co-runners); a part the policy never reads is left constant so that
+#: classes stay few.
+Name = tuple[int, int, Vector, Vector, float, bool, tuple[Resident, ...]]
 
 
 class StateClasses:
@@ -66,7 +73,14 @@ class StateClasses:
     :meth:`apply` and :meth:`release` changes the hosts.
     """
 
-    def __init__(self, columns: HostColumns, policy: Policy, thresholds: Thresholds) -> None:
+    def __init__(
+        self,
+        columns: HostColumns,
+        policy: Policy,
+        thresholds: Thresholds,
+        judged: bool = False,
+    ) -> None:
+        """``judged``: plans will be asked with a judge of co-runners."""
         reason = self.serves(policy, columns.levels)
         if reason:
             raise ValueError(reason)
@@ -91,7 +105,8 @@ class StateClasses:
         self._group = [code[g] for g in columns.cpu_groups]
         # Only what the policy reads splits classes.
         self._by_rack = policy.topology and policy.classes
-        self._by_group = policy.homogeneity
+        self.judged = judged
+        self._by_group = policy.homogeneity or judged
         self._by_cache = policy.cache_criteria
         self._slot_of: dict[Name, int] = {}
         self._name_of: list[Name | None] = []
@@ -142,7 +157,20 @@ class StateClasses:
             self._free[row],
             self._cache[row] if self._by_cache else 0.0,
             self._sync[row] > 0 if self._by_cache else False,
+            self._residents(row) if self.judged else (),
         )
+
+    def _residents(self, row: int) -> tuple[Resident, ...]:
+        """The applications on a host and their VMs, in the order plan()
+        describes them to a judge (applications in the order they came)."""
+        found: dict[str | None, list] = {}
+        for vm, _ in self._vms[row]:
+            entry = found.get(vm.application_id)
+            if entry is None:
+                found[vm.application_id] = [vm.app_name, 1]
+            else:
+                entry[1] += 1
+        return tuple((name, vms) for name, vms in found.values())
 
     def _slot(self, name: Name, row: int) -> int:
         slot = self._slot_of.get(name)
@@ -218,10 +246,11 @@ class StateClasses:
         hosts = self._s_hosts[:used]
         return float((fit * hosts)[(fit > 0) & (hosts > 0)].sum()) >= count
 
-    def plan(self, request: PlacementRequest) -> list[int]:
+    def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as
         :func:`~hpc_nova_scheduler.core.algorithm.plan` would choose them
-        over every host; raise :class:`NoPlacement`. Changes nothing."""
+        over every host (``rule``: its judge of co-runners, which replaces
+        the cache thresholds); raise :class:`NoPlacement`. Changes nothing."""
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
         reason = self.serves(self.policy, ("rack",), request.app_class)
@@ -229,18 +258,22 @@ class StateClasses:
             reason = "the tenant's topology constraints are planned over every host"
         if request.application_id in self._rows_of or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
+        if rule is not None and not self.judged:
+            reason = "classes built without co-runners cannot be judged by a model"
         if reason:
             raise ValueError(reason)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
+        admitted = None if rule is None else self._admitted(request, rule, np.flatnonzero(live))
         if not (self.policy.homogeneity and request.app_class.needs_homogeneity):
-            return self._plan_slots(request, np.flatnonzero(live))
+            return self._plan_slots(request, np.flatnonzero(live), rule, admitted)
         best: tuple[tuple, list[int]] | None = None
         reasons = []
         groups = self._s_group[:used]
         for code, group in enumerate(self.group_names):
             try:
-                rows = self._plan_slots(request, np.flatnonzero(live & (groups == code)))
+                slots = np.flatnonzero(live & (groups == code))
+                rows = self._plan_slots(request, slots, rule, admitted)
             except NoPlacement as refusal:
                 reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
                 continue
@@ -253,10 +286,45 @@ class StateClasses:
             )
         return best[1]
 
-    def _plan_slots(self, request: PlacementRequest, slots: np.ndarray) -> list[int]:
+    def _plan_slots(
+        self,
+        request: PlacementRequest,
+        slots: np.ndarray,
+        rule: HostJudge | None,
+        admitted: np.ndarray | None,
+    ) -> list[int]:
         if not slots.size:
             raise NoPlacement("no candidate hosts")
-        return _Greedy(self, request, slots).run()
+        return _Greedy(self, request, slots, rule, admitted).run()
+
+    def _admitted(self, request: PlacementRequest, rule: HostJudge, live: np.ndarray) -> np.ndarray:
+        """Per class, whether ``rule`` admits the request's application there
+        with as many of its VMs as a host of the class could take.
+
+        One question per class that can take a VM, in the order of their
+        first hosts: the judge then sees the hosts plan() shows it, alike
+        ones once, in the same order.
+        """
+        demand = np.array(request.demand.as_tuple(), dtype=float)
+        dims = demand > 0
+        admitted = np.zeros(len(self._name_of), dtype=bool)
+        if not dims.any():
+            return admitted
+        free = self._s_free[live]
+        copies = np.maximum(np.floor((free[:, dims] + _SLACK) / demand[dims]).min(axis=1), 0)
+        asked = live[copies > 0]
+        copies = copies[copies > 0]
+        order = np.argsort(self._s_first[asked], kind="stable")
+        asked, copies = asked[order].tolist(), copies[order].tolist()
+        own = request.profile.app_name
+        hosts = [
+            [*self._name_of[slot][6], (own, int(vms))]
+            for slot, vms in zip(asked, copies, strict=True)
+        ]
+        types = [self.group_names[int(self._s_group[slot])] for slot in asked]
+        for slot, reason in zip(asked, rule.refusals(hosts, types), strict=True):
+            admitted[slot] = reason is None
+        return admitted
 
     # -- placing and releasing -----------------------------------------------
 
@@ -332,7 +400,14 @@ class StateClasses:
 class _Greedy:
     """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
 
-    def __init__(self, classes: StateClasses, request: PlacementRequest, slots: np.ndarray) -> None:
+    def __init__(
+        self,
+        classes: StateClasses,
+        request: PlacementRequest,
+        slots: np.ndarray,
+        rule: HostJudge | None = None,
+        admitted: np.ndarray | None = None,
+    ) -> None:
         self.classes = classes
         self.request = request
         policy = classes.policy
@@ -340,7 +415,11 @@ class _Greedy:
         app_class = request.app_class if policy.classes else AppClass.NON_HPC
         self.ranked = policy.topology and app_class.topology_aware
         self.sync_request = request.app_class is AppClass.SYNC_HPC
-        self.thresholds = policy.cache_criteria
+        # A judge of co-runners replaces the cache thresholds.
+        self.rule = rule
+        self.thresholds = policy.cache_criteria and rule is None
+        #: Per class, what placing VMs never changes: the judge's admission.
+        self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
         self.score = request.profile.cache_score
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
@@ -490,11 +569,13 @@ class _Greedy:
 
     def mdobp(self) -> list[int]:
         count = self.request.count
-        ok = self.admissible(self.free, self.cache, self.sync)
+        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
         untouched = self._untouched(*self.ranked_classes(np.flatnonzero(ok)))
         classes = self.classes
         copies_of = np.zeros(len(classes._name_of))
         copies_of[self.slots] = self.copies
+        fixed_of = np.zeros(len(classes._name_of), dtype=bool)
+        fixed_of[self.slots] = self.fixed_ok
         # Hosts that took VMs of this request: their state, rescored one by one.
         touched: dict[int, list] = {}
         changed: list[tuple[tuple, int]] = []
@@ -513,16 +594,18 @@ class _Greedy:
                 raise self.short_of(len(chosen))
             load = touched.get(row)
             if load is None:
+                slot = classes._row_slot[row]
                 load = touched[row] = [
                     list(classes._free[row]),
                     classes._cache[row],
                     classes._sync[row] > 0,
-                    float(copies_of[classes._row_slot[row]]),
+                    float(copies_of[slot]),
+                    bool(fixed_of[slot]),
                 ]
             load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
             load[1] += self.score
             load[2] = load[2] or self.sync_request
-            if self.admits_one(load[0], load[1], load[2]):
+            if load[4] and self.admits_one(load[0], load[1], load[2]):
                 heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row))
             chosen.append(row)
         return chosen
@@ -537,8 +620,9 @@ class _Greedy:
         taken = np.zeros(len(slots), dtype=np.int64)
         #: Each class's first host this request has not touched (-1: none left).
         next_row = classes._s_first[slots].copy()
-        ok_slots = self.admissible(self.free, self.cache, self.sync)
+        ok_slots = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
         # The touched hosts, in the order they were first chosen.
+        t_fixed = np.zeros(count, dtype=bool)
         t_rows = np.zeros(count, dtype=np.int64)
         t_free = np.zeros((count, 3))
         t_cache = np.zeros(count)
@@ -548,7 +632,8 @@ class _Greedy:
         for _ in range(count):
             picks = np.flatnonzero(ok_slots & (taken < self.hosts))
             mine = np.flatnonzero(
-                self.admissible(t_free[:touched], t_cache[:touched], t_sync[:touched])
+                t_fixed[:touched]
+                & self.admissible(t_free[:touched], t_cache[:touched], t_sync[:touched])
             )
             if not picks.size and not mine.size:
                 raise self.short_of(len(chosen))
@@ -565,6 +650,7 @@ class _Greedy:
                 at = touched
                 touched += 1
                 t_rows[at] = row
+                t_fixed[at] = self.fixed_ok[i]
                 t_free[at] = self.free[i]
                 t_cache[at] = self.cache[i]
                 t_sync[at] = self.sync[i]

@@ -9,11 +9,12 @@ Two implementations of one placement, chosen by the scenario:
 * :class:`ClassedCloud` serves blind policies (MDOBP and the Nova-like
   packings) with :class:`~hpc_nova_scheduler.core.host_classes.HostClasses`,
   whose cost per job does not grow with the number of hosts.
-* :class:`StateClassedCloud` serves the rest of what one rack level and no
-  admission model allow (hpc-aware, mdobp-cache, nova-default, ground-truth
-  interference) with
+* :class:`StateClassedCloud` serves the rest of what one rack level allows
+  (hpc-aware, mdobp-cache, nova-default, interference models as ground
+  truth or admission, batch arrivals) with
   :class:`~hpc_nova_scheduler.core.state_classes.StateClasses`: hosts in
-  classes by cache total, SyncHPC, rack and processor group as well.
+  classes by cache total, SyncHPC, rack, processor group and, under an
+  admission model, co-runners as well.
 
 The plans are the same to the bit (tests replay logs through the engines
 and hold them together job by job).
@@ -195,14 +196,13 @@ class StateClassedCloud(_IdleAnswers):
             raise ValueError(f"scenario {scenario.name}: {reason}")
         self.scenario = scenario
         columns = shape.build(flat=scenario.flat).columns()
-        self.classes = StateClasses(columns, scenario.policy, scenario.thresholds)
+        judged = scenario.admission is not None
+        self.classes = StateClasses(columns, scenario.policy, scenario.thresholds, judged)
         self._idle = StateClasses(columns, scenario.policy, scenario.thresholds)
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
         """Why the scenario cannot replay on state classes; empty if it can."""
-        if scenario.admission is not None:
-            return "an interference model as admission judges hosts one by one"
         policy = scenario.policy
         if policy.topology and not scenario.topology.empty:
             return "the tenant's topology constraints are planned over every host"
@@ -210,14 +210,12 @@ class StateClassedCloud(_IdleAnswers):
         return StateClasses.serves(policy, levels, scenario.app_class)
 
     def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
-        if rule is not None:
-            raise ValueError("state classes admit by the thresholds, not by a model")
         classes = self.classes
         # The same cheap necessary condition as PlannedCloud's.
         if not classes.room_for(request.demand.ram_mb, request.count):
             return False
         try:
-            rows = classes.plan(request)
+            rows = classes.plan(request, rule)
         except NoPlacement:
             return False
         classes.apply(rows, request)

@@ -19,9 +19,12 @@ from hpc_nova_scheduler.core.algorithm import (
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.core.state_classes import StateClasses
 from hpc_nova_scheduler.core.topology import TopologySpec
+from hpc_nova_scheduler.interference.cache_pressure import CachePressureModel
+from hpc_nova_scheduler.interference.rule import ModelRule
 
 POLICIES = [
     Policy(),
@@ -115,6 +118,68 @@ class TestSamePlans(testtools.TestCase):
                     [vm.uuid for vm in cloud.vms_on(row)], [vm.uuid for vm in classes.vms_on(row)]
                 )
             self.assertEqual(float(columns.free[:, 0].sum()), classes.free_cores())
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        clouds(),
+        st.sampled_from(POLICIES),
+        st.sampled_from([2.0, 10.0, 40.0]),
+        st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=20),
+        st.sampled_from([0, 1000]),
+    )
+    def test_a_judge_of_co_runners_sees_what_plan_shows_it(
+        self, cloud, policy, tolerance, steps, few
+    ) -> None:
+        """Under an interference model as admission, the same plans, and the
+        model asked about the same hosts in the same order."""
+        thresholds = Thresholds(200, 60)
+        profiles = {
+            f"app{i}": ProfileRecord(f"app{i}", cache_score=score)
+            for i, score in enumerate((5.0, 20.0, 35.0))
+        }
+        asked: dict[str, list] = {"plan": [], "classes": []}
+
+        def judge(who: str) -> ModelRule:
+            class Counting(CachePressureModel):
+                def predict_many(self, hosts):
+                    asked[who].append([[(t.name, t.vms) for t in tenants] for tenants in hosts])
+                    return super().predict_many(hosts)
+
+            return ModelRule(Counting(30.0, 1.0), tolerance, profiles)
+
+        by_plan, by_classes = judge("plan"), judge("classes")
+        classes = StateClasses(cloud.columns(), policy, thresholds, judged=True)
+        classes.few_slots = few
+        running: list[str] = []
+        for number, ((app_class, count, memory, _, vcpus), finish) in enumerate(steps):
+            name = f"app{number % 3}"
+            request = PlacementRequest(
+                ApplicationProfile(app_class, profiles[name].cache_score, name),
+                Resources(vcpus, memory, 0.5),
+                count,
+                f"job{number}",
+            )
+            try:
+                expected = algorithm.plan(
+                    request, cloud.columns(), thresholds, policy=policy, rule=by_plan
+                )
+            except NoPlacement:
+                expected = None
+            try:
+                rows = classes.plan(request, by_classes)
+            except NoPlacement:
+                rows = None
+            got = None if rows is None else tuple(classes.names[r] for r in rows)
+            self.assertEqual(None if expected is None else expected.hosts, got, number)
+            self.assertEqual(asked["plan"], asked["classes"], number)
+            if expected is not None:
+                cloud.apply(expected, request)
+                classes.apply(rows, request)
+                running.append(request.application_id)
+            if finish and running:
+                gone = running.pop(number % len(running))
+                cloud.release([gone])
+                classes.release(gone)
 
     def test_idle_hosts_are_one_class_per_rack(self) -> None:
         cloud = ClusterState()

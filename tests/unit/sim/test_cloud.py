@@ -15,6 +15,7 @@ from hpc_nova_scheduler.core import algorithm, host_classes
 from hpc_nova_scheduler.core.algorithm import Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.sim import cloud as sim_cloud
 from hpc_nova_scheduler.sim import interference, scenarios, simulator, swf
 from hpc_nova_scheduler.sim import settings as sim_settings
@@ -226,11 +227,11 @@ class TestChoice(testtools.TestCase):
             hosts=8, cores=4, ram_mb=2048, topology=(("block", 2), ("rack", 2))
         )
         extreme = dataclasses.replace(hpc, app_class=AppClass.EXTREME_HPC)
-        judged = dataclasses.replace(hpc, admission=interference.CachePressure(0.01))
+        required = dataclasses.replace(hpc, topology=TopologySpec(required="rack"))
         for shape, scenario, why in (
             (nested, hpc, "more than one topology level"),
             (self.SHAPE, extreme, "ExtremeHPC"),
-            (self.SHAPE, judged, "admission"),
+            (self.SHAPE, required, "topology constraints"),
         ):
             self.assertEqual("hosts", simulator.Simulator(shape, scenario).engine, why)
             self.assertRaisesRegex(
@@ -298,6 +299,39 @@ class TestSharedModels(testtools.TestCase):
         )
         self.assertGreater(max((o.end - o.start) / o.nominal_run for o in result.outcomes), 1.03)
 
+    def test_admission_replays_on_state_classes_as_host_by_host(self) -> None:
+        """A model as admission and as the truth: the same hosts job by job."""
+        from hpc_nova_scheduler import datafiles, resources
+        from hpc_nova_scheduler.interference import model_registry
+
+        profiles = [
+            p
+            for p in datafiles.read_profiles(
+                str(resources.example_profiles_dir() / "seed-applications.yaml")
+            )
+            if p.sllc_score is not None
+        ]
+        truth = model_registry.load("ivmp-base")
+        shape = sim_settings.ClusterShape(hosts=12, cores=4, ram_mb=8192, hosts_per_rack=4)
+        jobs = [job(i, i * 2, 150 + 37 * (i % 7), 1 + i % 6) for i in range(1, 150)]
+        for name, tolerance in (("hpc-aware", 3.0), ("mdobp-cache", 15.0)):
+            judged = scenarios.build(
+                name, alpha=200, beta=60, runtime_factor=1.0, admission=truth, tolerance=tolerance
+            )
+            self.assertEqual("state classes", simulator.Simulator(shape, judged).engine)
+            placed = replay_both(self, shape, judged, jobs, interference=truth, profiles=profiles)
+            self.assertEqual(149, len(placed))
+            # The model decided something: the thresholds alone place otherwise.
+            unjudged = Recording(
+                shape,
+                scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0),
+                interference=truth,
+                profiles=profiles,
+            )
+            unjudged.placements = []
+            unjudged.run(jobs)
+            self.assertNotEqual(unjudged.placements, placed)
+
     def test_runtime_trees_judge_and_slow_jobs_by_host_type(self) -> None:
         import fixtures
 
@@ -322,6 +356,8 @@ class TestSharedModels(testtools.TestCase):
         self.assertEqual(39, len(result.outcomes))
         for o in result.outcomes:
             self.assertLessEqual((o.end - o.start) / o.nominal_run, 1.2 + 1e-9)
+        # The model judges host types per class as plan() does per host.
+        replay_both(self, shape, judged, self.jobs(), interference=truth, profiles=profiles)
         blind = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
         unjudged = simulator.Simulator(shape, blind, interference=truth, profiles=profiles)
         outcomes = unjudged.run(self.jobs()).outcomes
