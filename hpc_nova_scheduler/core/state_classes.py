@@ -23,10 +23,15 @@ An interference model that admits hosts (a
 co-runners: built with ``judged``, the classes are split by them too, and
 the model is asked once per class, in the order plan() asks it per host.
 
-What it does not serve (:meth:`StateClasses.serves`) stays with plan()
-over every host: ExtremeHPC (dedication reads every co-runner), the
-tenant's topology constraints and clouds of more than one level (BestFit),
-and applications that already run somewhere.
+Topology levels beyond the rack and the tenant's ``required`` and
+``preferred`` levels order the racks by BestFit
+(:mod:`~hpc_nova_scheduler.core.arrangement`), which reads nothing of a
+host but its room: it runs on the classes, each weighing its room times
+its hosts.
+
+What it does not serve (:meth:`StateClasses.serves`) stays with plan() over every host: ExtremeHPC
+(dedication reads every co-runner), segments and constraints at the host
+level (packed host by host), and applications that already run somewhere.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from hpc_nova_scheduler.core import arrangement
+from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
+    NO_TOPOLOGY,
     PACKING_COSINE,
     PACKING_NOVA_WEIGHERS,
     NoPlacement,
@@ -45,6 +53,7 @@ from hpc_nova_scheduler.core.algorithm import (
     Policy,
     _cosine_key_one,
     _cosine_keys,
+    _depth,
     _normalised,
     blind_key_one,
     blind_keys,
@@ -81,7 +90,7 @@ class StateClasses:
         judged: bool = False,
     ) -> None:
         """``judged``: plans will be asked with a judge of co-runners."""
-        reason = self.serves(policy, columns.levels)
+        reason = self.serves(policy)
         if reason:
             raise ValueError(reason)
         if columns.vms.any():
@@ -98,13 +107,19 @@ class StateClasses:
         #: application id -> its host rows (ascending when asked).
         self._rows_of: dict[str, set[int]] = {}
         self._serial = 0
+        self.levels = tuple(columns.levels)
         self._racks = len(columns.rack_names)
         self._rack = columns.rack.tolist()
+        #: Each rack's domain at every level, outermost first (a rack sits in
+        #: one domain per level: domains are named by their path).
+        depth = len(self.levels)
+        self._rack_domains = np.zeros((depth, self._racks), dtype=np.int64)
+        self._rack_domains[:, columns.rack] = columns.domain[:depth]
         self.group_names = sorted(set(columns.cpu_groups))
         code = {name: i for i, name in enumerate(self.group_names)}
         self._group = [code[g] for g in columns.cpu_groups]
         # Only what the policy reads splits classes.
-        self._by_rack = policy.topology and policy.classes
+        self._by_rack = policy.topology
         self.judged = judged
         self._by_group = policy.homogeneity or judged
         self._by_cache = policy.cache_criteria
@@ -126,14 +141,22 @@ class StateClasses:
             self._join(row)
 
     @staticmethod
-    def serves(policy: Policy, levels: Sequence[str], app_class: AppClass | None = None) -> str:
-        """Why these state classes cannot plan for ``policy``; empty if they can."""
-        if len(levels) > 1:
-            return "more than one topology level: BestFit plans over every host"
+    def serves(
+        policy: Policy, app_class: AppClass | None = None, spec: topo.TopologySpec = NO_TOPOLOGY
+    ) -> str:
+        """Why these state classes cannot plan for ``policy`` (requests of
+        ``app_class`` with constraints ``spec``); empty if they can."""
         if policy.classes and app_class is AppClass.EXTREME_HPC:
             return "ExtremeHPC dedication reads every co-runner of a host"
-        if policy.packing == PACKING_NOVA_WEIGHERS and policy.topology and policy.classes:
-            return "Nova's weighers in rack order are planned over every host"
+        if not policy.topology:
+            spec = NO_TOPOLOGY
+        ranked = policy.classes or not spec.empty
+        if policy.packing == PACKING_NOVA_WEIGHERS and policy.topology and ranked:
+            return "Nova's weighers in topology order are planned over every host"
+        if spec.segment is not None:
+            return "segments are packed host by host"
+        if topo.HOST_LEVEL in (spec.required, spec.preferred):
+            return "constraints at the host level are packed host by host"
         return ""
 
     #: Up to this many admissible classes, a request scores them in Python:
@@ -253,15 +276,17 @@ class StateClasses:
         the cache thresholds); raise :class:`NoPlacement`. Changes nothing."""
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
-        reason = self.serves(self.policy, ("rack",), request.app_class)
-        if self.policy.topology and not request.topology.empty:
-            reason = "the tenant's topology constraints are planned over every host"
+        reason = self.serves(self.policy, request.app_class, request.topology)
         if request.application_id in self._rows_of or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
         if rule is not None and not self.judged:
             reason = "classes built without co-runners cannot be judged by a model"
         if reason:
             raise ValueError(reason)
+        if self.policy.topology:
+            # A level this cloud lacks refuses the request before any judge is asked.
+            _depth(topo.SPEC_REQUIRED, request.topology.required, self.levels)
+            _depth(topo.SPEC_PREFERRED, request.topology.preferred, self.levels)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
         admitted = None if rule is None else self._admitted(request, rule, np.flatnonzero(live))
@@ -277,7 +302,12 @@ class StateClasses:
             except NoPlacement as refusal:
                 reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
                 continue
-            rank = (len({self._rack[r] for r in rows}), len(set(rows)), group)
+            racks = {self._rack[r] for r in rows}
+            spans = tuple(
+                len(set(self._rack_domains[level, list(racks)].tolist()))
+                for level in range(len(self.levels))
+            )
+            rank = (*spans, len(set(rows)), group)
             if best is None or rank < best[0]:
                 best = (rank, rows)
         if best is None:
@@ -295,7 +325,35 @@ class StateClasses:
     ) -> list[int]:
         if not slots.size:
             raise NoPlacement("no candidate hosts")
-        return _Greedy(self, request, slots, rule, admitted).run()
+        spec = request.topology if self.policy.topology else NO_TOPOLOGY
+        required = _depth(topo.SPEC_REQUIRED, spec.required, self.levels)
+        if required is None:
+            return _Greedy(self, request, slots, rule, admitted).run()
+        # The required level's domains, tightest first, each tried whole.
+        room = _Greedy(self, request, slots, rule, admitted).room * self._s_hosts[slots]
+        codes = self._rack_domains[:, self._s_rack[slots]]
+        own = np.zeros(len(slots), dtype=bool)
+        everyone = np.arange(len(slots))
+        tried = 0
+        for domain in arrangement.tightest_first(
+            codes, room, own, everyone, required, request.count
+        ):
+            inside = slots[codes[required] == domain]
+            try:
+                return _Greedy(self, request, inside, rule, admitted, required + 1).run()
+            except NoPlacement:
+                tried += 1
+        most = 0.0
+        if slots.size:
+            _, rooms, _ = arrangement.domain_rooms(codes[required], room, own, everyone)
+            most = float(rooms.max())
+        raise NoPlacement(
+            f"no {spec.required} can hold all {request.count} VMs "
+            f"({topo.SPEC_REQUIRED}={spec.required}): one {spec.required} has room for "
+            f"{most:g} at most"
+            + (f"; {tried} that seemed to have room did not fit" if tried else ""),
+            0,
+        )
 
     def _admitted(self, request: PlacementRequest, rule: HostJudge, live: np.ndarray) -> np.ndarray:
         """Per class, whether ``rule`` admits the request's application there
@@ -407,13 +465,20 @@ class _Greedy:
         slots: np.ndarray,
         rule: HostJudge | None = None,
         admitted: np.ndarray | None = None,
+        top: int = 0,
     ) -> None:
+        """``slots`` share one domain of every level above ``top``."""
         self.classes = classes
         self.request = request
         policy = classes.policy
         self.policy = policy
         app_class = request.app_class if policy.classes else AppClass.NON_HPC
-        self.ranked = policy.topology and app_class.topology_aware
+        self.topology_aware = policy.topology and app_class.topology_aware
+        spec = request.topology if policy.topology else NO_TOPOLOGY
+        #: Whether the plan follows the topology: the class asks for it, or the tenant.
+        self.ranked = self.topology_aware or not spec.empty
+        #: BestFit with more than one level or any constraint (as plan()).
+        self.best_fit = len(classes.levels) > 1 or not spec.empty
         self.sync_request = request.app_class is AppClass.SYNC_HPC
         # A judge of co-runners replaces the cache thresholds.
         self.rule = rule
@@ -437,9 +502,17 @@ class _Greedy:
             self.copies = np.maximum(copies, 0)
         else:
             self.copies = np.zeros(len(slots))
-        #: Each rack's rank in Algorithm 1's order (ranked requests only).
+        #: How many VMs of the request a host of each class can take.
+        self.room = self._room()
+        #: Each rack's rank in the order to fill them (ranked requests only),
+        #: and per class the tie-break inside a rack: more room first.
         self.rack_rank: np.ndarray | None = None
-        if self.ranked:
+        self.within_rack = -self.copies
+        if self.ranked and self.best_fit:
+            self.rack_rank = self._best_fit_ranks(top)
+            self.within_rack = -self.room
+        elif self.ranked:
+            # Seed 003: racks by how many VMs they take, largest first.
             racks = classes._racks
             rack = classes._s_rack[slots]
             room = np.bincount(rack, weights=self.copies * self.hosts, minlength=racks)
@@ -447,6 +520,38 @@ class _Greedy:
             rank = np.empty(racks)
             rank[order] = np.arange(racks, dtype=float)
             self.rack_rank = rank
+
+    def _room(self) -> np.ndarray:
+        """The planner's room(): capacity where admitted, less what the
+        cache thresholds leave."""
+        room = np.where(self.fixed_ok, self.copies, 0).astype(float)
+        score = self.score
+        if self.thresholds and score > 0:
+            limits = self.classes.thresholds
+            alpha = np.floor((limits.alpha + EPSILON - self.cache) / score)
+            room = np.minimum(room, np.maximum(alpha, 0))
+            beta = np.floor((limits.beta + EPSILON - self.cache) / score)
+            sync = self.sync | self.sync_request
+            room = np.where(sync, np.minimum(room, np.maximum(beta, 0)), room)
+        return room
+
+    def _best_fit_ranks(self, top: int) -> np.ndarray:
+        """Each rack's rank in BestFit's order of the classes (each weighing
+        its room times its hosts) over the levels from ``top``."""
+        classes = self.classes
+        rack = classes._s_rack[self.slots]
+        codes = classes._rack_domains[top:, rack]
+        order = arrangement.arrange(
+            codes,
+            self.room * self.hosts,
+            np.zeros(len(self.slots), dtype=bool),
+            np.arange(len(self.slots)),
+            self.request.count,
+        )
+        racks, first = np.unique(rack[order], return_index=True)
+        rank = np.full(classes._racks, np.inf)
+        rank[racks] = np.argsort(np.argsort(first)).astype(float)
+        return rank
 
     def admissible(self, free: np.ndarray, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
         """The planner's admissible(), per class or per host."""
@@ -475,28 +580,30 @@ class _Greedy:
         """The sort key but the row of the classes at positions ``at``, most
         significant first.
 
-        Ranked, the planner's position tie-break is Algorithm 1's order
+        Ranked, the planner's position tie-break is the order of hosts
         within a rack: more VMs of the request first, then the row.
         """
         packing = self.policy.packing
         free, capacity = self.free[at], self.capacity[at]
-        if self.ranked:
-            rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
-            copies = -self.copies[at]
-            if packing == PACKING_COSINE:
-                return (rank, _cosine_keys(free, capacity, self.demand)[1], copies)
-            return (rank, *blind_keys(packing, free, capacity, self.demand), copies)
-        return blind_keys(packing, free, capacity, self.demand)
+        if not self.ranked:
+            return blind_keys(packing, free, capacity, self.demand)
+        rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
+        position = self.within_rack[at]
+        if packing == PACKING_COSINE and self.topology_aware:
+            return (rank, _cosine_keys(free, capacity, self.demand)[1], position)
+        return (rank, *blind_keys(packing, free, capacity, self.demand), position)
 
-    def key_one(self, row: int, free: Sequence[float], copies: float) -> tuple:
+    def key_one(self, row: int, free: Sequence[float], position: float) -> tuple:
+        """:meth:`keys` for one host, to the bit; ``position``: its class's
+        tie-break inside the rack when the request began."""
         packing = self.policy.packing
         capacity = self.classes._capacity[row]
-        if self.ranked:
-            rank = float(self.rack_rank[self.classes._rack[row]])
-            if packing == PACKING_COSINE:
-                return (rank, _cosine_key_one(free, capacity, self.demand_tuple)[1], -copies)
-            return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), -copies)
-        return blind_key_one(packing, free, capacity, self.demand_tuple)
+        if not self.ranked:
+            return blind_key_one(packing, free, capacity, self.demand_tuple)
+        rank = float(self.rack_rank[self.classes._rack[row]])
+        if packing == PACKING_COSINE and self.topology_aware:
+            return (rank, _cosine_key_one(free, capacity, self.demand_tuple)[1], position)
+        return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), position)
 
     def run(self) -> list[int]:
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
@@ -549,10 +656,10 @@ class _Greedy:
         classes = self.classes
         slots = self.slots[candidates].tolist()
         if len(slots) <= classes.few_slots:
-            copies = self.copies[candidates].tolist()
+            position = self.within_rack[candidates].tolist()
             entries = sorted(
                 (
-                    self.key_one(classes._members[slot][0], classes._name_of[slot][3], copies[i]),
+                    self.key_one(classes._members[slot][0], classes._name_of[slot][3], position[i]),
                     classes._members[slot][0],
                     slot,
                 )
@@ -572,8 +679,8 @@ class _Greedy:
         ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
         untouched = self._untouched(*self.ranked_classes(np.flatnonzero(ok)))
         classes = self.classes
-        copies_of = np.zeros(len(classes._name_of))
-        copies_of[self.slots] = self.copies
+        position_of = np.zeros(len(classes._name_of))
+        position_of[self.slots] = self.within_rack
         fixed_of = np.zeros(len(classes._name_of), dtype=bool)
         fixed_of[self.slots] = self.fixed_ok
         # Hosts that took VMs of this request: their state, rescored one by one.
@@ -599,7 +706,7 @@ class _Greedy:
                     list(classes._free[row]),
                     classes._cache[row],
                     classes._sync[row] > 0,
-                    float(copies_of[slot]),
+                    float(position_of[slot]),
                     bool(fixed_of[slot]),
                 ]
             load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]

@@ -203,11 +203,7 @@ class StateClassedCloud(_IdleAnswers):
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
         """Why the scenario cannot replay on state classes; empty if it can."""
-        policy = scenario.policy
-        if policy.topology and not scenario.topology.empty:
-            return "the tenant's topology constraints are planned over every host"
-        levels = shape.levels[-1:] if scenario.flat else shape.levels
-        return StateClasses.serves(policy, levels, scenario.app_class)
+        return StateClasses.serves(scenario.policy, scenario.app_class, scenario.topology)
 
     def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         classes = self.classes

@@ -41,9 +41,11 @@ POLICIES = [
 
 @st.composite
 def clouds(draw) -> ClusterState:
-    """A few racks of hosts of one or two shapes, in one or two processor groups."""
-    state = ClusterState()
-    racks = draw(st.integers(1, 4))
+    """A few racks of hosts of one or two shapes, in one or two processor
+    groups, the racks in blocks of two or not."""
+    blocks = draw(st.booleans())
+    state = ClusterState(("block", "rack") if blocks else ("rack",))
+    racks = draw(st.integers(1, 5))
     groups = draw(st.integers(1, 2))
     row = 0
     for rack in range(racks):
@@ -55,6 +57,7 @@ def clouds(draw) -> ClusterState:
                 Resources(cores, ram, 20),
                 rack=f"r{rack}",
                 cpu_group=f"g{rack % groups}",
+                outer=(f"b{rack // 2}",) if blocks else (),
             )
             row += 1
     return state
@@ -66,6 +69,17 @@ requests = st.tuples(
     st.sampled_from([0.0, 100.0, 512.0, 700.5, 1500.0]),
     st.sampled_from([0.0, 7.5, 15.0, 29.9, 30.0]),
     st.sampled_from([1.0, 1.0, 2.0]),
+    st.sampled_from(
+        [
+            TopologySpec(),
+            TopologySpec(),
+            TopologySpec(required="rack"),
+            TopologySpec(required="block"),
+            TopologySpec(preferred="rack"),
+            TopologySpec(preferred="block"),
+            TopologySpec(required="block", preferred="rack"),
+        ]
+    ),
 )
 
 
@@ -82,16 +96,22 @@ class TestSamePlans(testtools.TestCase):
         """Request by request, the same hosts in the same order, and the
         same free vectors and cache totals after every placement and release,
         with classes scored in numpy (few = 0) and in Python."""
+        if StateClasses.serves(policy):
+            return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
         classes.few_slots = few
         running: list[str] = []
-        for number, ((app_class, count, memory, score, vcpus), finish) in enumerate(steps):
+        for number, ((app_class, count, memory, score, vcpus, spec), finish) in enumerate(steps):
             request = PlacementRequest(
                 ApplicationProfile(app_class, score, f"app{number % 3}"),
                 Resources(vcpus, memory, 0.5),
                 count,
                 f"job{number}",
+                spec,
             )
+            if StateClasses.serves(policy, app_class, spec):
+                self.assertRaises(ValueError, classes.plan, request)
+                continue
             try:
                 expected = algorithm.plan(request, cloud.columns(), thresholds, policy=policy)
             except NoPlacement:
@@ -148,17 +168,22 @@ class TestSamePlans(testtools.TestCase):
             return ModelRule(Counting(30.0, 1.0), tolerance, profiles)
 
         by_plan, by_classes = judge("plan"), judge("classes")
+        if StateClasses.serves(policy):
+            return
         classes = StateClasses(cloud.columns(), policy, thresholds, judged=True)
         classes.few_slots = few
         running: list[str] = []
-        for number, ((app_class, count, memory, _, vcpus), finish) in enumerate(steps):
+        for number, ((app_class, count, memory, _, vcpus, spec), finish) in enumerate(steps):
             name = f"app{number % 3}"
             request = PlacementRequest(
                 ApplicationProfile(app_class, profiles[name].cache_score, name),
                 Resources(vcpus, memory, 0.5),
                 count,
                 f"job{number}",
+                spec,
             )
+            if StateClasses.serves(policy, app_class, spec):
+                continue
             try:
                 expected = algorithm.plan(
                     request, cloud.columns(), thresholds, policy=policy, rule=by_plan
@@ -203,33 +228,24 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual(1, classes.class_count())
 
     def test_what_it_does_not_serve(self) -> None:
-        cloud = ClusterState(("block", "rack"))
-        cloud.add_host("h0", Resources(4, 2048, 0), rack="r0", outer=("b0",))
-        self.assertRaisesRegex(
-            ValueError,
-            "more than one topology level",
-            StateClasses,
-            cloud.columns(),
-            Policy(),
-            Thresholds(200, 60),
-        )
         flat = ClusterState()
         flat.add_host("h0", Resources(4, 2048, 0), rack="r0")
         classes = StateClasses(flat.columns(), Policy(), Thresholds(200, 60))
-        extreme = PlacementRequest(
-            ApplicationProfile(AppClass.EXTREME_HPC), Resources(1, 100, 0), 1, "x"
-        )
+        demand = Resources(1, 100, 0)
+        extreme = PlacementRequest(ApplicationProfile(AppClass.EXTREME_HPC), demand, 1, "x")
         self.assertRaisesRegex(ValueError, "ExtremeHPC", classes.plan, extreme)
-        constrained = PlacementRequest(
-            ApplicationProfile(AppClass.SYNC_HPC),
-            Resources(1, 100, 0),
-            2,
-            "y",
-            TopologySpec(required="rack"),
-        )
-        self.assertRaisesRegex(ValueError, "topology constraints", classes.plan, constrained)
-        plain = PlacementRequest(
-            ApplicationProfile(AppClass.SYNC_HPC), Resources(1, 100, 0), 1, "z"
-        )
+        for spec, why in (
+            (TopologySpec(segment=2, segment_level="rack"), "segments"),
+            (TopologySpec(required="host"), "host level"),
+        ):
+            constrained = PlacementRequest(
+                ApplicationProfile(AppClass.SYNC_HPC), demand, 2, "y", spec
+            )
+            self.assertRaisesRegex(ValueError, why, classes.plan, constrained)
+        plain = PlacementRequest(ApplicationProfile(AppClass.SYNC_HPC), demand, 1, "z")
         classes.apply(classes.plan(plain), plain)
         self.assertRaisesRegex(ValueError, "already runs", classes.plan, plain)
+        weighed = Policy(packing=PACKING_NOVA_WEIGHERS)
+        self.assertRaisesRegex(
+            ValueError, "weighers", StateClasses, flat.columns(), weighed, Thresholds(200, 60)
+        )

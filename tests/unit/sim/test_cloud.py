@@ -150,6 +150,9 @@ class TestSameStateReplay(testtools.TestCase):
                     [sim_settings.HostKind(3, 4, 2048), sim_settings.HostKind(2, 8, 8192, 0.5)],
                     hosts_per_rack=2,
                 ),
+                sim_settings.ClusterShape(
+                    hosts=12, cores=4, ram_mb=4096, topology=(("block", 2), ("rack", 3))
+                ),
             ]
         ),
         job_streams(),
@@ -157,9 +160,19 @@ class TestSameStateReplay(testtools.TestCase):
         st.sampled_from([(200, 60), (40, 30), (1000, 1000)]),
         st.sampled_from([False, "greedy", "easy"]),
         st.booleans(),
+        st.sampled_from(
+            [
+                TopologySpec(),
+                TopologySpec(required="rack"),
+                TopologySpec(required="block"),
+                TopologySpec(preferred="block"),
+            ]
+        ),
     )
-    def test_same_placements(self, shape, jobs, name, limits, backfill, slowed) -> None:
+    def test_same_placements(self, shape, jobs, name, limits, backfill, slowed, spec) -> None:
         scenario = scenarios.build(name, alpha=limits[0], beta=limits[1], runtime_factor=1.0)
+        if "block" in shape.levels and name != "nova-default":
+            scenario = dataclasses.replace(scenario, topology=spec)
         replay_both(
             self,
             shape,
@@ -179,6 +192,7 @@ class TestSameStateReplay(testtools.TestCase):
             ("LPC-EGEE-2004-1.2-cln.swf.gz", 32),
         )
         draw = random.Random(24)
+        windows = {}
         for name, cores in logs:
             path = traces.trace(self, name)
             report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
@@ -186,6 +200,7 @@ class TestSameStateReplay(testtools.TestCase):
             start = draw.randrange(20000)
             jobs = list(itertools.islice(every, start, start + 1500))
             shape = sim_settings.ClusterShape.from_total_cores(cores, 4, 2048)
+            windows[name] = (shape, jobs)
             for policy in scenarios.DESCRIPTIONS:
                 scenario = scenarios.build(policy, alpha=200, beta=60, runtime_factor=1.0)
                 placed = replay_both(self, shape, scenario, jobs, cache_scores=(0, 30))
@@ -194,6 +209,18 @@ class TestSameStateReplay(testtools.TestCase):
                 submitted = {job.job_id: job.submit - jobs[0].submit for job in jobs}
                 waited = sum(now > submitted[job_id] for job_id, now, _ in placed)
                 self.assertGreater(waited, 10, (name, policy))
+        # Topology levels and the tenant's constraints: 16 blocks of 4 racks of 4 hosts.
+        shape, jobs = windows["METACENTRUM-2009-2.swf.gz"]
+        nested = dataclasses.replace(shape, topology=(("block", 4), ("rack", 4)))
+        for spec in (
+            TopologySpec(),
+            TopologySpec(required="rack"),
+            TopologySpec(required="block", preferred="rack"),
+        ):
+            for policy in ("hpc-aware", "mdobp-cache"):
+                scenario = scenarios.build(policy, alpha=200, beta=60, runtime_factor=1.0)
+                scenario = dataclasses.replace(scenario, topology=spec)
+                replay_both(self, nested, scenario, jobs, cache_scores=(0, 30), spans=True)
         # Ground-truth interference slows jobs; the engines still agree.
         hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
         replay_both(
@@ -223,23 +250,29 @@ class TestChoice(testtools.TestCase):
 
     def test_what_stays_host_by_host(self) -> None:
         hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        extreme = dataclasses.replace(hpc, app_class=AppClass.EXTREME_HPC)
+        segments = dataclasses.replace(hpc, topology=TopologySpec(segment=2, segment_level="rack"))
+        on_hosts = dataclasses.replace(hpc, topology=TopologySpec(required="host"))
+        for scenario, why in (
+            (extreme, "ExtremeHPC"),
+            (segments, "segments"),
+            (on_hosts, "host level"),
+        ):
+            self.assertEqual("hosts", simulator.Simulator(self.SHAPE, scenario).engine, why)
+            self.assertRaisesRegex(
+                ValueError, why, simulator.Simulator, self.SHAPE, scenario, host_classes=True
+            )
+        # More levels, and the tenant's required and preferred ones, replay on classes.
         nested = sim_settings.ClusterShape(
             hosts=8, cores=4, ram_mb=2048, topology=(("block", 2), ("rack", 2))
         )
-        extreme = dataclasses.replace(hpc, app_class=AppClass.EXTREME_HPC)
-        required = dataclasses.replace(hpc, topology=TopologySpec(required="rack"))
-        for shape, scenario, why in (
-            (nested, hpc, "more than one topology level"),
-            (self.SHAPE, extreme, "ExtremeHPC"),
-            (self.SHAPE, required, "topology constraints"),
+        for spec in (
+            TopologySpec(),
+            TopologySpec(required="rack"),
+            TopologySpec(preferred="block"),
         ):
-            self.assertEqual("hosts", simulator.Simulator(shape, scenario).engine, why)
-            self.assertRaisesRegex(
-                ValueError, why, simulator.Simulator, shape, scenario, host_classes=True
-            )
-        # Seen flat, the nested cloud is racks alone: state classes again.
-        flat = dataclasses.replace(hpc, flat=True)
-        self.assertEqual("state classes", simulator.Simulator(nested, flat).engine)
+            scenario = dataclasses.replace(hpc, topology=spec)
+            self.assertEqual("state classes", simulator.Simulator(nested, scenario).engine)
 
 
 class TestSharedModels(testtools.TestCase):
