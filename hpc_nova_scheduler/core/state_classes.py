@@ -37,6 +37,7 @@ level (packed host by host), and applications that already run somewhere.
 from __future__ import annotations
 
 import bisect
+import collections
 import heapq
 from collections.abc import Iterator, Sequence
 
@@ -65,6 +66,8 @@ from hpc_nova_scheduler.core.judge import HostJudge, Resident
 from hpc_nova_scheduler.core.profile import AppClass
 
 Vector = tuple[float, float, float]
+#: VMs of one application on one host: (the VM, how many, each one's demand).
+Run = tuple[RunningVM, int, Vector]
 #: Floating-point slack when checking that a demand fits (as the planner does).
 _SLACK = 1e-9
 #: (processor group, rack, capacity, free, cache total, runs SyncHPC,
@@ -103,7 +106,9 @@ class StateClasses:
         self._free: list[Vector] = [tuple(f) for f in columns.free.tolist()]
         self._cache = [0.0] * size
         self._sync = [0] * size
-        self._vms: list[list[tuple[RunningVM, Vector]]] = [[] for _ in range(size)]
+        #: Per host, its VMs as runs (VM, how many, demand) in placement
+        #: order: an application's VMs on a host arrive together, as one run.
+        self._runs: list[list[Run]] = [[] for _ in range(size)]
         #: application id -> its host rows (ascending when asked).
         self._rows_of: dict[str, set[int]] = {}
         self._serial = 0
@@ -186,14 +191,7 @@ class StateClasses:
     def _residents(self, row: int) -> tuple[Resident, ...]:
         """The applications on a host and their VMs, in the order plan()
         describes them to a judge (applications in the order they came)."""
-        found: dict[str | None, list] = {}
-        for vm, _ in self._vms[row]:
-            entry = found.get(vm.application_id)
-            if entry is None:
-                found[vm.application_id] = [vm.app_name, 1]
-            else:
-                entry[1] += 1
-        return tuple((name, vms) for name, vms in found.values())
+        return tuple((vm.app_name, vms) for vm, vms, _ in self._runs[row])
 
     def _slot(self, name: Name, row: int) -> int:
         slot = self._slot_of.get(name)
@@ -244,17 +242,43 @@ class StateClasses:
         self._s_first[slot] = members[0]
         self._row_slot[row] = slot
 
-    def _leave(self, row: int) -> None:
-        slot = self._row_slot[row]
+    def _leave_block(self, slot: int, rows: list[int]) -> None:
+        """Take ``rows`` (ascending, all of class ``slot``) out of their class."""
         members = self._members[slot]
-        del members[bisect.bisect_left(members, row)]
-        self._s_hosts[slot] -= 1
+        count = len(rows)
+        if members[count - 1] == rows[-1]:
+            del members[:count]  # the usual case: a plan takes a class's first hosts
+        elif 8 * count < len(members):
+            for row in rows:
+                del members[bisect.bisect_left(members, row)]
+        else:
+            gone = set(rows)
+            members[:] = [row for row in members if row not in gone]
+        self._s_hosts[slot] -= count
         if members:
             self._s_first[slot] = members[0]
             return
         del self._slot_of[self._name_of[slot]]
         self._name_of[slot] = None
         self._spare.append(slot)
+
+    def _join_block(self, rows: list[int]) -> None:
+        """Put ``rows`` (ascending, all in the same state now) in their class."""
+        slot = self._slot(self._name(rows[0]), rows[0])
+        members = self._members[slot]
+        if not members or members[-1] < rows[0]:
+            members.extend(rows)
+        elif 8 * len(rows) < len(members):
+            for row in rows:
+                bisect.insort(members, row)
+        else:
+            members.extend(rows)
+            members.sort()  # two sorted runs: merged in linear time
+        self._s_hosts[slot] += len(rows)
+        self._s_first[slot] = members[0]
+        row_slot = self._row_slot
+        for row in rows:
+            row_slot[row] = slot
 
     # -- planning ------------------------------------------------------------
 
@@ -387,54 +411,83 @@ class StateClasses:
     # -- placing and releasing -----------------------------------------------
 
     def apply(self, rows: Sequence[int], request: PlacementRequest) -> None:
-        """Place the request's VMs on ``rows`` (one per VM, as planned)."""
+        """Place the request's VMs on ``rows`` (one per VM, as planned).
+
+        Hosts of one class that take as many VMs end in one state: they
+        move to their new class together, computed once.
+        """
         profile = request.profile
         demand = request.demand.as_tuple()
+        vm = RunningVM(
+            uuid=f"{request.application_id}#",
+            app_class=profile.app_class,
+            cache_score=profile.cache_score,
+            app_name=profile.app_name,
+            application_id=request.application_id,
+        )
         sync = int(profile.app_class is AppClass.SYNC_HPC)
-        touched = sorted(set(rows))
-        for row in touched:
-            self._leave(row)
-        for row in rows:
-            self._serial += 1
-            vm = RunningVM(
-                uuid=f"{request.application_id}#{self._serial}",
-                app_class=profile.app_class,
-                cache_score=profile.cache_score,
-                app_name=profile.app_name,
-                application_id=request.application_id,
-            )
-            self._vms[row].append((vm, demand))
-            a, b, c = self._free[row]
-            self._free[row] = (a - demand[0], b - demand[1], c - demand[2])
-            self._cache[row] += profile.cache_score
-            self._sync[row] += sync
-        for row in touched:
-            self._join(row)
-        self._rows_of[request.application_id] = set(touched)
+        score = profile.cache_score
+        groups: dict[tuple[int, int], list[int]] = {}
+        row_slot = self._row_slot
+        for row, vms in collections.Counter(rows).items():
+            groups.setdefault((row_slot[row], vms), []).append(row)
+        for (slot, vms), hosts in groups.items():
+            hosts.sort()
+            # One VM at a time, as ClusterState does: the floats must agree.
+            a, b, c = self._name_of[slot][3]
+            for _ in range(vms):
+                a, b, c = a - demand[0], b - demand[1], c - demand[2]
+            run = (vm, vms, demand)
+            self._leave_block(slot, hosts)
+            for row in hosts:
+                self._free[row] = (a, b, c)
+                total = self._cache[row]
+                for _ in range(vms):
+                    total += score
+                self._cache[row] = total
+                self._sync[row] += sync * vms
+                self._runs[row].append(run)
+            self._join_block(hosts)
+        self._rows_of[request.application_id] = {row for hosts in groups.values() for row in hosts}
 
     def release(self, application_id: str) -> None:
-        """Remove every VM of the application (it finished)."""
-        for row in sorted(self._rows_of.pop(application_id, ())):
-            self._leave(row)
+        """Remove every VM of the application (it finished).
+
+        Hosts of one class that ran the same VMs end in one state: each
+        such group is worked out once and moves together.
+        """
+        groups: dict[tuple, list[int]] = {}
+        row_slot, runs = self._row_slot, self._runs
+        for row in self._rows_of.pop(application_id, ()):
+            groups.setdefault((row_slot[row], *map(id, runs[row])), []).append(row)
+        for key, hosts in groups.items():
+            hosts.sort()
+            slot = key[0]
+            a, b, c = self._name_of[slot][3]
             kept = []
-            a, b, c = self._free[row]
-            for vm, demand in self._vms[row]:
+            for run in runs[hosts[0]]:
+                vm, vms, demand = run
                 if vm.application_id == application_id:
-                    a, b, c = a + demand[0], b + demand[1], c + demand[2]
+                    for _ in range(vms):
+                        a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:
-                    kept.append((vm, demand))
-            self._vms[row] = kept
-            self._free[row] = (a, b, c)
+                    kept.append(run)
             # Summed afresh in placement order, as ClusterState does.
-            self._cache[row] = ordered_sum(vm.cache_score for vm, _ in kept)
-            self._sync[row] = sum(vm.app_class is AppClass.SYNC_HPC for vm, _ in kept)
-            self._join(row)
+            cache = ordered_sum(vm.cache_score for vm, vms, _ in kept for _ in range(vms))
+            sync = sum(vms for vm, vms, _ in kept if vm.app_class is AppClass.SYNC_HPC)
+            self._leave_block(slot, hosts)
+            for row in hosts:
+                self._free[row] = (a, b, c)
+                self._cache[row] = cache
+                self._sync[row] = sync
+                runs[row] = list(kept)
+            self._join_block(hosts)
 
     def rows_of(self, application_id: str) -> list[int]:
         return sorted(self._rows_of.get(application_id, ()))
 
     def vms_on(self, row: int) -> list[RunningVM]:
-        return [vm for vm, _ in self._vms[row]]
+        return [vm for vm, vms, _ in self._runs[row] for _ in range(vms)]
 
     def free_of(self, row: int) -> Vector:
         return self._free[row]
@@ -444,7 +497,7 @@ class StateClasses:
 
     def empty_rows(self) -> set[int]:
         """The hosts no VM runs on."""
-        return {row for row, vms in enumerate(self._vms) if not vms}
+        return {row for row, runs in enumerate(self._runs) if not runs}
 
     def cache_of(self, row: int) -> float:
         """The host's cache total: its VMs' scores summed in placement order."""
@@ -610,42 +663,6 @@ class _Greedy:
             return self.weighed()
         return self.mdobp()
 
-    def _untouched(self, slots: list[int], keys: list[tuple]) -> Iterator[tuple[tuple, int]]:
-        """Hosts of ``slots`` (classes sorted by key, then first row) in
-        (key, row) order: classes of equal keys merged by row, each joining
-        the merge only when its first row comes up."""
-        members = self.classes._members
-        size = len(slots)
-        i = 0
-        while i < size:
-            key = keys[i]
-            j = i + 1
-            while j < size and keys[j] == key:
-                j += 1
-            if j == i + 1:
-                for row in members[slots[i]]:
-                    yield key, row
-                i = j
-                continue
-            run = slots[i:j]
-            i = j
-            merging: list[tuple[int, int, int]] = []
-            joined = 0
-            while merging or joined < len(run):
-                while joined < len(run) and (
-                    not merging or members[run[joined]][0] < merging[0][0]
-                ):
-                    slot = run[joined]
-                    heapq.heappush(merging, (members[slot][0], 0, slot))
-                    joined += 1
-                row, at, slot = merging[0]
-                yield key, row
-                rows = members[slot]
-                if at + 1 < len(rows):
-                    heapq.heapreplace(merging, (rows[at + 1], at + 1, slot))
-                else:
-                    heapq.heappop(merging)
-
     def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[tuple]]:
         """The admissible classes sorted by (key, first row), with their keys.
 
@@ -675,46 +692,85 @@ class _Greedy:
         return ranked, list(zip(*(k[order].tolist() for k in keys), strict=True))
 
     def mdobp(self) -> list[int]:
+        """The planner's MDOBP: each VM to the admissible host with the
+        smallest (key, row).
+
+        Untouched hosts come out of their classes in that order. When the
+        first host of a class falls behind its class with one VM, the next
+        hosts of the class take one VM each until a rival comes first, all
+        at once (they stay together, as one block, until one is chosen
+        again); hosts that took VMs are rescored with the planner's
+        one-host functions.
+        """
         count = self.request.count
         ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        untouched = self._untouched(*self.ranked_classes(np.flatnonzero(ok)))
+        untouched = _Untouched(self.classes._members, *self.ranked_classes(np.flatnonzero(ok)))
         classes = self.classes
         position_of = np.zeros(len(classes._name_of))
         position_of[self.slots] = self.within_rack
         fixed_of = np.zeros(len(classes._name_of), dtype=bool)
         fixed_of[self.slots] = self.fixed_ok
-        # Hosts that took VMs of this request: their state, rescored one by one.
+        demand, score, sync_request = self.demand_tuple, self.score, self.sync_request
+        # Hosts that took VMs: one by one (tag -1, state in ``touched``) or
+        # in blocks of hosts alike (tag: the block's number in ``blocks``).
         touched: dict[int, list] = {}
-        changed: list[tuple[tuple, int]] = []
-        demand = self.demand_tuple
+        blocks: list[list] = []
+        changed: list[tuple[tuple, int, int]] = []
         chosen: list[int] = []
-        waiting = next(untouched, None)
-        for _ in range(count):
-            while waiting is not None and waiting[1] in touched:
-                waiting = next(untouched, None)
-            if changed and (waiting is None or changed[0] < waiting):
-                _, row = heapq.heappop(changed)
-            elif waiting is not None:
-                row = waiting[1]
-                waiting = next(untouched, None)
-            else:
-                raise self.short_of(len(chosen))
-            load = touched.get(row)
-            if load is None:
-                slot = classes._row_slot[row]
-                load = touched[row] = [
-                    list(classes._free[row]),
-                    classes._cache[row],
-                    classes._sync[row] > 0,
-                    float(position_of[slot]),
-                    bool(fixed_of[slot]),
-                ]
+
+        def one_more(load: list) -> bool:
+            """Place a VM on a host's load; whether it admits another."""
             load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
-            load[1] += self.score
-            load[2] = load[2] or self.sync_request
-            if load[4] and self.admits_one(load[0], load[1], load[2]):
-                heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row))
-            chosen.append(row)
+            load[1] += score
+            load[2] = load[2] or sync_request
+            return load[4] and self.admits_one(load[0], load[1], load[2])
+
+        while len(chosen) < count:
+            head = untouched.head
+            if changed and (head is None or changed[0][:2] < head):
+                _, row, tag = heapq.heappop(changed)
+                if tag >= 0:
+                    rows, at, state = blocks[tag]
+                    if at + 1 < len(rows):
+                        blocks[tag][1] = at + 1
+                        heapq.heappush(changed, (state[5], rows[at + 1], tag))
+                    touched[row] = [list(state[0]), *state[1:5]]
+                load = touched[row]
+                if one_more(load):
+                    heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row, -1))
+                chosen.append(row)
+                continue
+            if head is None:
+                raise self.short_of(len(chosen))
+            key, row = head
+            slot = classes._row_slot[row]
+            load = [
+                list(classes._free[row]),
+                classes._cache[row],
+                classes._sync[row] > 0,
+                float(position_of[slot]),
+                bool(fixed_of[slot]),
+            ]
+            after = self.key_one(row, load[0], load[3]) if one_more(load) else None
+            if after is not None and after <= key:
+                # Still ahead of its class: the next VM may go there too.
+                untouched.advance()
+                touched[row] = load
+                heapq.heappush(changed, (after, row, -1))
+                chosen.append(row)
+                continue
+            rival = changed[0][:2] if changed else None
+            rows = untouched.take_block(rival, count - len(chosen))
+            chosen.extend(rows)
+            if after is None:
+                continue
+            if len(rows) == 1:
+                touched[row] = load
+                heapq.heappush(changed, (after, row, -1))
+            else:
+                load.append(after)
+                blocks.append([rows, 0, load])
+                heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
         return chosen
 
     def weighed(self) -> list[int]:
@@ -775,6 +831,97 @@ class _Greedy:
             "dedicated hosts, cache thresholds and the interference table",
             placed,
         )
+
+
+class _Untouched:
+    """The hosts a request has not touched, in (key, row) order.
+
+    Classes come sorted by (key, first row); a run of classes with equal
+    keys is merged by row, each class joining the merge only when its first
+    row comes up. ``head`` is the next host as (key, row), None at the end.
+    """
+
+    def __init__(self, members: list[list[int]], slots: list[int], keys: list[tuple]) -> None:
+        self.members = members
+        self.runs: list[tuple[tuple, list[int]]] = []
+        i = 0
+        while i < len(slots):
+            j = i + 1
+            while j < len(slots) and keys[j] == keys[i]:
+                j += 1
+            self.runs.append((keys[i], slots[i:j]))
+            i = j
+        self.run = -1
+        self.head: tuple[tuple, int] | None = None
+        self._next_run()
+
+    def _next_run(self) -> None:
+        self.run += 1
+        if self.run >= len(self.runs):
+            self.head, self.single, self.merging = None, None, None
+            return
+        key, slots = self.runs[self.run]
+        self.key = key
+        if len(slots) == 1:
+            self.single, self.at, self.merging = self.members[slots[0]], 0, None
+            self.head = (key, self.single[0])
+            return
+        self.single = None
+        self.merging = self._merge(slots)
+        self.head = (key, next(self.merging))
+
+    def _merge(self, run: list[int]) -> Iterator[int]:
+        members = self.members
+        merging: list[tuple[int, int, int]] = []
+        joined = 0
+        while merging or joined < len(run):
+            while joined < len(run) and (not merging or members[run[joined]][0] < merging[0][0]):
+                slot = run[joined]
+                heapq.heappush(merging, (members[slot][0], 0, slot))
+                joined += 1
+            row, at, slot = merging[0]
+            yield row
+            rows = members[slot]
+            if at + 1 < len(rows):
+                heapq.heapreplace(merging, (rows[at + 1], at + 1, slot))
+            else:
+                heapq.heappop(merging)
+
+    def advance(self) -> None:
+        """Past the head."""
+        if self.single is not None:
+            self.at += 1
+            if self.at < len(self.single):
+                self.head = (self.key, self.single[self.at])
+                return
+            self._next_run()
+            return
+        row = next(self.merging, None)
+        if row is None:
+            self._next_run()
+        else:
+            self.head = (self.key, row)
+
+    def take_block(self, rival: tuple | None, limit: int) -> list[int]:
+        """The head and the hosts after it in its class that come before
+        ``rival`` and the next run, at most ``limit``, all taken."""
+        if self.single is None:
+            row = self.head[1]
+            self.advance()
+            return [row]
+        if self.run + 1 < len(self.runs):
+            key, slots = self.runs[self.run + 1]
+            later = (key, min(self.members[s][0] for s in slots))
+            rival = later if rival is None or later < rival else rival
+        members, start = self.single, self.at
+        end = len(members)
+        if rival is not None and rival[0] == self.key:
+            end = bisect.bisect_left(members, rival[1], start + 1)
+        end = min(end, start + limit)
+        taken = members[start:end]
+        self.at = end - 1
+        self.advance()
+        return taken
 
 
 def cache_slots(policy: Policy, thresholds: Thresholds, request: PlacementRequest) -> int | None:

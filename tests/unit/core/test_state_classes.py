@@ -135,7 +135,8 @@ class TestSamePlans(testtools.TestCase):
                 self.assertEqual(tuple(columns.free[row].tolist()), classes.free_of(row))
                 self.assertEqual(float(columns.cache_total[row]), classes.cache_of(row))
                 self.assertEqual(
-                    [vm.uuid for vm in cloud.vms_on(row)], [vm.uuid for vm in classes.vms_on(row)]
+                    [(vm.application_id, vm.cache_score) for vm in cloud.vms_on(row)],
+                    [(vm.application_id, vm.cache_score) for vm in classes.vms_on(row)],
                 )
             self.assertEqual(float(columns.free[:, 0].sum()), classes.free_cores())
 
