@@ -108,10 +108,13 @@ class StateClasses:
         self._sync = [0] * size
         #: Per host, its VMs as runs (VM, how many, demand) in placement
         #: order: an application's VMs on a host arrive together, as one run.
-        self._runs: list[list[Run]] = [[] for _ in range(size)]
+        #: Hosts that ran the same VMs share one tuple: identity groups them.
+        self._runs: list[tuple[Run, ...]] = [()] * size
         #: application id -> its host rows (ascending when asked).
         self._rows_of: dict[str, set[int]] = {}
-        self._serial = 0
+        #: Free cores over every host, kept as VMs come and go: most
+        #: attempts on a busy cloud fail for want of cores, told at once.
+        self._free_cores = float(columns.free[:, 0].sum())
         self.levels = tuple(columns.levels)
         self._racks = len(columns.rack_names)
         self._rack = columns.rack.tolist()
@@ -285,6 +288,8 @@ class StateClasses:
     def room_for(self, memory_mb: float, count: int) -> bool:
         """Whether ``count`` one-core VMs of ``memory_mb`` fit at all: the
         necessary condition the simulator checks before planning."""
+        if self._free_cores < count - 1e-3:
+            return False  # each VM needs a core (the slack covers float drift)
         used = len(self._name_of)
         free = self._s_free[:used]
         fit = np.floor(free[:, 0] + 1e-9)
@@ -314,6 +319,12 @@ class StateClasses:
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
         admitted = None if rule is None else self._admitted(request, rule, np.flatnonzero(live))
+        # Classes whose hosts take no VM of the request add nothing to a
+        # rack's or domain's room and are never admissible: left out.
+        demand = np.array(request.demand.as_tuple())
+        dims = demand > 0
+        if dims.any():
+            live &= (demand[dims] <= self._s_free[:used][:, dims] + _SLACK).all(axis=1)
         if not (self.policy.homogeneity and request.app_class.needs_homogeneity):
             return self._plan_slots(request, np.flatnonzero(live), rule, admitted)
         best: tuple[tuple, list[int]] | None = None
@@ -427,26 +438,33 @@ class StateClasses:
         )
         sync = int(profile.app_class is AppClass.SYNC_HPC)
         score = profile.cache_score
-        groups: dict[tuple[int, int], list[int]] = {}
-        row_slot = self._row_slot
+        groups: dict[tuple[int, int, int], list[int]] = {}
+        row_slot, runs = self._row_slot, self._runs
         for row, vms in collections.Counter(rows).items():
-            groups.setdefault((row_slot[row], vms), []).append(row)
-        for (slot, vms), hosts in groups.items():
+            groups.setdefault((row_slot[row], vms, id(runs[row])), []).append(row)
+        for (slot, vms, _), hosts in groups.items():
             hosts.sort()
             # One VM at a time, as ClusterState does: the floats must agree.
             a, b, c = self._name_of[slot][3]
             for _ in range(vms):
                 a, b, c = a - demand[0], b - demand[1], c - demand[2]
-            run = (vm, vms, demand)
+            free = (a, b, c)
+            after = (*runs[hosts[0]], (vm, vms, demand))
+            self._free_cores -= demand[0] * vms * len(hosts)
             self._leave_block(slot, hosts)
+            shared = self._by_cache  # the class's hosts share their cache total
+            total = self._cache[hosts[0]]
+            for _ in range(vms):
+                total += score
             for row in hosts:
-                self._free[row] = (a, b, c)
-                total = self._cache[row]
-                for _ in range(vms):
-                    total += score
+                self._free[row] = free
+                if not shared:
+                    total = self._cache[row]
+                    for _ in range(vms):
+                        total += score
                 self._cache[row] = total
                 self._sync[row] += sync * vms
-                self._runs[row].append(run)
+                runs[row] = after
             self._join_block(hosts)
         self._rows_of[request.application_id] = {row for hosts in groups.values() for row in hosts}
 
@@ -456,18 +474,18 @@ class StateClasses:
         Hosts of one class that ran the same VMs end in one state: each
         such group is worked out once and moves together.
         """
-        groups: dict[tuple, list[int]] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
         row_slot, runs = self._row_slot, self._runs
         for row in self._rows_of.pop(application_id, ()):
-            groups.setdefault((row_slot[row], *map(id, runs[row])), []).append(row)
-        for key, hosts in groups.items():
+            groups.setdefault((row_slot[row], id(runs[row])), []).append(row)
+        for (slot, _), hosts in groups.items():
             hosts.sort()
-            slot = key[0]
             a, b, c = self._name_of[slot][3]
             kept = []
             for run in runs[hosts[0]]:
                 vm, vms, demand = run
                 if vm.application_id == application_id:
+                    self._free_cores += demand[0] * vms * len(hosts)
                     for _ in range(vms):
                         a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:
@@ -475,12 +493,13 @@ class StateClasses:
             # Summed afresh in placement order, as ClusterState does.
             cache = ordered_sum(vm.cache_score for vm, vms, _ in kept for _ in range(vms))
             sync = sum(vms for vm, vms, _ in kept if vm.app_class is AppClass.SYNC_HPC)
+            free, after = (a, b, c), tuple(kept)
             self._leave_block(slot, hosts)
             for row in hosts:
-                self._free[row] = (a, b, c)
+                self._free[row] = free
                 self._cache[row] = cache
                 self._sync[row] = sync
-                runs[row] = list(kept)
+                runs[row] = after
             self._join_block(hosts)
 
     def rows_of(self, application_id: str) -> list[int]:
@@ -555,8 +574,7 @@ class _Greedy:
             self.copies = np.maximum(copies, 0)
         else:
             self.copies = np.zeros(len(slots))
-        #: How many VMs of the request a host of each class can take.
-        self.room = self._room()
+        self._rooms: np.ndarray | None = None
         #: Each rack's rank in the order to fill them (ranked requests only),
         #: and per class the tie-break inside a rack: more room first.
         self.rack_rank: np.ndarray | None = None
@@ -574,9 +592,16 @@ class _Greedy:
             rank[order] = np.arange(racks, dtype=float)
             self.rack_rank = rank
 
+    @property
+    def room(self) -> np.ndarray:
+        """How many VMs of the request a host of each class can take: the
+        planner's room(), capacity where admitted less what the cache
+        thresholds leave."""
+        if self._rooms is None:
+            self._rooms = self._room()
+        return self._rooms
+
     def _room(self) -> np.ndarray:
-        """The planner's room(): capacity where admitted, less what the
-        cache thresholds leave."""
         room = np.where(self.fixed_ok, self.copies, 0).astype(float)
         score = self.score
         if self.thresholds and score > 0:
