@@ -325,7 +325,8 @@ class StateClasses:
         dims = demand > 0
         if dims.any():
             live &= (demand[dims] <= self._s_free[:used][:, dims] + _SLACK).all(axis=1)
-        if not (self.policy.homogeneity and request.app_class.needs_homogeneity):
+        homogeneous = self.policy.homogeneity and request.app_class.needs_homogeneity
+        if not homogeneous or len(self.group_names) == 1:
             return self._plan_slots(request, np.flatnonzero(live), rule, admitted)
         best: tuple[tuple, list[int]] | None = None
         reasons = []
