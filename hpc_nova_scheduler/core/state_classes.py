@@ -818,7 +818,7 @@ class _Greedy:
         t_sync = np.zeros(count, dtype=bool)
         touched = 0
         chosen: list[int] = []
-        for _ in range(count):
+        while len(chosen) < count:
             picks = np.flatnonzero(ok_slots & (taken < self.hosts))
             mine = np.flatnonzero(
                 t_fixed[:touched]
@@ -831,25 +831,55 @@ class _Greedy:
             weight = _normalised(values[:, 1]) + _normalised(values[:, 0])
             best = int(np.lexsort((rows, -weight))[0])
             row = int(rows[best])
-            if best < len(picks):
-                i = int(picks[best])
-                taken[i] += 1
-                hosts = members[int(slots[i])]
-                next_row[i] = hosts[taken[i]] if taken[i] < len(hosts) else -1
-                at = touched
-                touched += 1
-                t_rows[at] = row
-                t_fixed[at] = self.fixed_ok[i]
-                t_free[at] = self.free[i]
-                t_cache[at] = self.cache[i]
-                t_sync[at] = self.sync[i]
-            else:
+            if best >= len(picks):
                 at = int(mine[best - len(picks)])
-            t_free[at] -= self.demand
-            t_cache[at] += self.score
-            t_sync[at] |= self.sync_request
-            chosen.append(row)
+                t_free[at] -= self.demand
+                t_cache[at] += self.score
+                t_sync[at] |= self.sync_request
+                chosen.append(row)
+                continue
+            i = int(picks[best])
+            hosts = members[int(slots[i])]
+            block = self._weighed_block(i, hosts, int(taken[i]), values, weight, rows, best)
+            block = block[: count - len(chosen)]
+            taken[i] += len(block)
+            next_row[i] = hosts[taken[i]] if taken[i] < len(hosts) else -1
+            at, touched = touched, touched + len(block)
+            t_rows[at:touched] = block
+            t_fixed[at:touched] = self.fixed_ok[i]
+            t_free[at:touched] = self.free[i] - self.demand
+            t_cache[at:touched] = self.cache[i] + self.score
+            t_sync[at:touched] = self.sync[i] | self.sync_request
+            chosen.extend(block)
         return chosen
+
+    def _weighed_block(self, i, hosts, start, values, weight, rows, best) -> list[int]:
+        """The untouched hosts of class ``i`` from ``start`` that Nova's
+        weighing takes one after another, one VM each: while the class has
+        hosts left and a host that took a VM stays within the candidates'
+        minima, no weight changes, so the next host of the class wins until
+        a rival of equal weight comes first by row."""
+        first = hosts[start]
+        if start + 1 >= len(hosts):
+            return [first]
+        after = self.free[i] - self.demand
+        cache = self.cache[i] + self.score
+        sync = self.sync[i] | self.sync_request
+        if self.fixed_ok[i] and self.admissible(after[None], cache[None], sync[None])[0]:
+            low, high = values[:, :2].min(axis=0), values[:, :2].max(axis=0)
+            if after[0] < low[0] or after[1] < low[1]:
+                return [first]  # a new minimum would weigh every host again
+            # The host weighed as the next step would weigh it (nova.weights.normalize).
+            span = high - low
+            parts = np.where(span > 0, (after[:2] - low) / np.where(span > 0, span, 1.0), 0.0)
+            if not parts[1] + parts[0] < weight[best]:
+                return [first]
+        equal = np.flatnonzero(weight == weight[best])
+        rivals = rows[equal[equal != best]]
+        end = len(hosts)
+        if rivals.size:
+            end = bisect.bisect_left(hosts, int(rivals.min()), start + 1)
+        return hosts[start:end]
 
     def short_of(self, placed: int) -> NoPlacement:
         return NoPlacement(
