@@ -29,17 +29,18 @@ Topology levels beyond the rack and the tenant's ``required`` and
 host but its room: it runs on the classes, each weighing its room times
 its hosts.
 
-What it does not serve (:meth:`StateClasses.serves`) stays with plan() over every host: ExtremeHPC
-(dedication reads every co-runner), segments and constraints at the host
-level (packed host by host), and applications that already run somewhere.
+What it does not serve (:meth:`StateClasses.serves`) stays with plan()
+over every host: ExtremeHPC (dedication reads every co-runner), segments
+and constraints at the host level (packed host by host), and applications
+that already run somewhere. The greedy of one request over the classes is
+:mod:`.class_greedy`.
 """
 
 from __future__ import annotations
 
 import bisect
 import collections
-import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -47,18 +48,13 @@ from hpc_nova_scheduler.core import arrangement
 from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
-    PACKING_COSINE,
     PACKING_NOVA_WEIGHERS,
     NoPlacement,
     PlacementRequest,
     Policy,
-    _cosine_key_one,
-    _cosine_keys,
     _depth,
-    _normalised,
-    blind_key_one,
-    blind_keys,
 )
+from hpc_nova_scheduler.core.class_greedy import ClassGreedy
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
 from hpc_nova_scheduler.core.criteria import EPSILON, Thresholds
@@ -364,9 +360,9 @@ class StateClasses:
         spec = request.topology if self.policy.topology else NO_TOPOLOGY
         required = _depth(topo.SPEC_REQUIRED, spec.required, self.levels)
         if required is None:
-            return _Greedy(self, request, slots, rule, admitted).run()
+            return ClassGreedy(self, request, slots, rule, admitted).run()
         # The required level's domains, tightest first, each tried whole.
-        room = _Greedy(self, request, slots, rule, admitted).room * self._s_hosts[slots]
+        room = ClassGreedy(self, request, slots, rule, admitted).room * self._s_hosts[slots]
         codes = self._rack_domains[:, self._s_rack[slots]]
         own = np.zeros(len(slots), dtype=bool)
         everyone = np.arange(len(slots))
@@ -376,7 +372,7 @@ class StateClasses:
         ):
             inside = slots[codes[required] == domain]
             try:
-                return _Greedy(self, request, inside, rule, admitted, required + 1).run()
+                return ClassGreedy(self, request, inside, rule, admitted, required + 1).run()
             except NoPlacement:
                 tried += 1
         most = 0.0
@@ -526,458 +522,6 @@ class StateClasses:
     def free_cores(self) -> float:
         used = len(self._name_of)
         return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
-
-
-class _Greedy:
-    """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
-
-    def __init__(
-        self,
-        classes: StateClasses,
-        request: PlacementRequest,
-        slots: np.ndarray,
-        rule: HostJudge | None = None,
-        admitted: np.ndarray | None = None,
-        top: int = 0,
-    ) -> None:
-        """``slots`` share one domain of every level above ``top``."""
-        self.classes = classes
-        self.request = request
-        policy = classes.policy
-        self.policy = policy
-        app_class = request.app_class if policy.classes else AppClass.NON_HPC
-        self.topology_aware = policy.topology and app_class.topology_aware
-        spec = request.topology if policy.topology else NO_TOPOLOGY
-        #: Whether the plan follows the topology: the class asks for it, or the tenant.
-        self.ranked = self.topology_aware or not spec.empty
-        #: BestFit with more than one level or any constraint (as plan()).
-        self.best_fit = len(classes.levels) > 1 or not spec.empty
-        self.sync_request = request.app_class is AppClass.SYNC_HPC
-        # A judge of co-runners replaces the cache thresholds.
-        self.rule = rule
-        self.thresholds = policy.cache_criteria and rule is None
-        #: Per class, what placing VMs never changes: the judge's admission.
-        self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
-        self.score = request.profile.cache_score
-        self.demand_tuple = request.demand.as_tuple()
-        self.demand = np.array(self.demand_tuple, dtype=float)
-        self.dims = self.demand > 0
-        self.slots = slots
-        self.free = classes._s_free[slots]
-        self.capacity = classes._s_capacity[slots]
-        self.cache = classes._s_cache[slots]
-        self.sync = classes._s_sync[slots]
-        self.hosts = classes._s_hosts[slots]
-        if self.dims.any():
-            copies = np.floor((self.free[:, self.dims] + _SLACK) / self.demand[self.dims]).min(
-                axis=1
-            )
-            self.copies = np.maximum(copies, 0)
-        else:
-            self.copies = np.zeros(len(slots))
-        self._rooms: np.ndarray | None = None
-        #: Each rack's rank in the order to fill them (ranked requests only),
-        #: and per class the tie-break inside a rack: more room first.
-        self.rack_rank: np.ndarray | None = None
-        self.within_rack = -self.copies
-        if self.ranked and self.best_fit:
-            self.rack_rank = self._best_fit_ranks(top)
-            self.within_rack = -self.room
-        elif self.ranked:
-            # Seed 003: racks by how many VMs they take, largest first.
-            racks = classes._racks
-            rack = classes._s_rack[slots]
-            room = np.bincount(rack, weights=self.copies * self.hosts, minlength=racks)
-            order = np.lexsort((np.arange(racks), -room))
-            rank = np.empty(racks)
-            rank[order] = np.arange(racks, dtype=float)
-            self.rack_rank = rank
-
-    @property
-    def room(self) -> np.ndarray:
-        """How many VMs of the request a host of each class can take: the
-        planner's room(), capacity where admitted less what the cache
-        thresholds leave."""
-        if self._rooms is None:
-            self._rooms = self._room()
-        return self._rooms
-
-    def _room(self) -> np.ndarray:
-        room = np.where(self.fixed_ok, self.copies, 0).astype(float)
-        score = self.score
-        if self.thresholds and score > 0:
-            limits = self.classes.thresholds
-            alpha = np.floor((limits.alpha + EPSILON - self.cache) / score)
-            room = np.minimum(room, np.maximum(alpha, 0))
-            beta = np.floor((limits.beta + EPSILON - self.cache) / score)
-            sync = self.sync | self.sync_request
-            room = np.where(sync, np.minimum(room, np.maximum(beta, 0)), room)
-        return room
-
-    def _best_fit_ranks(self, top: int) -> np.ndarray:
-        """Each rack's rank in BestFit's order of the classes (each weighing
-        its room times its hosts) over the levels from ``top``."""
-        classes = self.classes
-        rack = classes._s_rack[self.slots]
-        codes = classes._rack_domains[top:, rack]
-        order = arrangement.arrange(
-            codes,
-            self.room * self.hosts,
-            np.zeros(len(self.slots), dtype=bool),
-            np.arange(len(self.slots)),
-            self.request.count,
-        )
-        racks, first = np.unique(rack[order], return_index=True)
-        rank = np.full(classes._racks, np.inf)
-        rank[racks] = np.argsort(np.argsort(first)).astype(float)
-        return rank
-
-    def admissible(self, free: np.ndarray, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
-        """The planner's admissible(), per class or per host."""
-        ok = (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
-        if self.thresholds:
-            limits = self.classes.thresholds
-            total = cache + self.score
-            ok &= ~(total > limits.alpha + EPSILON)
-            ok &= ~((sync | self.sync_request) & (total > limits.beta + EPSILON))
-        return ok
-
-    def admits_one(self, free: Sequence[float], cache: float, sync: bool) -> bool:
-        """The planner's admits_one(), to the bit."""
-        if not all(d <= f + _SLACK for d, f in zip(self.demand_tuple, free, strict=True) if d > 0):
-            return False
-        if self.thresholds:
-            limits = self.classes.thresholds
-            total = cache + self.score
-            if total > limits.alpha + EPSILON:
-                return False
-            if (sync or self.sync_request) and total > limits.beta + EPSILON:
-                return False
-        return True
-
-    def keys(self, at: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The sort key but the row of the classes at positions ``at``, most
-        significant first.
-
-        Ranked, the planner's position tie-break is the order of hosts
-        within a rack: more VMs of the request first, then the row.
-        """
-        packing = self.policy.packing
-        free, capacity = self.free[at], self.capacity[at]
-        if not self.ranked:
-            return blind_keys(packing, free, capacity, self.demand)
-        rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
-        position = self.within_rack[at]
-        if packing == PACKING_COSINE and self.topology_aware:
-            return (rank, _cosine_keys(free, capacity, self.demand)[1], position)
-        return (rank, *blind_keys(packing, free, capacity, self.demand), position)
-
-    def key_one(self, row: int, free: Sequence[float], position: float) -> tuple:
-        """:meth:`keys` for one host, to the bit; ``position``: its class's
-        tie-break inside the rack when the request began."""
-        packing = self.policy.packing
-        capacity = self.classes._capacity[row]
-        if not self.ranked:
-            return blind_key_one(packing, free, capacity, self.demand_tuple)
-        rank = float(self.rack_rank[self.classes._rack[row]])
-        if packing == PACKING_COSINE and self.topology_aware:
-            return (rank, _cosine_key_one(free, capacity, self.demand_tuple)[1], position)
-        return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), position)
-
-    def run(self) -> list[int]:
-        if self.policy.packing == PACKING_NOVA_WEIGHERS:
-            return self.weighed()
-        return self.mdobp()
-
-    def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[tuple]]:
-        """The admissible classes sorted by (key, first row), with their keys.
-
-        Few classes are scored in Python with the planner's one-host
-        functions (numpy's cost per call would outweigh arrays this short);
-        both ways agree to the bit.
-        """
-        classes = self.classes
-        slots = self.slots[candidates].tolist()
-        if len(slots) <= classes.few_slots:
-            position = self.within_rack[candidates].tolist()
-            entries = sorted(
-                (
-                    self.key_one(classes._members[slot][0], classes._name_of[slot][3], position[i]),
-                    classes._members[slot][0],
-                    slot,
-                )
-                for i, slot in enumerate(slots)
-            )
-            return [e[2] for e in entries], [e[0] for e in entries]
-        keys = self.keys(candidates)
-        first = classes._s_first[self.slots[candidates]]
-        order = np.lexsort((first, *reversed(keys)))
-        ranked = self.slots[candidates[order]].tolist()
-        if not keys:
-            return ranked, [()] * len(ranked)
-        return ranked, list(zip(*(k[order].tolist() for k in keys), strict=True))
-
-    def mdobp(self) -> list[int]:
-        """The planner's MDOBP: each VM to the admissible host with the
-        smallest (key, row).
-
-        Untouched hosts come out of their classes in that order. When the
-        first host of a class falls behind its class with one VM, the next
-        hosts of the class take one VM each until a rival comes first, all
-        at once (they stay together, as one block, until one is chosen
-        again); hosts that took VMs are rescored with the planner's
-        one-host functions.
-        """
-        count = self.request.count
-        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        untouched = _Untouched(self.classes._members, *self.ranked_classes(np.flatnonzero(ok)))
-        classes = self.classes
-        position_of = np.zeros(len(classes._name_of))
-        position_of[self.slots] = self.within_rack
-        fixed_of = np.zeros(len(classes._name_of), dtype=bool)
-        fixed_of[self.slots] = self.fixed_ok
-        demand, score, sync_request = self.demand_tuple, self.score, self.sync_request
-        # Hosts that took VMs: one by one (tag -1, state in ``touched``) or
-        # in blocks of hosts alike (tag: the block's number in ``blocks``).
-        touched: dict[int, list] = {}
-        blocks: list[list] = []
-        changed: list[tuple[tuple, int, int]] = []
-        chosen: list[int] = []
-
-        def one_more(load: list) -> bool:
-            """Place a VM on a host's load; whether it admits another."""
-            load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
-            load[1] += score
-            load[2] = load[2] or sync_request
-            return load[4] and self.admits_one(load[0], load[1], load[2])
-
-        while len(chosen) < count:
-            head = untouched.head
-            if changed and (head is None or changed[0][:2] < head):
-                _, row, tag = heapq.heappop(changed)
-                if tag >= 0:
-                    rows, at, state = blocks[tag]
-                    if at + 1 < len(rows):
-                        blocks[tag][1] = at + 1
-                        heapq.heappush(changed, (state[5], rows[at + 1], tag))
-                    touched[row] = [list(state[0]), *state[1:5]]
-                load = touched[row]
-                if one_more(load):
-                    heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row, -1))
-                chosen.append(row)
-                continue
-            if head is None:
-                raise self.short_of(len(chosen))
-            key, row = head
-            slot = classes._row_slot[row]
-            load = [
-                list(classes._free[row]),
-                classes._cache[row],
-                classes._sync[row] > 0,
-                float(position_of[slot]),
-                bool(fixed_of[slot]),
-            ]
-            after = self.key_one(row, load[0], load[3]) if one_more(load) else None
-            if after is not None and after <= key:
-                # Still ahead of its class: the next VM may go there too.
-                untouched.advance()
-                touched[row] = load
-                heapq.heappush(changed, (after, row, -1))
-                chosen.append(row)
-                continue
-            rival = changed[0][:2] if changed else None
-            rows = untouched.take_block(rival, count - len(chosen))
-            chosen.extend(rows)
-            if after is None:
-                continue
-            if len(rows) == 1:
-                touched[row] = load
-                heapq.heappush(changed, (after, row, -1))
-            else:
-                load.append(after)
-                blocks.append([rows, 0, load])
-                heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
-        return chosen
-
-    def weighed(self) -> list[int]:
-        """Nova's weighers: every VM normalises over all candidates again,
-        here the untouched classes and the touched hosts one by one."""
-        classes = self.classes
-        members = classes._members
-        count = self.request.count
-        slots = self.slots
-        taken = np.zeros(len(slots), dtype=np.int64)
-        #: Each class's first host this request has not touched (-1: none left).
-        next_row = classes._s_first[slots].copy()
-        ok_slots = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        # The touched hosts, in the order they were first chosen.
-        t_fixed = np.zeros(count, dtype=bool)
-        t_rows = np.zeros(count, dtype=np.int64)
-        t_free = np.zeros((count, 3))
-        t_cache = np.zeros(count)
-        t_sync = np.zeros(count, dtype=bool)
-        touched = 0
-        chosen: list[int] = []
-        while len(chosen) < count:
-            picks = np.flatnonzero(ok_slots & (taken < self.hosts))
-            mine = np.flatnonzero(
-                t_fixed[:touched]
-                & self.admissible(t_free[:touched], t_cache[:touched], t_sync[:touched])
-            )
-            if not picks.size and not mine.size:
-                raise self.short_of(len(chosen))
-            rows = np.concatenate((next_row[picks], t_rows[mine]))
-            values = np.concatenate((self.free[picks], t_free[mine]))
-            weight = _normalised(values[:, 1]) + _normalised(values[:, 0])
-            best = int(np.lexsort((rows, -weight))[0])
-            row = int(rows[best])
-            if best >= len(picks):
-                at = int(mine[best - len(picks)])
-                t_free[at] -= self.demand
-                t_cache[at] += self.score
-                t_sync[at] |= self.sync_request
-                chosen.append(row)
-                continue
-            i = int(picks[best])
-            hosts = members[int(slots[i])]
-            block = self._weighed_block(i, hosts, int(taken[i]), values, weight, rows, best)
-            block = block[: count - len(chosen)]
-            taken[i] += len(block)
-            next_row[i] = hosts[taken[i]] if taken[i] < len(hosts) else -1
-            at, touched = touched, touched + len(block)
-            t_rows[at:touched] = block
-            t_fixed[at:touched] = self.fixed_ok[i]
-            t_free[at:touched] = self.free[i] - self.demand
-            t_cache[at:touched] = self.cache[i] + self.score
-            t_sync[at:touched] = self.sync[i] | self.sync_request
-            chosen.extend(block)
-        return chosen
-
-    def _weighed_block(self, i, hosts, start, values, weight, rows, best) -> list[int]:
-        """The untouched hosts of class ``i`` from ``start`` that Nova's
-        weighing takes one after another, one VM each: while the class has
-        hosts left and a host that took a VM stays within the candidates'
-        minima, no weight changes, so the next host of the class wins until
-        a rival of equal weight comes first by row."""
-        first = hosts[start]
-        if start + 1 >= len(hosts):
-            return [first]
-        after = self.free[i] - self.demand
-        cache = self.cache[i] + self.score
-        sync = self.sync[i] | self.sync_request
-        if self.fixed_ok[i] and self.admissible(after[None], cache[None], sync[None])[0]:
-            low, high = values[:, :2].min(axis=0), values[:, :2].max(axis=0)
-            if after[0] < low[0] or after[1] < low[1]:
-                return [first]  # a new minimum would weigh every host again
-            # The host weighed as the next step would weigh it (nova.weights.normalize).
-            span = high - low
-            parts = np.where(span > 0, (after[:2] - low) / np.where(span > 0, span, 1.0), 0.0)
-            if not parts[1] + parts[0] < weight[best]:
-                return [first]
-        equal = np.flatnonzero(weight == weight[best])
-        rivals = rows[equal[equal != best]]
-        end = len(hosts)
-        if rivals.size:
-            end = bisect.bisect_left(hosts, int(rivals.min()), start + 1)
-        return hosts[start:end]
-
-    def short_of(self, placed: int) -> NoPlacement:
-        return NoPlacement(
-            f"only {placed} of {self.request.count} VMs fit within capacity, "
-            "dedicated hosts, cache thresholds and the interference table",
-            placed,
-        )
-
-
-class _Untouched:
-    """The hosts a request has not touched, in (key, row) order.
-
-    Classes come sorted by (key, first row); a run of classes with equal
-    keys is merged by row, each class joining the merge only when its first
-    row comes up. ``head`` is the next host as (key, row), None at the end.
-    """
-
-    def __init__(self, members: list[list[int]], slots: list[int], keys: list[tuple]) -> None:
-        self.members = members
-        self.runs: list[tuple[tuple, list[int]]] = []
-        i = 0
-        while i < len(slots):
-            j = i + 1
-            while j < len(slots) and keys[j] == keys[i]:
-                j += 1
-            self.runs.append((keys[i], slots[i:j]))
-            i = j
-        self.run = -1
-        self.head: tuple[tuple, int] | None = None
-        self._next_run()
-
-    def _next_run(self) -> None:
-        self.run += 1
-        if self.run >= len(self.runs):
-            self.head, self.single, self.merging = None, None, None
-            return
-        key, slots = self.runs[self.run]
-        self.key = key
-        if len(slots) == 1:
-            self.single, self.at, self.merging = self.members[slots[0]], 0, None
-            self.head = (key, self.single[0])
-            return
-        self.single = None
-        self.merging = self._merge(slots)
-        self.head = (key, next(self.merging))
-
-    def _merge(self, run: list[int]) -> Iterator[int]:
-        members = self.members
-        merging: list[tuple[int, int, int]] = []
-        joined = 0
-        while merging or joined < len(run):
-            while joined < len(run) and (not merging or members[run[joined]][0] < merging[0][0]):
-                slot = run[joined]
-                heapq.heappush(merging, (members[slot][0], 0, slot))
-                joined += 1
-            row, at, slot = merging[0]
-            yield row
-            rows = members[slot]
-            if at + 1 < len(rows):
-                heapq.heapreplace(merging, (rows[at + 1], at + 1, slot))
-            else:
-                heapq.heappop(merging)
-
-    def advance(self) -> None:
-        """Past the head."""
-        if self.single is not None:
-            self.at += 1
-            if self.at < len(self.single):
-                self.head = (self.key, self.single[self.at])
-                return
-            self._next_run()
-            return
-        row = next(self.merging, None)
-        if row is None:
-            self._next_run()
-        else:
-            self.head = (self.key, row)
-
-    def take_block(self, rival: tuple | None, limit: int) -> list[int]:
-        """The head and the hosts after it in its class that come before
-        ``rival`` and the next run, at most ``limit``, all taken."""
-        if self.single is None:
-            row = self.head[1]
-            self.advance()
-            return [row]
-        if self.run + 1 < len(self.runs):
-            key, slots = self.runs[self.run + 1]
-            later = (key, min(self.members[s][0] for s in slots))
-            rival = later if rival is None or later < rival else rival
-        members, start = self.single, self.at
-        end = len(members)
-        if rival is not None and rival[0] == self.key:
-            end = bisect.bisect_left(members, rival[1], start + 1)
-        end = min(end, start + limit)
-        taken = members[start:end]
-        self.at = end - 1
-        self.advance()
-        return taken
 
 
 def cache_slots(policy: Policy, thresholds: Thresholds, request: PlacementRequest) -> int | None:

@@ -1,4 +1,5 @@
-"""State classes plan exactly what plan() plans over every host."""
+"""State classes and their greedy (core/class_greedy.py) plan exactly what
+plan() plans over every host."""
 
 from __future__ import annotations
 
