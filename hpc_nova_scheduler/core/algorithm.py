@@ -34,7 +34,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -70,6 +71,9 @@ _GRID = 2.0**30
 #: Floating-point slack when checking that a demand fits (as Resources does).
 _SLACK = 1e-9
 
+
+#: A plan of some engine (best_group compares them).
+T = TypeVar("T")
 
 #: A request without topology constraints.
 NO_TOPOLOGY = topo.TopologySpec()
@@ -962,21 +966,33 @@ def plan(
     if own_groups:
         # An application already running stays on its processor type.
         groups = {g: members for g, members in groups.items() if g in own_groups}
-    best: tuple[tuple, Plan] | None = None
+
+    def in_group(group: str) -> tuple[Plan, tuple]:
+        candidate = planner.plan_group(groups[group], group)
+        spans = tuple(len(d) for d in candidate.domains) or (len(candidate.racks),)
+        return candidate, (*spans, len(set(candidate.hosts)))
+
+    return best_group(request.count, sorted(groups), in_group)
+
+
+def best_group(count: int, groups: Iterable[str], plan_in: Callable[[str], tuple[T, tuple]]) -> T:
+    """The plan of the processor group whose plan spans the fewest domains
+    at every level, outermost first, then the fewest hosts, then the group
+    with the first name. ``plan_in(group)`` returns a plan and that rank, or
+    raises :class:`NoPlacement`; so does this when no group holds the request."""
+    best: tuple[tuple, T] | None = None
     reasons = []
-    for group in sorted(groups):
+    for group in groups:
         try:
-            candidate = planner.plan_group(groups[group], group)
+            candidate, rank = plan_in(group)
         except NoPlacement as refusal:
             reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
             continue
-        spans = tuple(len(d) for d in candidate.domains) or (len(candidate.racks),)
-        rank = (*spans, len(set(candidate.hosts)), group)
-        if best is None or rank < best[0]:
-            best = (rank, candidate)
+        if best is None or (*rank, group) < best[0]:
+            best = ((*rank, group), candidate)
     if best is None:
         raise NoPlacement(
-            f"no single processor group can hold all {request.count} VMs; " + "; ".join(reasons)
+            f"no single processor group can hold all {count} VMs; " + "; ".join(reasons)
         )
     return best[1]
 

@@ -53,6 +53,7 @@ from hpc_nova_scheduler.core.algorithm import (
     PlacementRequest,
     Policy,
     _depth,
+    best_group,
 )
 from hpc_nova_scheduler.core.class_greedy import ClassGreedy
 from hpc_nova_scheduler.core.cluster import RunningVM
@@ -324,29 +325,18 @@ class StateClasses:
         homogeneous = self.policy.homogeneity and request.app_class.needs_homogeneity
         if not homogeneous or len(self.group_names) == 1:
             return self._plan_slots(request, np.flatnonzero(live), rule, admitted)
-        best: tuple[tuple, list[int]] | None = None
-        reasons = []
         groups = self._s_group[:used]
-        for code, group in enumerate(self.group_names):
-            try:
-                slots = np.flatnonzero(live & (groups == code))
-                rows = self._plan_slots(request, slots, rule, admitted)
-            except NoPlacement as refusal:
-                reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
-                continue
-            racks = {self._rack[r] for r in rows}
-            spans = tuple(
-                len(set(self._rack_domains[level, list(racks)].tolist()))
-                for level in range(len(self.levels))
+
+        def in_group(group: str) -> tuple[list[int], tuple]:
+            code = self.group_names.index(group)
+            rows = self._plan_slots(
+                request, np.flatnonzero(live & (groups == code)), rule, admitted
             )
-            rank = (*spans, len(set(rows)), group)
-            if best is None or rank < best[0]:
-                best = (rank, rows)
-        if best is None:
-            raise NoPlacement(
-                f"no single processor group can hold all {request.count} VMs; " + "; ".join(reasons)
-            )
-        return best[1]
+            racks = sorted({self._rack[r] for r in rows})
+            spans = tuple(len(set(codes.tolist())) for codes in self._rack_domains[:, racks])
+            return rows, (*spans, len(set(rows)))
+
+        return best_group(request.count, self.group_names, in_group)
 
     def _plan_slots(
         self,

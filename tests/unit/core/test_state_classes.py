@@ -85,6 +85,20 @@ requests = st.tuples(
 
 
 class TestSamePlans(testtools.TestCase):
+    def same_then_apply(self, cloud, classes, request, expected, rows, running, finish) -> None:
+        """The same hosts in the same order (or both refused); then the plan
+        applied to both, and with ``finish`` one running application released."""
+        got = None if rows is None else tuple(classes.names[r] for r in rows)
+        self.assertEqual(None if expected is None else expected.hosts, got, request.application_id)
+        if expected is not None:
+            cloud.apply(expected, request)
+            classes.apply(rows, request)
+            running.append(request.application_id)
+        if finish and running:
+            gone = running.pop(len(running) // 2)
+            cloud.release([gone])
+            classes.release(gone)
+
     @settings(max_examples=300, deadline=None)
     @given(
         clouds(),
@@ -121,16 +135,7 @@ class TestSamePlans(testtools.TestCase):
                 rows = classes.plan(request)
             except NoPlacement:
                 rows = None
-            got = None if rows is None else tuple(classes.names[r] for r in rows)
-            self.assertEqual(None if expected is None else expected.hosts, got, number)
-            if expected is not None:
-                cloud.apply(expected, request)
-                classes.apply(rows, request)
-                running.append(request.application_id)
-            if finish and running:
-                gone = running.pop(number % len(running))
-                cloud.release([gone])
-                classes.release(gone)
+            self.same_then_apply(cloud, classes, request, expected, rows, running, finish)
             columns = cloud.columns()
             for row in range(len(columns)):
                 self.assertEqual(tuple(columns.free[row].tolist()), classes.free_of(row))
@@ -196,17 +201,8 @@ class TestSamePlans(testtools.TestCase):
                 rows = classes.plan(request, by_classes)
             except NoPlacement:
                 rows = None
-            got = None if rows is None else tuple(classes.names[r] for r in rows)
-            self.assertEqual(None if expected is None else expected.hosts, got, number)
             self.assertEqual(asked["plan"], asked["classes"], number)
-            if expected is not None:
-                cloud.apply(expected, request)
-                classes.apply(rows, request)
-                running.append(request.application_id)
-            if finish and running:
-                gone = running.pop(number % len(running))
-                cloud.release([gone])
-                classes.release(gone)
+            self.same_then_apply(cloud, classes, request, expected, rows, running, finish)
 
     def test_idle_hosts_are_one_class_per_rack(self) -> None:
         cloud = ClusterState()
