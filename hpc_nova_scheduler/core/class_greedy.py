@@ -57,15 +57,13 @@ class StateClasses(Protocol):
     _s_rack: np.ndarray
     _s_hosts: np.ndarray
     _s_first: np.ndarray
-    #: Per slot: its name (its state) and its hosts, ascending.
+    #: Per slot: its name (its state: free at 3, cache total at 4, SyncHPC
+    #: at 5) and its hosts, ascending.
     _name_of: list
     _members: list[list[int]]
-    #: Per host: its slot, free, total, cache total, SyncHPC VMs and rack.
+    #: Per host: its slot, total resources and rack.
     _row_slot: list[int]
-    _free: list[tuple[float, float, float]]
     _capacity: list[tuple[float, float, float]]
-    _cache: list[float]
-    _sync: list[int]
     _rack: list[int]
     #: How many racks, and each rack's domain at every level.
     _racks: int
@@ -314,10 +312,13 @@ class ClassGreedy:
                 raise self.short_of(len(chosen))
             key, row = head
             slot = classes._row_slot[row]
+            name = classes._name_of[slot]
+            # The class's state (its cache and SyncHPC count only where the
+            # thresholds read them, and then they are part of the class).
             load = [
-                list(classes._free[row]),
-                classes._cache[row],
-                classes._sync[row] > 0,
+                list(name[3]),
+                name[4],
+                name[5],
                 float(position_of[slot]),
                 bool(fixed_of[slot]),
             ]

@@ -100,9 +100,6 @@ class StateClasses:
         self.names = list(columns.names)
         size = len(self.names)
         self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
-        self._free: list[Vector] = [tuple(f) for f in columns.free.tolist()]
-        self._cache = [0.0] * size
-        self._sync = [0] * size
         #: Per host, its VMs as runs (VM, how many, demand) in placement
         #: order: an application's VMs on a host arrive together, as one run.
         #: Hosts that ran the same VMs share one tuple: identity groups them.
@@ -177,21 +174,25 @@ class StateClasses:
 
     # -- classes -------------------------------------------------------------
 
-    def _name(self, row: int) -> Name:
+    def _name(self, row: int, free: Vector, runs: tuple[Run, ...]) -> Name:
+        """The class of host ``row`` with ``free`` resources left and these
+        VMs. Its cache total is theirs summed in placement order (what
+        ClusterState's sums come to), and it runs SyncHPC if one of them is."""
+        cache = sync = None
+        if self._by_cache:
+            cache = ordered_sum(vm.cache_score for vm, vms, _ in runs for _ in range(vms))
+            sync = any(vm.app_class is AppClass.SYNC_HPC for vm, _, _ in runs)
         return (
             self._group[row] if self._by_group else -1,
             self._rack[row] if self._by_rack else -1,
             self._capacity[row],
-            self._free[row],
-            self._cache[row] if self._by_cache else 0.0,
-            self._sync[row] > 0 if self._by_cache else False,
-            self._residents(row) if self.judged else (),
+            free,
+            cache if self._by_cache else 0.0,
+            sync if self._by_cache else False,
+            # The applications and their VMs, in the order plan() describes
+            # them to a judge (applications in the order they came).
+            tuple((vm.app_name, vms) for vm, vms, _ in runs) if self.judged else (),
         )
-
-    def _residents(self, row: int) -> tuple[Resident, ...]:
-        """The applications on a host and their VMs, in the order plan()
-        describes them to a judge (applications in the order they came)."""
-        return tuple((vm.app_name, vms) for vm, vms, _ in self._runs[row])
 
     def _slot(self, name: Name, row: int) -> int:
         slot = self._slot_of.get(name)
@@ -210,8 +211,8 @@ class StateClasses:
         self._slot_of[name] = slot
         self._s_capacity[slot] = name[2]
         self._s_free[slot] = name[3]
-        self._s_cache[slot] = self._cache[row]
-        self._s_sync[slot] = self._sync[row] > 0
+        self._s_cache[slot] = name[4]
+        self._s_sync[slot] = name[5]
         self._s_rack[slot] = self._rack[row]
         self._s_group[slot] = self._group[row]
         self._s_hosts[slot] = 0
@@ -235,7 +236,7 @@ class StateClasses:
             setattr(self, attribute, new)
 
     def _join(self, row: int) -> None:
-        slot = self._slot(self._name(row), row)
+        slot = self._slot(self._name(row, self._capacity[row], ()), row)
         members = self._members[slot]
         bisect.insort(members, row)
         self._s_hosts[slot] += 1
@@ -262,9 +263,12 @@ class StateClasses:
         self._name_of[slot] = None
         self._spare.append(slot)
 
-    def _join_block(self, rows: list[int]) -> None:
-        """Put ``rows`` (ascending, all in the same state now) in their class."""
-        slot = self._slot(self._name(rows[0]), rows[0])
+    def _join_block(self, rows: list[int], free: Vector, runs: tuple[Run, ...]) -> None:
+        """Put ``rows`` (ascending, all in the same state now: ``free``
+        resources left and these VMs) in their class."""
+        for row in rows:
+            self._runs[row] = runs
+        slot = self._slot(self._name(rows[0], free, runs), rows[0])
         members = self._members[slot]
         if not members or members[-1] < rows[0]:
             members.extend(rows)
@@ -423,8 +427,6 @@ class StateClasses:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        sync = int(profile.app_class is AppClass.SYNC_HPC)
-        score = profile.cache_score
         groups: dict[tuple[int, int, int], list[int]] = {}
         row_slot, runs = self._row_slot, self._runs
         for row, vms in collections.Counter(rows).items():
@@ -435,24 +437,10 @@ class StateClasses:
             a, b, c = self._name_of[slot][3]
             for _ in range(vms):
                 a, b, c = a - demand[0], b - demand[1], c - demand[2]
-            free = (a, b, c)
             after = (*runs[hosts[0]], (vm, vms, demand))
             self._free_cores -= demand[0] * vms * len(hosts)
             self._leave_block(slot, hosts)
-            shared = self._by_cache  # the class's hosts share their cache total
-            total = self._cache[hosts[0]]
-            for _ in range(vms):
-                total += score
-            for row in hosts:
-                self._free[row] = free
-                if not shared:
-                    total = self._cache[row]
-                    for _ in range(vms):
-                        total += score
-                self._cache[row] = total
-                self._sync[row] += sync * vms
-                runs[row] = after
-            self._join_block(hosts)
+            self._join_block(hosts, (a, b, c), after)
         self._rows_of[request.application_id] = {row for hosts in groups.values() for row in hosts}
 
     def release(self, application_id: str) -> None:
@@ -477,17 +465,8 @@ class StateClasses:
                         a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:
                     kept.append(run)
-            # Summed afresh in placement order, as ClusterState does.
-            cache = ordered_sum(vm.cache_score for vm, vms, _ in kept for _ in range(vms))
-            sync = sum(vms for vm, vms, _ in kept if vm.app_class is AppClass.SYNC_HPC)
-            free, after = (a, b, c), tuple(kept)
             self._leave_block(slot, hosts)
-            for row in hosts:
-                self._free[row] = free
-                self._cache[row] = cache
-                self._sync[row] = sync
-                runs[row] = after
-            self._join_block(hosts)
+            self._join_block(hosts, (a, b, c), tuple(kept))
 
     def rows_of(self, application_id: str) -> list[int]:
         return sorted(self._rows_of.get(application_id, ()))
@@ -496,7 +475,7 @@ class StateClasses:
         return [vm for vm, vms, _ in self._runs[row] for _ in range(vms)]
 
     def free_of(self, row: int) -> Vector:
-        return self._free[row]
+        return self._name_of[self._row_slot[row]][3]
 
     def capacity_of(self, row: int) -> Vector:
         return self._capacity[row]
@@ -507,7 +486,7 @@ class StateClasses:
 
     def cache_of(self, row: int) -> float:
         """The host's cache total: its VMs' scores summed in placement order."""
-        return self._cache[row]
+        return ordered_sum(vm.cache_score for vm, vms, _ in self._runs[row] for _ in range(vms))
 
     def free_cores(self) -> float:
         used = len(self._name_of)
