@@ -444,31 +444,31 @@ class UntouchedHosts:
 
     def __init__(self, members: list[list[int]], slots: list[int], keys: list[tuple]) -> None:
         self.members = members
-        self.runs: list[tuple[tuple, list[int]]] = []
-        i = 0
-        while i < len(slots):
-            j = i + 1
-            while j < len(slots) and keys[j] == keys[i]:
-                j += 1
-            self.runs.append((keys[i], slots[i:j]))
-            i = j
-        self.run = -1
+        self.slots = slots
+        self.keys = keys
+        #: Where the next run of equal keys starts (runs are found as the
+        #: request reaches them: most requests end in the first few).
+        self.next_start = 0
         self.head: tuple[tuple, int] | None = None
         self._next_run()
 
     def _next_run(self) -> None:
-        self.run += 1
-        if self.run >= len(self.runs):
+        i, slots, keys = self.next_start, self.slots, self.keys
+        if i >= len(slots):
             self.head, self.single, self.merging = None, None, None
             return
-        key, slots = self.runs[self.run]
+        key = keys[i]
+        j = i + 1
+        while j < len(slots) and keys[j] == key:
+            j += 1
+        self.next_start = j
         self.key = key
-        if len(slots) == 1:
-            self.single, self.at, self.merging = self.members[slots[0]], 0, None
+        if j == i + 1:
+            self.single, self.at, self.merging = self.members[slots[i]], 0, None
             self.head = (key, self.single[0])
             return
         self.single = None
-        self.merging = self._merge(slots)
+        self.merging = self._merge(slots[i:j])
         self.head = (key, next(self.merging))
 
     def _merge(self, run: list[int]) -> Iterator[int]:
@@ -510,9 +510,9 @@ class UntouchedHosts:
             row = self.head[1]
             self.advance()
             return [row]
-        if self.run + 1 < len(self.runs):
-            key, slots = self.runs[self.run + 1]
-            later = (key, min(self.members[s][0] for s in slots))
+        if self.next_start < len(self.slots):
+            # The next run's first host: its classes come by first row.
+            later = (self.keys[self.next_start], self.members[self.slots[self.next_start]][0])
             rival = later if rival is None or later < rival else rival
         members, start = self.single, self.at
         end = len(members)
