@@ -231,8 +231,9 @@ class ClassGreedy:
             return self.weighed()
         return self.mdobp()
 
-    def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[tuple]]:
-        """The admissible classes sorted by (key, first row), with their keys.
+    def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[int], list[tuple]]:
+        """The admissible classes sorted by (key, first row), where each run
+        of equal keys starts, and each run's key.
 
         Few classes are scored in Python with the planner's one-host
         functions (numpy's cost per call would outweigh arrays this short);
@@ -250,14 +251,26 @@ class ClassGreedy:
                 )
                 for i, slot in enumerate(slots)
             )
-            return [e[2] for e in entries], [e[0] for e in entries]
+            starts = [
+                i for i in range(len(entries)) if i == 0 or entries[i][0] != entries[i - 1][0]
+            ]
+            return [e[2] for e in entries], starts, [entries[i][0] for i in starts]
         keys = self.keys(candidates)
         first = classes._s_first[self.slots[candidates]]
         order = np.lexsort((first, *reversed(keys)))
         ranked = self.slots[candidates[order]].tolist()
+        if not ranked:
+            return ranked, [], []
+        sorted_keys = [k[order] for k in keys]
+        change = np.zeros(len(ranked), dtype=bool)
+        change[0] = True
+        for k in sorted_keys:
+            change[1:] |= k[1:] != k[:-1]
+        starts = np.flatnonzero(change)
         if not keys:
-            return ranked, [()] * len(ranked)
-        return ranked, list(zip(*(k[order].tolist() for k in keys), strict=True))
+            return ranked, starts.tolist(), [()] * len(starts)
+        run_keys = list(zip(*(k[starts].tolist() for k in sorted_keys), strict=True))
+        return ranked, starts.tolist(), run_keys
 
     def mdobp(self) -> list[int]:
         """The planner's MDOBP: each VM to the admissible host with the
@@ -442,33 +455,32 @@ class UntouchedHosts:
     row comes up. ``head`` is the next host as (key, row), None at the end.
     """
 
-    def __init__(self, members: list[list[int]], slots: list[int], keys: list[tuple]) -> None:
+    def __init__(
+        self, members: list[list[int]], slots: list[int], starts: list[int], keys: list[tuple]
+    ) -> None:
+        """``slots`` sorted by (key, first row); each run of equal keys
+        starts at ``starts[i]`` and has the key ``keys[i]``."""
         self.members = members
         self.slots = slots
+        self.starts = [*starts, len(slots)]
         self.keys = keys
-        #: Where the next run of equal keys starts (runs are found as the
-        #: request reaches them: most requests end in the first few).
-        self.next_start = 0
+        self.run = -1
         self.head: tuple[tuple, int] | None = None
         self._next_run()
 
     def _next_run(self) -> None:
-        i, slots, keys = self.next_start, self.slots, self.keys
-        if i >= len(slots):
+        self.run += 1
+        if self.run >= len(self.keys):
             self.head, self.single, self.merging = None, None, None
             return
-        key = keys[i]
-        j = i + 1
-        while j < len(slots) and keys[j] == key:
-            j += 1
-        self.next_start = j
-        self.key = key
+        i, j = self.starts[self.run], self.starts[self.run + 1]
+        key = self.key = self.keys[self.run]
         if j == i + 1:
-            self.single, self.at, self.merging = self.members[slots[i]], 0, None
+            self.single, self.at, self.merging = self.members[self.slots[i]], 0, None
             self.head = (key, self.single[0])
             return
         self.single = None
-        self.merging = self._merge(slots[i:j])
+        self.merging = self._merge(self.slots[i:j])
         self.head = (key, next(self.merging))
 
     def _merge(self, run: list[int]) -> Iterator[int]:
@@ -510,9 +522,10 @@ class UntouchedHosts:
             row = self.head[1]
             self.advance()
             return [row]
-        if self.next_start < len(self.slots):
+        if self.run + 1 < len(self.keys):
             # The next run's first host: its classes come by first row.
-            later = (self.keys[self.next_start], self.members[self.slots[self.next_start]][0])
+            start = self.starts[self.run + 1]
+            later = (self.keys[self.run + 1], self.members[self.slots[start]][0])
             rival = later if rival is None or later < rival else rival
         members, start = self.single, self.at
         end = len(members)
