@@ -323,8 +323,33 @@ class HostClasses:
             if after == free:  # a demand of nothing: every VM stays on this host
                 blocks.append((np.array([row]), count - placed))
                 break
+            vms = 1
             if self.fits(after, demand) and blind_key_one(packing, after, capacity, demand) <= key:
-                take = 1  # the host stays ahead of its class: the next VM may go there too
+                # The host stays ahead of every other: the next VM goes there
+                # too, and the next, while it fits and its key does not rise.
+                take, last_key = 1, blind_key_one(packing, after, capacity, demand)
+                while placed + vms < count:
+                    further = _minus(after, demand)
+                    if not self.fits(further, demand):
+                        after, vms = further, vms + 1
+                        break
+                    further_key = blind_key_one(packing, further, capacity, demand)
+                    after, vms = further, vms + 1
+                    if further_key > last_key:
+                        break
+                    last_key = further_key
+                done = not self.fits(after, demand) or (
+                    blind_key_one(packing, after, capacity, demand) > key
+                )
+                if done and placed + vms < count:
+                    # The host is behind its class now: the class's next hosts,
+                    # alike, fill the same way one after another until a
+                    # rival of equal key comes first.
+                    rival = best(pop=False)
+                    take = len(members(name))
+                    if rival is not None and rival[0] == key:
+                        take = int(np.searchsorted(members(name), rival[1]))
+                    take = max(1, min(take, (count - placed) // vms))
             else:
                 # The hosts of the class come first, in position order, up to
                 # the next class's first host; each gets one VM and falls behind.
@@ -346,10 +371,10 @@ class HostClasses:
             journal.append((rows, name, target))
             last = blocks[-1][0] if blocks else None
             if len(rows) == 1 and last is not None and len(last) == 1 and last[0] == rows[0]:
-                blocks[-1] = (rows, blocks[-1][1] + 1)  # one more VM on the same host
+                blocks[-1] = (rows, blocks[-1][1] + vms)  # more VMs on the same host
             else:
-                blocks.append((rows, 1))
-            placed += len(rows)
+                blocks.append((rows, vms))
+            placed += len(rows) * vms
             requeue(name)
             requeue(target)
         return blocks
