@@ -306,55 +306,114 @@ class ClassGreedy:
             load[2] = load[2] or sync_request
             return load[4] and self.admits_one(load[0], load[1], load[2])
 
+        def fresh(row: int) -> list:
+            """An untouched host's load: its class's state (the cache total
+            and SyncHPC only where the thresholds read them, and then they
+            are part of the class)."""
+            slot = classes._row_slot[row]
+            name = classes._name_of[slot]
+            return [list(name[3]), name[4], name[5], float(position_of[slot]), bool(fixed_of[slot])]
+
+        def chain(
+            row: int, load: list, key: tuple, vms: int, room: int | None = None
+        ) -> tuple[tuple | None, int]:
+            """After ``vms`` VMs on the best host (chosen at ``key``), more
+            while its key does not rise: it stays the best, as every other
+            host comes after it; ``room``: at most this many VMs in all (by
+            default what the request has left). Its key then (None: it
+            admits no more), and how many VMs it took."""
+            limit = count - len(chosen) if room is None else room
+            after = self.key_one(row, load[0], load[3]) if one_more(load) else None
+            last = key
+            while after is not None and after <= last and vms < limit:
+                last = after
+                vms += 1
+                after = self.key_one(row, load[0], load[3]) if one_more(load) else None
+            return after, vms
+
         while len(chosen) < count:
             head = untouched.head
             if changed and (head is None or changed[0][:2] < head):
-                _, row, tag = heapq.heappop(changed)
-                if tag >= 0:
-                    rows, at, state = blocks[tag]
-                    if at + 1 < len(rows):
-                        blocks[tag][1] = at + 1
-                        heapq.heappush(changed, (state[5], rows[at + 1], tag))
-                    touched[row] = [list(state[0]), *state[1:5]]
-                load = touched[row]
-                if one_more(load):
-                    heapq.heappush(changed, (self.key_one(row, load[0], load[3]), row, -1))
-                chosen.append(row)
+                key, row, tag = heapq.heappop(changed)
+                if tag < 0:
+                    load = touched[row]
+                    after, vms = chain(row, load, key, 1)
+                    if after is not None:
+                        heapq.heappush(changed, (after, row, -1))
+                    chosen.extend([row] * vms)
+                    continue
+                # A block's next host: if it falls behind the block, the
+                # block's next hosts follow it as a class's would.
+                rows, at, state = blocks[tag]
+                load = [list(state[0]), *state[1:5]]
+                after, vms = chain(row, load, key, 1)
+                end = at + 1
+                if after is None or after > key:
+                    rival = changed[0][:2] if changed else None
+                    if head is not None and (rival is None or head < rival):
+                        rival = head
+                    end = len(rows)
+                    if rival is not None and rival[0] == key:
+                        end = bisect.bisect_left(rows, rival[1], at + 1)
+                    end = min(end, at + max(1, (count - len(chosen)) // vms))
+                if end < len(rows):
+                    blocks[tag][1] = end
+                    heapq.heappush(changed, (key, rows[end], tag))
+                taken = rows[at:end]
+                for host in taken:
+                    chosen.extend([host] * vms)
+                if after is None:
+                    continue
+                if len(taken) == 1:
+                    touched[row] = load
+                    heapq.heappush(changed, (after, row, -1))
+                else:
+                    load.append(after)
+                    blocks.append([taken, 0, load])
+                    heapq.heappush(changed, (after, taken[0], len(blocks) - 1))
                 continue
             if head is None:
                 raise self.short_of(len(chosen))
             key, row = head
-            slot = classes._row_slot[row]
-            name = classes._name_of[slot]
-            # The class's state (its cache and SyncHPC count only where the
-            # thresholds read them, and then they are part of the class).
-            load = [
-                list(name[3]),
-                name[4],
-                name[5],
-                float(position_of[slot]),
-                bool(fixed_of[slot]),
-            ]
-            after = self.key_one(row, load[0], load[3]) if one_more(load) else None
-            if after is not None and after <= key:
-                # Still ahead of its class: the next VM may go there too.
-                untouched.advance()
-                touched[row] = load
-                heapq.heappush(changed, (after, row, -1))
-                chosen.append(row)
-                continue
             rival = changed[0][:2] if changed else None
-            rows = untouched.take_block(rival, count - len(chosen))
-            chosen.extend(rows)
-            if after is None:
-                continue
-            if len(rows) == 1:
+            load = fresh(row)
+            after, vms = chain(row, load, key, 1)
+            untouched.advance()
+            chosen.extend([row] * vms)
+            if after is not None and after <= key:
+                # Still ahead of its class: its next VM may come before theirs.
                 touched[row] = load
                 heapq.heappush(changed, (after, row, -1))
-            else:
-                load.append(after)
-                blocks.append([rows, 0, load])
-                heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
+                continue
+            # It falls behind: so do the hosts after it in (key, row) order,
+            # each taking as many VMs as its class's first, until a rival
+            # comes first. A class's chain is worked out once; hosts of other
+            # classes of equal key (another cache total) have their own.
+            taken: dict[int, list] = {classes._row_slot[row]: [[row], load, after, vms]}
+            while (head := untouched.head) is not None and head[0] == key and len(chosen) < count:
+                if rival is not None and rival < head:
+                    break
+                row = head[1]
+                entry = taken.get(classes._row_slot[row])
+                if entry is None:
+                    load = fresh(row)
+                    after, vms = chain(row, load, key, 1, count)
+                    entry = taken[classes._row_slot[row]] = [[], load, after, vms]
+                if not (entry[2] is None or entry[2] > key) or len(chosen) + entry[3] > count:
+                    break
+                untouched.advance()
+                chosen.extend([row] * entry[3])
+                entry[0].append(row)
+            for rows, load, after, _ in taken.values():
+                if after is None or not rows:
+                    continue
+                if len(rows) == 1:
+                    touched[rows[0]] = load
+                    heapq.heappush(changed, (after, rows[0], -1))
+                else:
+                    load.append(after)
+                    blocks.append([rows, 0, load])
+                    heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
         return chosen
 
     def weighed(self) -> list[int]:
@@ -514,25 +573,3 @@ class UntouchedHosts:
             self._next_run()
         else:
             self.head = (self.key, row)
-
-    def take_block(self, rival: tuple | None, limit: int) -> list[int]:
-        """The head and the hosts after it in its class that come before
-        ``rival`` and the next run, at most ``limit``, all taken."""
-        if self.single is None:
-            row = self.head[1]
-            self.advance()
-            return [row]
-        if self.run + 1 < len(self.keys):
-            # The next run's first host: its classes come by first row.
-            start = self.starts[self.run + 1]
-            later = (self.keys[self.run + 1], self.members[self.slots[start]][0])
-            rival = later if rival is None or later < rival else rival
-        members, start = self.single, self.at
-        end = len(members)
-        if rival is not None and rival[0] == self.key:
-            end = bisect.bisect_left(members, rival[1], start + 1)
-        end = min(end, start + limit)
-        taken = members[start:end]
-        self.at = end - 1
-        self.advance()
-        return taken
