@@ -399,11 +399,16 @@ class ClassGreedy:
                     load = fresh(row)
                     after, vms = chain(row, load, key, 1, count)
                     entry = taken[classes._row_slot[row]] = [[], load, after, vms]
-                if not (entry[2] is None or entry[2] > key) or len(chosen) + entry[3] > count:
+                vms = entry[3]
+                if not (entry[2] is None or entry[2] > key) or len(chosen) + vms > count:
                     break
-                untouched.advance()
-                chosen.extend([row] * entry[3])
-                entry[0].append(row)
+                if untouched.single is not None:
+                    rows = untouched.take_single(rival, (count - len(chosen)) // vms)
+                else:
+                    untouched.advance()
+                    rows = [row]
+                chosen.extend(rows if vms == 1 else [r for r in rows for _ in range(vms)])
+                entry[0].extend(rows)
             for rows, load, after, _ in taken.values():
                 if after is None or not rows:
                     continue
@@ -573,3 +578,16 @@ class UntouchedHosts:
             self._next_run()
         else:
             self.head = (self.key, row)
+
+    def take_single(self, rival: tuple | None, limit: int) -> list[int]:
+        """The head and the hosts after it in its class (a run of one class)
+        that come before ``rival``, at most ``limit``, all taken."""
+        members, start = self.single, self.at
+        end = len(members)
+        if rival is not None and rival[0] == self.key:
+            end = bisect.bisect_left(members, rival[1], start + 1)
+        end = min(end, start + limit)
+        taken = members[start:end]
+        self.at = end - 1
+        self.advance()
+        return taken
