@@ -249,6 +249,61 @@ def blind_key_one(packing: str, free, capacity, demand) -> tuple[float, ...]:
     return ()
 
 
+def vm_copies(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """How many VMs of ``demand`` each row's free resources hold (0 for a
+    demand of nothing)."""
+    dims = demand > 0
+    if not dims.any():
+        return np.zeros(len(free))
+    return np.maximum(np.floor((free[:, dims] + _SLACK) / demand[dims]).min(axis=1), 0)
+
+
+def fits_many(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Whether one more VM of ``demand`` fits in each row's free resources."""
+    dims = demand > 0
+    return (demand[dims] <= free[:, dims] + _SLACK).all(axis=1)
+
+
+def fits_one(free: Sequence[float], demand: Sequence[float]) -> bool:
+    """:func:`fits_many` for one host in Python floats, to the bit."""
+    return all(d <= f + _SLACK for d, f in zip(demand, free, strict=True) if d > 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheRule:
+    """Seed 003's cache thresholds for one request: alpha on every host,
+    beta where SyncHPC runs or arrives. The planner and the simulator's
+    state classes judge hosts, one or many, with these same operations."""
+
+    thresholds: Thresholds
+    #: The request's cache score, and whether it is SyncHPC.
+    score: float
+    sync_request: bool
+
+    def admits_many(self, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
+        """Whether one more VM stays within the thresholds on each host."""
+        total = cache + self.score
+        ok = ~(total > self.thresholds.alpha + EPSILON)
+        return ok & ~((sync | self.sync_request) & (total > self.thresholds.beta + EPSILON))
+
+    def admits_one(self, cache: float, sync: bool) -> bool:
+        """:meth:`admits_many` for one host in Python floats, to the bit."""
+        total = cache + self.score
+        if total > self.thresholds.alpha + EPSILON:
+            return False
+        return not ((sync or self.sync_request) and total > self.thresholds.beta + EPSILON)
+
+    def room(self, room: np.ndarray, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
+        """``room`` (VMs per host) less what the thresholds leave."""
+        score = self.score
+        if score <= 0:
+            return room
+        alpha = np.floor((self.thresholds.alpha + EPSILON - cache) / score)
+        room = np.minimum(room, np.maximum(alpha, 0))
+        beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
+        return np.where(sync | self.sync_request, np.minimum(room, np.maximum(beta, 0)), room)
+
+
 def _normalised(values: np.ndarray) -> np.ndarray:
     """Min-max to [0, 1] as nova.weights.normalize does; all equal: all 0."""
     low, high = values.min(), values.max()
@@ -330,15 +385,8 @@ class _Planner:
                 dedicated &= ~foreign
         else:
             dedicated = np.ones(size, dtype=bool)
-        if self.dims.any():
-            copies = np.floor((columns.free[:, self.dims] + _SLACK) / self.demand[self.dims]).min(
-                axis=1
-            )
-            copies = np.maximum(copies, 0)
-        else:
-            copies = np.zeros(size)
         #: How many VMs of the request fit in each host's free resources.
-        self.copies = copies
+        self.copies = copies = vm_copies(columns.free, self.demand)
         #: How many VMs of the request each host could take, dedication allowing.
         self.capacity = np.where(dedicated, copies, 0).astype(np.int64)
         self.table = table
@@ -354,6 +402,11 @@ class _Planner:
         self._owners: dict[int, str] | None = None
         if self.rule is not None:
             self.fixed_ok &= self._model_admits(self.rule)
+        #: The cache thresholds, where they judge this request: not for
+        #: ExtremeHPC (its hosts are its own), nor under a model.
+        self.cache_rule = None
+        if policy.cache_criteria and not self.extreme and self.rule is None:
+            self.cache_rule = CacheRule(thresholds, request.profile.cache_score, self.sync_request)
         #: Per level, the codes of the domains the application holds.
         self.held = self._held_codes()
         self._join_segment()
@@ -473,12 +526,9 @@ class _Planner:
         self, fixed_ok: np.ndarray, free: np.ndarray, cache: np.ndarray, sync: np.ndarray
     ) -> np.ndarray:
         """Whether one more VM of the request may go on each host now."""
-        ok = fixed_ok & (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
-        if self.policy.cache_criteria and not self.extreme and self.rule is None:
-            total = cache + self.request.profile.cache_score
-            involves_sync = sync | self.sync_request
-            ok &= ~(total > self.thresholds.alpha + EPSILON)
-            ok &= ~(involves_sync & (total > self.thresholds.beta + EPSILON))
+        ok = fixed_ok & fits_many(free, self.demand)
+        if self.cache_rule is not None:
+            ok &= self.cache_rule.admits_many(cache, sync)
         return ok
 
     # -- Algorithm 1, lines 7-12: the preliminary build plan -----------------
@@ -487,15 +537,9 @@ class _Planner:
         """How many VMs of the request each host can take: its capacity where
         the fixed rules admit it, less what the cache thresholds leave."""
         room = np.where(self.fixed_ok, self.capacity, 0).astype(float)
-        score = self.request.profile.cache_score
-        if self.policy.cache_criteria and not self.extreme and self.rule is None and score > 0:
-            cache = self.columns.cache_total
-            alpha = np.floor((self.thresholds.alpha + EPSILON - cache) / score)
-            room = np.minimum(room, np.maximum(alpha, 0))
-            beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
-            sync = (self.columns.sync_vms > 0) | self.sync_request
-            room = np.where(sync, np.minimum(room, np.maximum(beta, 0)), room)
-        return room
+        if self.cache_rule is None:
+            return room
+        return self.cache_rule.room(room, self.columns.cache_total, self.columns.sync_vms > 0)
 
     def ordered(self, rows: np.ndarray, need: int | None = None) -> np.ndarray:
         if not self.ranked:
@@ -630,17 +674,9 @@ class _Planner:
 
     def admits_one(self, load: _HostLoad) -> bool:
         """:meth:`admissible` for one changed host (fixed conditions aside)."""
-        if not all(
-            d <= f + _SLACK for d, f in zip(self.demand_tuple, load.free, strict=True) if d > 0
-        ):
+        if not fits_one(load.free, self.demand_tuple):
             return False
-        if self.policy.cache_criteria and not self.extreme and self.rule is None:
-            total = load.cache + self.request.profile.cache_score
-            if total > self.thresholds.alpha + EPSILON:
-                return False
-            if (load.sync or self.sync_request) and total > self.thresholds.beta + EPSILON:
-                return False
-        return True
+        return self.cache_rule is None or self.cache_rule.admits_one(load.cache, load.sync)
 
     # -- why a host takes no VM: the operator's log ---------------------------
 
@@ -686,7 +722,7 @@ class _Planner:
             )
         if row in self.judged:
             return Refusal(host, f"model {self.rule.name}", self.judged[row])
-        if self.policy.cache_criteria and not self.extreme and self.rule is None:
+        if self.cache_rule is not None:
             total = columns.cache_total[row] + self.request.profile.cache_score
             if total > self.thresholds.alpha + EPSILON:
                 return Refusal(host, "alpha", f"cache {total:g} > alpha {self.thresholds.alpha:g}")
@@ -786,23 +822,20 @@ class _Planner:
         else:
             candidates = self._hosts_by_fit(scope, room, count)
         name = self.spec.required
-        tried = 0
-        for domain in candidates:
-            members = scope[codes[level][scope] == domain]
-            try:
-                return self.within(members, room, top=level + 1)
-            except NoPlacement:
-                tried += 1
-        most = 0.0
-        if scope.size:
+
+        def largest_room() -> float:
+            if not scope.size:
+                return 0.0
             _, rooms, _ = arrangement.domain_rooms(codes[level], room, self.has_own, scope)
-            most = float(rooms.max())
-        where = f"the {name} that holds the application" if scope is not rows else f"one {name}"
-        raise NoPlacement(
-            f"no {name} can hold all {count} VMs ({topo.SPEC_REQUIRED}={name}): "
-            f"{where} has room for {most:g} at most"
-            + (f"; {tried} that seemed to have room did not fit" if tried else ""),
-            0,
+            return float(rooms.max())
+
+        return first_domain_holding(
+            candidates,
+            lambda domain: self.within(scope[codes[level][scope] == domain], room, top=level + 1),
+            name,
+            count,
+            largest_room,
+            f"the {name} that holds the application" if scope is not rows else f"one {name}",
         )
 
     @staticmethod
@@ -973,6 +1006,32 @@ def plan(
         return candidate, (*spans, len(set(candidate.hosts)))
 
     return best_group(request.count, sorted(groups), in_group)
+
+
+def first_domain_holding(
+    domains: Iterable[int],
+    plan_in: Callable[[int], T],
+    level: str,
+    count: int,
+    largest_room: Callable[[], float],
+    where: str | None = None,
+) -> T:
+    """The plan in the first of ``domains`` (of the required ``level``,
+    tried in order) that holds all ``count`` VMs; else :class:`NoPlacement`
+    saying the largest room any domain of the level had (``where``: which
+    domain that is, one of the level's by default)."""
+    tried = 0
+    for domain in domains:
+        try:
+            return plan_in(domain)
+        except NoPlacement:
+            tried += 1
+    raise NoPlacement(
+        f"no {level} can hold all {count} VMs ({topo.SPEC_REQUIRED}={level}): "
+        f"{where or f'one {level}'} has room for {largest_room():g} at most"
+        + (f"; {tried} that seemed to have room did not fit" if tried else ""),
+        0,
+    )
 
 
 def best_group(count: int, groups: Iterable[str], plan_in: Callable[[str], tuple[T, tuple]]) -> T:

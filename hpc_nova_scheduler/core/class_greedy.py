@@ -24,6 +24,7 @@ from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
     PACKING_NOVA_WEIGHERS,
+    CacheRule,
     NoPlacement,
     PlacementRequest,
     Policy,
@@ -32,13 +33,13 @@ from hpc_nova_scheduler.core.algorithm import (
     _normalised,
     blind_key_one,
     blind_keys,
+    fits_many,
+    fits_one,
+    vm_copies,
 )
-from hpc_nova_scheduler.core.criteria import EPSILON, Thresholds
+from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.core.profile import AppClass
-
-#: Floating-point slack when checking that a demand fits (as the planner does).
-_SLACK = 1e-9
 
 
 class StateClasses(Protocol):
@@ -95,40 +96,38 @@ class ClassGreedy:
         #: BestFit with more than one level or any constraint (as plan()).
         self.best_fit = len(classes.levels) > 1 or not spec.empty
         self.sync_request = request.app_class is AppClass.SYNC_HPC
-        # A judge of co-runners replaces the cache thresholds.
-        self.rule = rule
-        self.thresholds = policy.cache_criteria and rule is None
+        self.score = request.profile.cache_score
+        #: The cache thresholds, unless a judge of co-runners replaces them.
+        self.cache_rule = None
+        if policy.cache_criteria and rule is None:
+            self.cache_rule = CacheRule(classes.thresholds, self.score, self.sync_request)
         #: Per class, what placing VMs never changes: the judge's admission.
         self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
-        self.score = request.profile.cache_score
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
-        self.dims = self.demand > 0
         self.slots = slots
         self.free = classes._s_free[slots]
         self.capacity = classes._s_capacity[slots]
         self.cache = classes._s_cache[slots]
         self.sync = classes._s_sync[slots]
         self.hosts = classes._s_hosts[slots]
-        if self.dims.any():
-            copies = np.floor((self.free[:, self.dims] + _SLACK) / self.demand[self.dims]).min(
-                axis=1
-            )
-            self.copies = np.maximum(copies, 0)
-        else:
-            self.copies = np.zeros(len(slots))
+        self.copies = vm_copies(self.free, self.demand)
         self._rooms: np.ndarray | None = None
+        self.top = top
         #: Each rack's rank in the order to fill them (ranked requests only),
-        #: and per class the tie-break inside a rack: more room first.
+        #: and per class the tie-break inside a rack: more room first. Set
+        #: by :meth:`run` (a caller may want only :attr:`room`).
         self.rack_rank: np.ndarray | None = None
         self.within_rack = -self.copies
+
+    def _rank_racks(self) -> None:
         if self.ranked and self.best_fit:
-            self.rack_rank = self._best_fit_ranks(top)
+            self.rack_rank = self._best_fit_ranks(self.top)
             self.within_rack = -self.room
         elif self.ranked:
             # Seed 003: racks by how many VMs they take, largest first.
-            racks = classes._racks
-            rack = classes._s_rack[slots]
+            racks = self.classes._racks
+            rack = self.classes._s_rack[self.slots]
             room = np.bincount(rack, weights=self.copies * self.hosts, minlength=racks)
             order = np.lexsort((np.arange(racks), -room))
             rank = np.empty(racks)
@@ -146,15 +145,9 @@ class ClassGreedy:
 
     def _room(self) -> np.ndarray:
         room = np.where(self.fixed_ok, self.copies, 0).astype(float)
-        score = self.score
-        if self.thresholds and score > 0:
-            limits = self.classes.thresholds
-            alpha = np.floor((limits.alpha + EPSILON - self.cache) / score)
-            room = np.minimum(room, np.maximum(alpha, 0))
-            beta = np.floor((limits.beta + EPSILON - self.cache) / score)
-            sync = self.sync | self.sync_request
-            room = np.where(sync, np.minimum(room, np.maximum(beta, 0)), room)
-        return room
+        if self.cache_rule is None:
+            return room
+        return self.cache_rule.room(room, self.cache, self.sync)
 
     def _best_fit_ranks(self, top: int) -> np.ndarray:
         """Each rack's rank in BestFit's order of the classes (each weighing
@@ -176,26 +169,16 @@ class ClassGreedy:
 
     def admissible(self, free: np.ndarray, cache: np.ndarray, sync: np.ndarray) -> np.ndarray:
         """The planner's admissible(), per class or per host."""
-        ok = (self.demand[self.dims] <= free[:, self.dims] + _SLACK).all(axis=1)
-        if self.thresholds:
-            limits = self.classes.thresholds
-            total = cache + self.score
-            ok &= ~(total > limits.alpha + EPSILON)
-            ok &= ~((sync | self.sync_request) & (total > limits.beta + EPSILON))
+        ok = fits_many(free, self.demand)
+        if self.cache_rule is not None:
+            ok &= self.cache_rule.admits_many(cache, sync)
         return ok
 
     def admits_one(self, free: Sequence[float], cache: float, sync: bool) -> bool:
         """The planner's admits_one(), to the bit."""
-        if not all(d <= f + _SLACK for d, f in zip(self.demand_tuple, free, strict=True) if d > 0):
+        if not fits_one(free, self.demand_tuple):
             return False
-        if self.thresholds:
-            limits = self.classes.thresholds
-            total = cache + self.score
-            if total > limits.alpha + EPSILON:
-                return False
-            if (sync or self.sync_request) and total > limits.beta + EPSILON:
-                return False
-        return True
+        return self.cache_rule is None or self.cache_rule.admits_one(cache, sync)
 
     def keys(self, at: np.ndarray) -> tuple[np.ndarray, ...]:
         """The sort key but the row of the classes at positions ``at``, most
@@ -227,6 +210,7 @@ class ClassGreedy:
         return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), position)
 
     def run(self) -> list[int]:
+        self._rank_racks()
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
             return self.weighed()
         return self.mdobp()
@@ -276,12 +260,12 @@ class ClassGreedy:
         """The planner's MDOBP: each VM to the admissible host with the
         smallest (key, row).
 
-        Untouched hosts come out of their classes in that order. When the
-        first host of a class falls behind its class with one VM, the next
-        hosts of the class take one VM each until a rival comes first, all
-        at once (they stay together, as one block, until one is chosen
-        again); hosts that took VMs are rescored with the planner's
-        one-host functions.
+        Untouched hosts come out of their classes in that order. A host
+        that stays the best after a VM takes the next one too (a chain);
+        when it falls behind, the hosts after it that fall behind alike
+        take as many VMs each, until a rival comes first, and stay together
+        as one block until one of them is chosen again. Hosts that took
+        VMs are rescored with the planner's one-host functions.
         """
         count = self.request.count
         ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
@@ -314,6 +298,19 @@ class ClassGreedy:
             name = classes._name_of[slot]
             return [list(name[3]), name[4], name[5], float(position_of[slot]), bool(fixed_of[slot])]
 
+        def settle(rows: list[int], load: list, after: tuple | None) -> None:
+            """Hosts that took VMs alike and now stand at ``after`` (None:
+            they admit no more): one touched host, or a block of them."""
+            if after is None or not rows:
+                return
+            if len(rows) == 1:
+                touched[rows[0]] = load
+                heapq.heappush(changed, (after, rows[0], -1))
+            else:
+                load.append(after)
+                blocks.append([rows, 0, load])
+                heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
+
         def chain(
             row: int, load: list, key: tuple, vms: int, room: int | None = None
         ) -> tuple[tuple | None, int]:
@@ -338,8 +335,7 @@ class ClassGreedy:
                 if tag < 0:
                     load = touched[row]
                     after, vms = chain(row, load, key, 1)
-                    if after is not None:
-                        heapq.heappush(changed, (after, row, -1))
+                    settle([row], load, after)
                     chosen.extend([row] * vms)
                     continue
                 # A block's next host: if it falls behind the block, the
@@ -360,17 +356,8 @@ class ClassGreedy:
                     blocks[tag][1] = end
                     heapq.heappush(changed, (key, rows[end], tag))
                 taken = rows[at:end]
-                for host in taken:
-                    chosen.extend([host] * vms)
-                if after is None:
-                    continue
-                if len(taken) == 1:
-                    touched[row] = load
-                    heapq.heappush(changed, (after, row, -1))
-                else:
-                    load.append(after)
-                    blocks.append([taken, 0, load])
-                    heapq.heappush(changed, (after, taken[0], len(blocks) - 1))
+                chosen.extend(taken if vms == 1 else [r for r in taken for _ in range(vms)])
+                settle(taken, load, after)
                 continue
             if head is None:
                 raise self.short_of(len(chosen))
@@ -382,8 +369,7 @@ class ClassGreedy:
             chosen.extend([row] * vms)
             if after is not None and after <= key:
                 # Still ahead of its class: its next VM may come before theirs.
-                touched[row] = load
-                heapq.heappush(changed, (after, row, -1))
+                settle([row], load, after)
                 continue
             # It falls behind: so do the hosts after it in (key, row) order,
             # each taking as many VMs as its class's first, until a rival
@@ -410,15 +396,7 @@ class ClassGreedy:
                 chosen.extend(rows if vms == 1 else [r for r in rows for _ in range(vms)])
                 entry[0].extend(rows)
             for rows, load, after, _ in taken.values():
-                if after is None or not rows:
-                    continue
-                if len(rows) == 1:
-                    touched[rows[0]] = load
-                    heapq.heappush(changed, (after, rows[0], -1))
-                else:
-                    load.append(after)
-                    blocks.append([rows, 0, load])
-                    heapq.heappush(changed, (after, rows[0], len(blocks) - 1))
+                settle(rows, load, after)
         return chosen
 
     def weighed(self) -> list[int]:

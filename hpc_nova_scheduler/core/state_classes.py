@@ -54,19 +54,20 @@ from hpc_nova_scheduler.core.algorithm import (
     Policy,
     _depth,
     best_group,
+    first_domain_holding,
+    fits_many,
+    vm_copies,
 )
 from hpc_nova_scheduler.core.class_greedy import ClassGreedy
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
-from hpc_nova_scheduler.core.criteria import EPSILON, Thresholds
+from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge, Resident
 from hpc_nova_scheduler.core.profile import AppClass
 
 Vector = tuple[float, float, float]
 #: VMs of one application on one host: (the VM, how many, each one's demand).
 Run = tuple[RunningVM, int, Vector]
-#: Floating-point slack when checking that a demand fits (as the planner does).
-_SLACK = 1e-9
 #: (processor group, rack, capacity, free, cache total, runs SyncHPC,
 #: co-runners); a part the policy never reads is left constant so that
 #: classes stay few.
@@ -140,7 +141,7 @@ class StateClasses:
         self._s_first = np.zeros(slots, dtype=np.int64)
         self._row_slot = [0] * size
         for row in range(size):
-            self._join(row)
+            self._join_block([row], self._capacity[row], ())
 
     @staticmethod
     def serves(
@@ -235,14 +236,6 @@ class StateClasses:
             new[: len(old)] = old
             setattr(self, attribute, new)
 
-    def _join(self, row: int) -> None:
-        slot = self._slot(self._name(row, self._capacity[row], ()), row)
-        members = self._members[slot]
-        bisect.insort(members, row)
-        self._s_hosts[slot] += 1
-        self._s_first[slot] = members[0]
-        self._row_slot[row] = slot
-
     def _leave_block(self, slot: int, rows: list[int]) -> None:
         """Take ``rows`` (ascending, all of class ``slot``) out of their class."""
         members = self._members[slot]
@@ -292,12 +285,7 @@ class StateClasses:
         if self._free_cores < count - 1e-3:
             return False  # each VM needs a core (the slack covers float drift)
         used = len(self._name_of)
-        free = self._s_free[:used]
-        fit = np.floor(free[:, 0] + 1e-9)
-        if memory_mb > 0:
-            fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
-        hosts = self._s_hosts[:used]
-        return float((fit * hosts)[(fit > 0) & (hosts > 0)].sum()) >= count
+        return one_core_vms(self._s_free[:used], memory_mb, self._s_hosts[:used]) >= count
 
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as
@@ -313,29 +301,26 @@ class StateClasses:
             reason = "classes built without co-runners cannot be judged by a model"
         if reason:
             raise ValueError(reason)
+        required = None
         if self.policy.topology:
             # A level this cloud lacks refuses the request before any judge is asked.
-            _depth(topo.SPEC_REQUIRED, request.topology.required, self.levels)
+            required = _depth(topo.SPEC_REQUIRED, request.topology.required, self.levels)
             _depth(topo.SPEC_PREFERRED, request.topology.preferred, self.levels)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
         admitted = None if rule is None else self._admitted(request, rule, np.flatnonzero(live))
         # Classes whose hosts take no VM of the request add nothing to a
         # rack's or domain's room and are never admissible: left out.
-        demand = np.array(request.demand.as_tuple())
-        dims = demand > 0
-        if dims.any():
-            live &= (demand[dims] <= self._s_free[:used][:, dims] + _SLACK).all(axis=1)
+        live &= fits_many(self._s_free[:used], np.array(request.demand.as_tuple(), dtype=float))
         homogeneous = self.policy.homogeneity and request.app_class.needs_homogeneity
         if not homogeneous or len(self.group_names) == 1:
-            return self._plan_slots(request, np.flatnonzero(live), rule, admitted)
+            return self._plan_slots(request, np.flatnonzero(live), required, rule, admitted)
         groups = self._s_group[:used]
 
         def in_group(group: str) -> tuple[list[int], tuple]:
             code = self.group_names.index(group)
-            rows = self._plan_slots(
-                request, np.flatnonzero(live & (groups == code)), rule, admitted
-            )
+            inside = np.flatnonzero(live & (groups == code))
+            rows = self._plan_slots(request, inside, required, rule, admitted)
             racks = sorted({self._rack[r] for r in rows})
             spans = tuple(len(set(codes.tolist())) for codes in self._rack_domains[:, racks])
             return rows, (*spans, len(set(rows)))
@@ -346,13 +331,14 @@ class StateClasses:
         self,
         request: PlacementRequest,
         slots: np.ndarray,
+        required: int | None,
         rule: HostJudge | None,
         admitted: np.ndarray | None,
     ) -> list[int]:
+        """The request's plan on the classes ``slots`` (one processor group);
+        ``required``: the depth of its required level, if any."""
         if not slots.size:
             raise NoPlacement("no candidate hosts")
-        spec = request.topology if self.policy.topology else NO_TOPOLOGY
-        required = _depth(topo.SPEC_REQUIRED, spec.required, self.levels)
         if required is None:
             return ClassGreedy(self, request, slots, rule, admitted).run()
         # The required level's domains, tightest first, each tried whole.
@@ -360,25 +346,19 @@ class StateClasses:
         codes = self._rack_domains[:, self._s_rack[slots]]
         own = np.zeros(len(slots), dtype=bool)
         everyone = np.arange(len(slots))
-        tried = 0
-        for domain in arrangement.tightest_first(
-            codes, room, own, everyone, required, request.count
-        ):
-            inside = slots[codes[required] == domain]
-            try:
-                return ClassGreedy(self, request, inside, rule, admitted, required + 1).run()
-            except NoPlacement:
-                tried += 1
-        most = 0.0
-        if slots.size:
+
+        def largest_room() -> float:
             _, rooms, _ = arrangement.domain_rooms(codes[required], room, own, everyone)
-            most = float(rooms.max())
-        raise NoPlacement(
-            f"no {spec.required} can hold all {request.count} VMs "
-            f"({topo.SPEC_REQUIRED}={spec.required}): one {spec.required} has room for "
-            f"{most:g} at most"
-            + (f"; {tried} that seemed to have room did not fit" if tried else ""),
-            0,
+            return float(rooms.max())
+
+        return first_domain_holding(
+            arrangement.tightest_first(codes, room, own, everyone, required, request.count),
+            lambda domain: ClassGreedy(
+                self, request, slots[codes[required] == domain], rule, admitted, required + 1
+            ).run(),
+            request.topology.required,
+            request.count,
+            largest_room,
         )
 
     def _admitted(self, request: PlacementRequest, rule: HostJudge, live: np.ndarray) -> np.ndarray:
@@ -389,13 +369,8 @@ class StateClasses:
         first hosts: the judge then sees the hosts plan() shows it, alike
         ones once, in the same order.
         """
-        demand = np.array(request.demand.as_tuple(), dtype=float)
-        dims = demand > 0
         admitted = np.zeros(len(self._name_of), dtype=bool)
-        if not dims.any():
-            return admitted
-        free = self._s_free[live]
-        copies = np.maximum(np.floor((free[:, dims] + _SLACK) / demand[dims]).min(axis=1), 0)
+        copies = vm_copies(self._s_free[live], np.array(request.demand.as_tuple(), dtype=float))
         asked = live[copies > 0]
         copies = copies[copies > 0]
         order = np.argsort(self._s_first[asked], kind="stable")
@@ -493,21 +468,16 @@ class StateClasses:
         return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
 
 
-def cache_slots(policy: Policy, thresholds: Thresholds, request: PlacementRequest) -> int | None:
-    """How many VMs of the request an idle host's cache thresholds admit
-    (None: no limit), added up as the planner adds them."""
-    score = request.profile.cache_score
-    extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
-    if not policy.cache_criteria or extreme or score <= 0:
-        return None
-    limit = thresholds.alpha
-    if request.app_class is AppClass.SYNC_HPC:
-        limit = min(limit, thresholds.beta)
-    slots, cache = 0, 0.0
-    while slots < request.count and cache + score <= limit + EPSILON:
-        cache += score
-        slots += 1
-    return slots
+def one_core_vms(free: np.ndarray, memory_mb: float, hosts: np.ndarray | None = None) -> float:
+    """How many one-core VMs of ``memory_mb`` fit in these free resources
+    in all (``hosts``: how many hosts each row stands for): a necessary
+    condition of any plan, cheap enough to try before planning."""
+    fit = np.floor(free[:, 0] + 1e-9)
+    if memory_mb > 0:
+        fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
+    if hosts is not None:
+        fit = fit * hosts
+    return float(fit[fit > 0].sum())
 
 
-__all__ = ["StateClasses", "cache_slots"]
+__all__ = ["StateClasses", "one_core_vms"]

@@ -30,12 +30,32 @@ import numpy as np
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import RunningVM
+from hpc_nova_scheduler.core.criteria import EPSILON
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
-from hpc_nova_scheduler.core.state_classes import StateClasses, cache_slots
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.core.state_classes import StateClasses, one_core_vms
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule
     from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
+
+
+def _cache_slots(scenario: Scenario, request: PlacementRequest) -> int | None:
+    """How many VMs of the request an idle host's cache thresholds admit
+    (None: no limit), added up as the planner adds them."""
+    policy, thresholds = scenario.policy, scenario.thresholds
+    score = request.profile.cache_score
+    extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
+    if not policy.cache_criteria or extreme or score <= 0:
+        return None
+    limit = thresholds.alpha
+    if request.app_class is AppClass.SYNC_HPC:
+        limit = min(limit, thresholds.beta)
+    slots, cache = 0, 0.0
+    while slots < request.count and cache + score <= limit + EPSILON:
+        cache += score
+        slots += 1
+    return slots
 
 
 class _IdleAnswers:
@@ -59,7 +79,7 @@ class _IdleAnswers:
         # thresholds let in.
         key = (
             request.app_class,
-            cache_slots(self.scenario.policy, self.scenario.thresholds, request),
+            _cache_slots(self.scenario, request),
             request.demand,
             request.count,
             request.topology,
@@ -98,10 +118,7 @@ class PlannedCloud(_IdleAnswers):
         # Most attempts on a busy cloud fail for plain lack of room: a cheap
         # count of the VMs that fit at all (a necessary condition under every
         # policy) spares the planner.
-        fit = np.floor(columns.free[:, 0] + 1e-9)
-        if memory > 0:
-            fit = np.minimum(fit, np.floor((columns.free[:, 1] + 1e-9) / memory))
-        if fit[fit > 0].sum() < request.count:
+        if one_core_vms(columns.free, memory) < request.count:
             return False
         try:
             plan = algorithm.plan(
