@@ -58,6 +58,14 @@ def place(state: ClusterState, req: PlacementRequest) -> algorithm.Plan:
     return found
 
 
+def group_in_one_rack(state: ClusterState) -> tuple[TopologySpec, algorithm.Plan, tuple]:
+    """A group's first 4 VMs placed under ``required=rack``: the spec, the
+    plan, and the domains it holds (block, rack, hosts) for its later members."""
+    spec = TopologySpec(required="rack")
+    first = place(state, request(4, spec, app="group"))
+    return spec, first, (frozenset({"b0"}), frozenset(first.racks), frozenset(first.hosts))
+
+
 def rack_of(host: str) -> str:
     return f"{host[:2]}/{host[2:4]}"
 
@@ -106,9 +114,7 @@ class TestRequired(testtools.TestCase):
 
     def test_a_late_member_joins_its_rack_even_when_its_hosts_are_full(self) -> None:
         state = cloud(hosts=2)
-        spec = TopologySpec(required="rack")
-        first = place(state, request(4, spec, app="group"))
-        held = (frozenset({"b0"}), frozenset(first.racks), frozenset(first.hosts))
+        spec, first, held = group_in_one_rack(state)
         # The group's hosts are not among the candidates any more: only the
         # held domains say where it runs.
         hosts = [host for host in state.hosts() if host.name not in first.hosts]
@@ -127,9 +133,7 @@ class TestRequired(testtools.TestCase):
 
     def test_a_late_member_is_refused_when_its_rack_has_no_candidate_left(self) -> None:
         state = cloud(hosts=2, cores=2)
-        spec = TopologySpec(required="rack")
-        first = place(state, request(4, spec, app="group"))
-        held = (frozenset({"b0"}), frozenset(first.racks), frozenset(first.hosts))
+        spec, first, held = group_in_one_rack(state)
         # Its rack is full: Nova's filters leave none of its hosts, and the
         # other racks, though empty, are not the application's.
         rack = first.racks[0]
