@@ -292,9 +292,8 @@ def read_inputs(
         weighted[vm.project_id].append((vm.app_name, vm.cores))
     for project, application in database.demand_applications().items():
         weighted[project].append((application, declared.get(project, 0)))
-    refused: dict[str, int] = collections.Counter()
+    refused = unmet_refusals(refusals, records)
     for refusal in refusals:
-        refused[refusal.project] += refusal.cores
         weighted[refusal.project].append((refusal.application, refusal.cores))
     projects = tuple(
         live.ProjectView(
@@ -313,6 +312,35 @@ def read_inputs(
     )
     table = live.table_for(projects, cloud.platforms, runs)
     return Inputs(cloud, projects, runs, tuple(records), table)
+
+
+def unmet_refusals(
+    refusals: Iterable[db_api.Refusal], records: Iterable[db_api.RunningRecord]
+) -> dict[str, int]:
+    """Refused cores per project that no later placement of it has met.
+
+    Nova has no queue: a refused user asks again, and once a retry is
+    placed its cores run. Counting them as refused too would count that
+    demand twice (and, within the interval, entitle the project to twice
+    what it asked), so cores a project places after a refusal meet its
+    oldest refused cores first.
+    """
+    # At one instant a refusal comes before a placement: the retry follows.
+    events: list[tuple[datetime.datetime, int, str, int]] = [
+        (r.at, 0, r.project, r.cores) for r in refusals
+    ]
+    first = min((at for at, *_ in events), default=None)
+    if first is None:
+        return {}
+    events.extend(
+        (vm.placed_at, 1, vm.project_id, -vm.cores)
+        for vm in records
+        if vm.placed_at is not None and vm.placed_at >= first and vm.project_id
+    )
+    unmet: dict[str, int] = collections.Counter()
+    for _at, _order, project, cores in sorted(events, key=lambda e: (e[0], e[1])):
+        unmet[project] = max(0, unmet[project] + cores)
+    return {project: cores for project, cores in unmet.items() if cores}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import fairness
 
 NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
@@ -135,3 +137,51 @@ class TestEntitlementInvariants(testtools.TestCase):
             # And refuses once the cores are spent by a concurrent claim.
             spent = {**use, "p": {**use["p"], "a0" if choice.platform == "amd" else "i0": 99}}
             self.assertIsNotNone(choice.refusal(spent))
+
+
+def _refusal(second: int, cores: int):
+    at = NOW + datetime.timedelta(seconds=second)
+    return db_api.Refusal("p", "blast", cores, at)
+
+
+def _placed(second: int, cores: int):
+    at = NOW + datetime.timedelta(seconds=second)
+    uuid = f"vm-{second}-{cores}"
+    return db_api.RunningRecord(
+        uuid, "a0", AppClass.ASYNC_HPC, 0.0, project_id="p", placed_at=at, cores=cores
+    )
+
+
+EVENTS = st.lists(st.tuples(st.integers(0, 20), st.integers(1, 8)), max_size=8)
+
+
+class TestUnmetRefusals(testtools.TestCase):
+    """Cores placed after a refusal meet it: a retried request is not demand twice."""
+
+    def test_a_retry_meets_the_refusal_and_a_later_refusal_counts(self) -> None:
+        self.assertEqual({"p": 4}, fairness.unmet_refusals([_refusal(0, 4)], []))
+        self.assertEqual({}, fairness.unmet_refusals([_refusal(0, 4)], [_placed(1, 4)]))
+        self.assertEqual(
+            {"p": 2}, fairness.unmet_refusals([_refusal(0, 4), _refusal(2, 2)], [_placed(1, 4)])
+        )
+        # Placed at the same instant as the refusal: taken as its retry.
+        self.assertEqual({}, fairness.unmet_refusals([_refusal(0, 4)], [_placed(0, 4)]))
+        # Placed before any refusal: meets nothing.
+        self.assertEqual({"p": 4}, fairness.unmet_refusals([_refusal(5, 4)], [_placed(1, 4)]))
+
+    @settings(max_examples=200, deadline=None)
+    @given(refused=EVENTS, placed=EVENTS)
+    def test_unmet_cores_never_exceed_the_refused_or_go_negative(self, refused, placed) -> None:
+        refusals = [_refusal(s, c) for s, c in refused]
+        records = [_placed(s, c) for s, c in placed]
+        unmet = fairness.unmet_refusals(refusals, records).get("p", 0)
+        self.assertGreaterEqual(unmet, 0)
+        self.assertLessEqual(unmet, sum(c for _, c in refused))
+        if refused:
+            last = max(s for s, _ in refused)
+            # Whatever ran before, the cores refused last wait until a later placement.
+            after = sum(c for s, c in placed if s >= last)
+            at_last = sum(c for s, c in refused if s == last)
+            self.assertGreaterEqual(unmet, at_last - after)
+        else:
+            self.assertEqual(0, unmet)

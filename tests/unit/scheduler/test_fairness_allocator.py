@@ -97,5 +97,33 @@ class AllocatorTests:
         self.assertIsNone(allocator.tick(self.t0 + datetime.timedelta(seconds=5)))
         self.assertEqual(1, self.database.latest_generation().number)
 
+    def project_view(self, cloud, now):
+        inputs = fairness.read_inputs(self.database, cloud, 60, now)
+        return next(p for p in inputs.projects if p.name == "pb")
+
+    def test_a_refusal_met_by_a_later_placement_is_not_counted_twice(self) -> None:
+        cloud = fairness.build_cloud(NODES, TAGS)
+        self.database.set_demand("pb", 0)
+        self.database.record_refusal("pb", "blast", 4)
+        refused_at = self.database.refusals(self.t0)[0].at
+        now = refused_at + datetime.timedelta(seconds=1)
+        project = self.project_view(cloud, now)
+        self.assertEqual(4, project.demand)
+        # The retry is placed: 4 cores run, none wait.
+        self.database.record_running(
+            [
+                db_api.RunningRecord(
+                    "vm-1", "a0", AppClass.ASYNC_HPC, 1.0, "blast", "a0", project_id="pb", cores=4
+                )
+            ]
+        )
+        now = self.database.list_running()[0].placed_at + datetime.timedelta(seconds=1)
+        project = self.project_view(cloud, now)
+        self.assertEqual((4, 0, 4), (project.running_cores, project.refused, project.demand))
+        # A refusal after it is demand on top of what runs.
+        self.database.record_refusal("pb", "blast", 4)
+        project = self.project_view(cloud, now)
+        self.assertEqual(8, project.demand)
+
 
 db_backends.for_each_backend(globals(), AllocatorTests, "TestAllocator")
