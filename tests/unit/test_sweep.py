@@ -83,19 +83,65 @@ def lost_worker_grids(once: str, twice: str) -> dict:
     }
 
 
+def flaky_grid(folder: str, failures: int, exit: bool = False) -> list[Flaky]:
+    """Three cells; the middle one fails its first ``failures`` tries."""
+    return [Flaky(folder, cell, failures if i == 1 else 0, exit) for i, cell in enumerate(GRID[:3])]
+
+
+def pool_grids(once: str, always: str) -> dict:
+    """Every grid the tests run on a pool of two workers, in a clean process.
+
+    A process pool's management thread turns green under the test runner's
+    eventlet patching and can wait forever (seen in CI), so pools run from
+    a clean interpreter, as a user's command would.
+    """
+    messages = Messages()
+    logging.getLogger(sweep.__name__).addHandler(messages)
+    seen: list[Cell] = []
+    shared = {"a": 100, "bb": 200, "ccc": 300}
+    return {
+        "score": sweep.run_grid(score, GRID, workers=2),
+        "where": sweep.run_grid(where, GRID, workers=2),
+        "pid": os.getpid(),
+        "shared": sweep.run_grid(score_with, GRID, shared=shared, workers=2),
+        "on_result": sweep.run_grid(
+            score, GRID, workers=2, on_result=lambda r: seen.append(r.cell)
+        ),
+        "seen": seen,
+        "once": sweep.run_grid(flaky, flaky_grid(once, 1), workers=2, key=lambda f: str(f.cell)),
+        "always": sweep.run_grid(
+            flaky, flaky_grid(always, 2), workers=2, key=lambda f: str(f.cell.seed)
+        ),
+        "logs": messages.messages,
+    }
+
+
 class TestRunGrid(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.folder = self.useFixture(fixtures.TempDir()).path
         self.logs = self.useFixture(fixtures.FakeLogger(name=sweep.__name__))
 
-    def test_a_process_pool_keeps_the_grids_order(self) -> None:
-        results = sweep.run_grid(score, GRID, workers=2)
+    def test_a_pool_of_two_keeps_order_shares_data_retries_and_reports(self) -> None:
+        once, always = (self.useFixture(fixtures.TempDir()).path for _ in range(2))
+        found = clusters.in_clean_process(pool_grids, once, always)
+        results = found["score"]
         self.assertEqual([score(cell) for cell in GRID], [r.value for r in results])
         self.assertEqual(GRID, [r.cell for r in results])
         self.assertEqual([str(cell) for cell in GRID], [r.key for r in results])
         self.assertTrue(all(r.ok and r.attempts == 1 for r in results))
-        self.assertNotIn(os.getpid(), {r.value for r in sweep.run_grid(where, GRID, workers=2)})
+        self.assertNotIn(found["pid"], {r.value for r in found["where"]})
+        shared = {"a": 100, "bb": 200, "ccc": 300}
+        expected = [shared[c.policy] + c.seed for c in GRID]
+        self.assertEqual(expected, [r.value for r in found["shared"]])
+        self.assertEqual(sorted(GRID, key=str), sorted(found["seen"], key=str))
+        self.assert_tried_again(found["once"])
+        self.assert_given_up(found["always"], flaky_grid(always, 2))
+        self.assertIn(
+            "cell Cell(policy='a', seed=1) failed (RuntimeError: a failed); trying it once more",
+            found["logs"],
+        )
+        self.assertIn("cell 1 failed again (RuntimeError: a failed); giving up", found["logs"])
 
     def test_one_worker_runs_in_this_process(self) -> None:
         results = sweep.run_grid(where, GRID, workers=1)
@@ -108,52 +154,40 @@ class TestRunGrid(testtools.TestCase):
         self.assertEqual(
             [1, 1], [r.value for r in sweep.run_grid(lambda c: 1, GRID[:2], workers=1)]
         )
-
-    def test_shared_data_reaches_every_cell(self) -> None:
         shared = {"a": 100, "bb": 200, "ccc": 300}
-        for workers in (1, 2):
-            results = sweep.run_grid(score_with, GRID, shared=shared, workers=workers)
-            self.assertEqual([shared[c.policy] + c.seed for c in GRID], [r.value for r in results])
-
-    def test_on_result_sees_every_cell_once(self) -> None:
+        results = sweep.run_grid(score_with, GRID, shared=shared, workers=1)
+        self.assertEqual([shared[c.policy] + c.seed for c in GRID], [r.value for r in results])
         seen: list[Cell] = []
-        sweep.run_grid(score, GRID, workers=2, on_result=lambda r: seen.append(r.cell))
+        sweep.run_grid(score, GRID, workers=1, on_result=lambda r: seen.append(r.cell))
         self.assertEqual(sorted(GRID, key=str), sorted(seen, key=str))
 
-    def grid(self, failures: int, exit: bool = False) -> list[Flaky]:
-        """Three cells; the middle one fails its first ``failures`` tries."""
-        return [
-            Flaky(self.folder, cell, failures if i == 1 else 0, exit)
-            for i, cell in enumerate(GRID[:3])
-        ]
+    def assert_tried_again(self, results) -> None:
+        self.assertEqual(["a", "a", "a"], [r.value for r in results])
+        self.assertEqual([1, 2, 1], [r.attempts for r in results])
+        self.assertTrue(all(r.ok for r in results))
 
-    def test_a_cell_that_fails_once_is_tried_again(self) -> None:
-        for workers in (1, 2):
-            self.folder = self.useFixture(fixtures.TempDir()).path
-            results = sweep.run_grid(
-                flaky, self.grid(1), workers=workers, key=lambda f: str(f.cell)
-            )
-            self.assertEqual(["a", "a", "a"], [r.value for r in results], workers)
-            self.assertEqual([1, 2, 1], [r.attempts for r in results])
-            self.assertTrue(all(r.ok for r in results))
+    def assert_given_up(self, results, grid: list[Flaky]) -> None:
+        self.assertEqual(3, len(results))
+        self.assertEqual([True, False, True], [r.ok for r in results])
+        self.assertEqual(grid[1], results[1].cell)
+        self.assertEqual("RuntimeError: a failed", results[1].error)
+        self.assertEqual(2, results[1].attempts)
+        self.assertIsNone(results[1].value)
+        self.assertEqual([results[1]], sweep.failed(results))
+
+    def test_in_this_process_a_cell_that_fails_once_is_tried_again(self) -> None:
+        grid = flaky_grid(self.folder, 1)
+        self.assert_tried_again(sweep.run_grid(flaky, grid, workers=1, key=lambda f: str(f.cell)))
         # The first line of the error: one line a failure in the log.
         self.assertIn(
             "cell Cell(policy='a', seed=1) failed (RuntimeError: a failed); trying it once more",
             self.logs.output,
         )
 
-    def test_a_cell_that_always_fails_is_reported_not_dropped(self) -> None:
-        for workers in (1, 2):
-            self.folder = self.useFixture(fixtures.TempDir()).path
-            grid = self.grid(2)
-            results = sweep.run_grid(flaky, grid, workers=workers, key=lambda f: str(f.cell.seed))
-            self.assertEqual(3, len(results))
-            self.assertEqual([True, False, True], [r.ok for r in results])
-            self.assertEqual(grid[1], results[1].cell)
-            self.assertEqual("RuntimeError: a failed", results[1].error)
-            self.assertEqual(2, results[1].attempts)
-            self.assertIsNone(results[1].value)
-            self.assertEqual([results[1]], sweep.failed(results))
+    def test_in_this_process_a_cell_that_always_fails_is_reported_not_dropped(self) -> None:
+        grid = flaky_grid(self.folder, 2)
+        results = sweep.run_grid(flaky, grid, workers=1, key=lambda f: str(f.cell.seed))
+        self.assert_given_up(results, grid)
         self.assertIn("cell 1 failed again (RuntimeError: a failed); giving up", self.logs.output)
 
     def test_a_lost_worker_is_tried_again_and_reported(self) -> None:
