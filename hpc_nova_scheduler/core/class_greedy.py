@@ -50,6 +50,7 @@ class StateClasses(Protocol):
     thresholds: Thresholds
     levels: tuple[str, ...]
     few_slots: int
+    filling_from: int
     #: Per slot: free, total, cache total, SyncHPC, rack, hosts, first host.
     _s_free: np.ndarray
     _s_capacity: np.ndarray
@@ -187,8 +188,13 @@ class ClassGreedy:
         Ranked, the planner's position tie-break is the order of hosts
         within a rack: more VMs of the request first, then the row.
         """
+        return self._keys(at, self.free[at])
+
+    def _keys(self, at: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`keys` of the classes at ``at`` were their hosts' free
+        resources ``free``."""
         packing = self.policy.packing
-        free, capacity = self.free[at], self.capacity[at]
+        capacity = self.capacity[at]
         if not self.ranked:
             return blind_keys(packing, free, capacity, self.demand)
         rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
@@ -209,10 +215,11 @@ class ClassGreedy:
             return (rank, _cosine_key_one(free, capacity, self.demand_tuple)[1], position)
         return (rank, *blind_key_one(packing, free, capacity, self.demand_tuple), position)
 
-    def run(self) -> list[int]:
+    def run(self) -> list[tuple[list[int], int]]:
+        """The plan as segments: (hosts, VMs on each) in placement order."""
         self._rank_racks()
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
-            return self.weighed()
+            return [(self.weighed(), 1)]
         return self.mdobp()
 
     def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[int], list[tuple]]:
@@ -256,7 +263,7 @@ class ClassGreedy:
         run_keys = list(zip(*(k[starts].tolist() for k in sorted_keys), strict=True))
         return ranked, starts.tolist(), run_keys
 
-    def mdobp(self) -> list[int]:
+    def mdobp(self) -> list[tuple[list[int], int]]:
         """The planner's MDOBP: each VM to the admissible host with the
         smallest (key, row).
 
@@ -269,7 +276,16 @@ class ClassGreedy:
         """
         count = self.request.count
         ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        untouched = UntouchedHosts(self.classes._members, *self.ranked_classes(np.flatnonzero(ok)))
+        room = float((self.room[ok] * self.hosts[ok]).sum())
+        if room < count:
+            # Every host takes VMs until it admits no more: so many, then none.
+            raise self.short_of(int(room))
+        ranked = self.ranked_classes(np.flatnonzero(ok))
+        if count >= self.classes.filling_from:
+            filled = self.filled(*ranked)
+            if filled is not None:
+                return filled
+        untouched = UntouchedHosts(self.classes._members, *ranked)
         classes = self.classes
         position_of = np.zeros(len(classes._name_of))
         position_of[self.slots] = self.within_rack
@@ -281,7 +297,9 @@ class ClassGreedy:
         touched: dict[int, list] = {}
         blocks: list[list] = []
         changed: list[tuple[tuple, int, int]] = []
-        chosen: list[int] = []
+        #: The plan so far as (hosts, VMs on each), and how many VMs it has.
+        chosen: list[tuple[list[int], int]] = []
+        placed = 0
 
         def one_more(load: list) -> bool:
             """Place a VM on a host's load; whether it admits another."""
@@ -319,7 +337,7 @@ class ClassGreedy:
             host comes after it; ``room``: at most this many VMs in all (by
             default what the request has left). Its key then (None: it
             admits no more), and how many VMs it took."""
-            limit = count - len(chosen) if room is None else room
+            limit = count - placed if room is None else room
             after = self.key_one(row, load[0], load[3]) if one_more(load) else None
             last = key
             while after is not None and after <= last and vms < limit:
@@ -328,7 +346,7 @@ class ClassGreedy:
                 after = self.key_one(row, load[0], load[3]) if one_more(load) else None
             return after, vms
 
-        while len(chosen) < count:
+        while placed < count:
             head = untouched.head
             if changed and (head is None or changed[0][:2] < head):
                 key, row, tag = heapq.heappop(changed)
@@ -336,7 +354,8 @@ class ClassGreedy:
                     load = touched[row]
                     after, vms = chain(row, load, key, 1)
                     settle([row], load, after)
-                    chosen.extend([row] * vms)
+                    chosen.append(([row], vms))
+                    placed += vms
                     continue
                 # A block's next host: if it falls behind the block, the
                 # block's next hosts follow it as a class's would.
@@ -351,22 +370,24 @@ class ClassGreedy:
                     end = len(rows)
                     if rival is not None and rival[0] == key:
                         end = bisect.bisect_left(rows, rival[1], at + 1)
-                    end = min(end, at + max(1, (count - len(chosen)) // vms))
+                    end = min(end, at + max(1, (count - placed) // vms))
                 if end < len(rows):
                     blocks[tag][1] = end
                     heapq.heappush(changed, (key, rows[end], tag))
                 taken = rows[at:end]
-                chosen.extend(taken if vms == 1 else [r for r in taken for _ in range(vms)])
+                chosen.append((taken, vms))
+                placed += vms * len(taken)
                 settle(taken, load, after)
                 continue
             if head is None:
-                raise self.short_of(len(chosen))
+                raise self.short_of(placed)
             key, row = head
             rival = changed[0][:2] if changed else None
             load = fresh(row)
             after, vms = chain(row, load, key, 1)
             untouched.advance()
-            chosen.extend([row] * vms)
+            chosen.append(([row], vms))
+            placed += vms
             if after is not None and after <= key:
                 # Still ahead of its class: its next VM may come before theirs.
                 settle([row], load, after)
@@ -376,7 +397,7 @@ class ClassGreedy:
             # comes first. A class's chain is worked out once; hosts of other
             # classes of equal key (another cache total) have their own.
             taken: dict[int, list] = {classes._row_slot[row]: [[row], load, after, vms]}
-            while (head := untouched.head) is not None and head[0] == key and len(chosen) < count:
+            while (head := untouched.head) is not None and head[0] == key and placed < count:
                 if rival is not None and rival < head:
                     break
                 row = head[1]
@@ -386,18 +407,118 @@ class ClassGreedy:
                     after, vms = chain(row, load, key, 1, count)
                     entry = taken[classes._row_slot[row]] = [[], load, after, vms]
                 vms = entry[3]
-                if not (entry[2] is None or entry[2] > key) or len(chosen) + vms > count:
+                if not (entry[2] is None or entry[2] > key) or placed + vms > count:
                     break
                 if untouched.single is not None:
-                    rows = untouched.take_single(rival, (count - len(chosen)) // vms)
+                    rows = untouched.take_single(rival, (count - placed) // vms)
                 else:
                     untouched.advance()
                     rows = [row]
-                chosen.extend(rows if vms == 1 else [r for r in rows for _ in range(vms)])
+                chosen.append((rows, vms))
+                placed += vms * len(rows)
                 entry[0].extend(rows)
             for rows, load, after, _ in taken.values():
                 settle(rows, load, after)
         return chosen
+
+    def chains(self, at: np.ndarray) -> np.ndarray:
+        """How many VMs an untouched host of each class at ``at`` takes in
+        its chain when the chain ends with the host admitting no more (-1
+        where its key rises first: it would fall behind and come back).
+
+        The one-host chain of :meth:`mdobp` for every class at once, with
+        the same float operations step by step, so to the bit.
+        """
+        count = self.request.count
+        free = self.free[at].copy()
+        cache = self.cache[at].copy()
+        sync = self.sync[at] | self.sync_request
+        last = self._keys(at, free)
+        taken = np.full(len(at), count, dtype=np.int64)
+        active = np.ones(len(at), dtype=bool)
+        for vms in range(1, count):
+            free -= self.demand
+            cache += self.score
+            more = self.admissible(free, cache, sync)
+            taken[active & ~more] = vms
+            active &= more
+            if not active.any():
+                break
+            key = self._keys(at, free)
+            rose = np.zeros(len(at), dtype=bool)
+            same = np.ones(len(at), dtype=bool)
+            for new, old in zip(key, last, strict=True):
+                rose |= same & (new > old)
+                same &= new == old
+            taken[active & rose] = -1
+            active &= ~rose
+            last = key
+        # Hosts still taking VMs at ``count`` would take the whole request.
+        return taken
+
+    def filled(
+        self, slots: list[int], starts: list[int], keys: list[tuple]
+    ) -> list[tuple[list[int], int]] | None:
+        """:meth:`mdobp`'s plan when every host it takes fills up in one
+        chain (the common case for a wide job under a cosine packing): the
+        untouched hosts in (key, row) order, each taking its class's chain;
+        None where a host would fall behind and come back, or the request
+        does not fit (then :meth:`mdobp` plans VM by VM)."""
+        if not slots:
+            return None
+        classes = self.classes
+        count = self.request.count
+        position = np.zeros(len(classes._name_of), dtype=np.int64)
+        position[self.slots] = np.arange(len(self.slots))
+        ranked = np.asarray(slots, dtype=np.int64)
+        at = position[ranked]
+        # Only the classes that can matter: their room covers the request.
+        reach = np.cumsum(self.room[at] * self.hosts[at])
+        bounds = [*starts, len(slots)]
+        # To the end of the run of equal keys the last class needed is in.
+        needed = min(len(at), int(np.searchsorted(reach, count)) + 1)
+        if needed < self.classes.filling_from:
+            return None
+        end = bounds[bisect.bisect_right(starts, needed - 1)]
+        taken = self.chains(at[:end])
+        plan: list[tuple[list[int], int]] = []
+        left = count
+        for run in range(len(starts)):
+            first, last = bounds[run], bounds[run + 1]
+            if last > end or (taken[first:last] < 0).any():
+                return None
+            if last == first + 1:
+                hosts, each = classes._members[slots[first]], int(taken[first])
+                full = min(len(hosts), left // each)
+                if full:
+                    plan.append((hosts[:full], each))
+                    left -= full * each
+                if left and full < len(hosts):
+                    plan.append(([hosts[full]], left))
+                    left = 0
+            else:
+                # Classes of one key: their hosts merged by row.
+                members = [classes._members[slot] for slot in slots[first:last]]
+                rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in members])
+                each = np.repeat(taken[first:last], [len(m) for m in members])
+                order = np.argsort(rows, kind="stable")
+                rows, each = rows[order], each[order]
+                total = np.cumsum(each)
+                stop = min(len(rows), int(np.searchsorted(total, left)) + 1)
+                rows_list, each_list = rows[:stop].tolist(), each[:stop].tolist()
+                placed = int(total[stop - 1])
+                if placed > left:
+                    each_list[-1] -= placed - left
+                for row, vms in zip(rows_list, each_list, strict=True):
+                    # Every list in the plan is its own (slices, new lists).
+                    if plan and plan[-1][1] == vms:
+                        plan[-1][0].append(row)
+                    else:
+                        plan.append(([row], vms))
+                left -= min(placed, left)
+            if not left:
+                return plan
+        return None
 
     def weighed(self) -> list[int]:
         """Nova's weighers: every VM normalises over all candidates again,

@@ -39,7 +39,7 @@ that already run somewhere. The greedy of one request over the classes is
 from __future__ import annotations
 
 import bisect
-import collections
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -72,6 +72,9 @@ Run = tuple[RunningVM, int, Vector]
 #: co-runners); a part the policy never reads is left constant so that
 #: classes stay few.
 Name = tuple[int, int, Vector, Vector, float, bool, tuple[Resident, ...]]
+#: A plan as (hosts, VMs on each) in placement order: a block of hosts that
+#: take as many VMs each stays one entry.
+Segments = list[tuple[list[int], int]]
 
 
 class StateClasses:
@@ -101,12 +104,17 @@ class StateClasses:
         self.names = list(columns.names)
         size = len(self.names)
         self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
-        #: Per host, its VMs as runs (VM, how many, demand) in placement
-        #: order: an application's VMs on a host arrive together, as one run.
-        #: Hosts that ran the same VMs share one tuple: identity groups them.
-        self._runs: list[tuple[Run, ...]] = [()] * size
-        #: application id -> its host rows (ascending when asked).
-        self._rows_of: dict[str, set[int]] = {}
+        #: Per host, the id of its VMs as runs (VM, how many, demand) in
+        #: placement order: an application's VMs on a host arrive together,
+        #: as one run. Hosts that ran the same VMs share one id (0: none),
+        #: so that a wide job's hosts are grouped in numpy, not one by one.
+        self._row_runs = np.zeros(size, dtype=np.int64)
+        self._runs_by_id: dict[int, tuple[Run, ...]] = {0: ()}
+        #: How many hosts hold each id: an id no host holds is forgotten.
+        self._runs_hosts: dict[int, int] = {0: 0}
+        self._last_runs_id = 0
+        #: application id -> its host rows, ascending.
+        self._rows_of: dict[str, np.ndarray] = {}
         #: Free cores over every host, kept as VMs come and go: most
         #: attempts on a busy cloud fail for want of cores, told at once.
         self._free_cores = float(columns.free[:, 0].sum())
@@ -139,9 +147,10 @@ class StateClasses:
         self._s_group = np.zeros(slots, dtype=np.int64)
         self._s_hosts = np.zeros(slots, dtype=np.int64)
         self._s_first = np.zeros(slots, dtype=np.int64)
-        self._row_slot = [0] * size
+        #: Per host, its class.
+        self._row_slot = np.zeros(size, dtype=np.int64)
         for row in range(size):
-            self._join_block([row], self._capacity[row], ())
+            self._join_block([row], self._capacity[row], 0)
 
     @staticmethod
     def serves(
@@ -166,6 +175,12 @@ class StateClasses:
     #: numpy's cost per call would outweigh arrays this short. Both ways
     #: agree to the bit (the tests run both).
     few_slots = 24
+    #: From this many VMs, and as many classes that a request reaches, the
+    #: greedy first tries to plan them as hosts that each fill up in one
+    #: chain, in numpy (:meth:`.ClassGreedy.filled`): below that, a few
+    #: chains cost less than the numpy calls that would replace them. Both
+    #: ways agree to the bit (the tests run both).
+    filling_from = 8
 
     def __len__(self) -> int:
         return len(self.names)
@@ -256,11 +271,27 @@ class StateClasses:
         self._name_of[slot] = None
         self._spare.append(slot)
 
-    def _join_block(self, rows: list[int], free: Vector, runs: tuple[Run, ...]) -> None:
+    def _new_runs(self, runs: tuple[Run, ...]) -> int:
+        """An id for hosts that now hold ``runs`` (0 for none)."""
+        if not runs:
+            return 0
+        self._last_runs_id += 1
+        self._runs_by_id[self._last_runs_id] = runs
+        self._runs_hosts[self._last_runs_id] = 0
+        return self._last_runs_id
+
+    def _leave_runs(self, runs_id: int, hosts: int) -> None:
+        left = self._runs_hosts[runs_id] - hosts
+        if left or not runs_id:
+            self._runs_hosts[runs_id] = left
+        else:
+            del self._runs_hosts[runs_id], self._runs_by_id[runs_id]
+
+    def _join_block(self, rows: list[int], free: Vector, runs_id: int) -> None:
         """Put ``rows`` (ascending, all in the same state now: ``free``
-        resources left and these VMs) in their class."""
-        for row in rows:
-            self._runs[row] = runs
+        resources left and the VMs of ``runs_id``) in their class."""
+        runs = self._runs_by_id[runs_id]
+        self._runs_hosts[runs_id] += len(rows)
         slot = self._slot(self._name(rows[0], free, runs), rows[0])
         members = self._members[slot]
         if not members or members[-1] < rows[0]:
@@ -273,9 +304,12 @@ class StateClasses:
             members.sort()  # two sorted runs: merged in linear time
         self._s_hosts[slot] += len(rows)
         self._s_first[slot] = members[0]
-        row_slot = self._row_slot
-        for row in rows:
-            row_slot[row] = slot
+        if len(rows) == 1:
+            self._row_slot[rows[0]] = slot
+            self._row_runs[rows[0]] = runs_id
+        else:
+            self._row_slot[rows] = slot
+            self._row_runs[rows] = runs_id
 
     # -- planning ------------------------------------------------------------
 
@@ -292,6 +326,16 @@ class StateClasses:
         :func:`~hpc_nova_scheduler.core.algorithm.plan` would choose them
         over every host (``rule``: its judge of co-runners, which replaces
         the cache thresholds); raise :class:`NoPlacement`. Changes nothing."""
+        return [
+            row
+            for rows, vms in self.plan_segments(request, rule)
+            for row in rows
+            for _ in range(vms)
+        ]
+
+    def plan_segments(self, request: PlacementRequest, rule: HostJudge | None = None) -> Segments:
+        """:meth:`plan` as segments (hosts, VMs on each), for
+        :meth:`apply_segments`: a wide job's plan is not spelt out VM by VM."""
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
         reason = self.serves(self.policy, request.app_class, request.topology)
@@ -317,13 +361,14 @@ class StateClasses:
             return self._plan_slots(request, np.flatnonzero(live), required, rule, admitted)
         groups = self._s_group[:used]
 
-        def in_group(group: str) -> tuple[list[int], tuple]:
+        def in_group(group: str) -> tuple[Segments, tuple]:
             code = self.group_names.index(group)
             inside = np.flatnonzero(live & (groups == code))
-            rows = self._plan_slots(request, inside, required, rule, admitted)
+            segments = self._plan_slots(request, inside, required, rule, admitted)
+            rows = set(itertools.chain.from_iterable(rows for rows, _ in segments))
             racks = sorted({self._rack[r] for r in rows})
             spans = tuple(len(set(codes.tolist())) for codes in self._rack_domains[:, racks])
-            return rows, (*spans, len(set(rows)))
+            return segments, (*spans, len(rows))
 
         return best_group(request.count, self.group_names, in_group)
 
@@ -334,7 +379,7 @@ class StateClasses:
         required: int | None,
         rule: HostJudge | None,
         admitted: np.ndarray | None,
-    ) -> list[int]:
+    ) -> Segments:
         """The request's plan on the classes ``slots`` (one processor group);
         ``required``: the depth of its required level, if any."""
         if not slots.size:
@@ -388,7 +433,12 @@ class StateClasses:
     # -- placing and releasing -----------------------------------------------
 
     def apply(self, rows: Sequence[int], request: PlacementRequest) -> None:
-        """Place the request's VMs on ``rows`` (one per VM, as planned).
+        """Place the request's VMs on ``rows`` (one per VM, as planned)."""
+        self.apply_segments([(list(rows), 1)], request)
+
+    def apply_segments(self, segments: Segments, request: PlacementRequest) -> None:
+        """Place the request's VMs as :meth:`plan_segments` planned them:
+        ``vms`` VMs on each host of ``rows``, for each (rows, vms).
 
         Hosts of one class that take as many VMs end in one state: they
         move to their new class together, computed once.
@@ -402,21 +452,46 @@ class StateClasses:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        groups: dict[tuple[int, int, int], list[int]] = {}
-        row_slot, runs = self._row_slot, self._runs
-        for row, vms in collections.Counter(rows).items():
-            groups.setdefault((row_slot[row], vms, id(runs[row])), []).append(row)
-        for (slot, vms, _), hosts in groups.items():
-            hosts.sort()
+        placed: dict[int, int] = {}
+        for rows, vms in segments:
+            for row in rows:
+                placed[row] = placed.get(row, 0) + vms
+        hosts = np.fromiter(placed, dtype=np.int64, count=len(placed))
+        counts = np.fromiter(placed.values(), dtype=np.int64, count=len(placed))
+        for (slot, vms, runs_id), rows in self._groups(hosts, counts):
             # One VM at a time, as ClusterState does: the floats must agree.
             a, b, c = self._name_of[slot][3]
             for _ in range(vms):
                 a, b, c = a - demand[0], b - demand[1], c - demand[2]
-            after = (*runs[hosts[0]], (vm, vms, demand))
-            self._free_cores -= demand[0] * vms * len(hosts)
-            self._leave_block(slot, hosts)
-            self._join_block(hosts, (a, b, c), after)
-        self._rows_of[request.application_id] = {row for hosts in groups.values() for row in hosts}
+            after = self._new_runs((*self._runs_by_id[runs_id], (vm, vms, demand)))
+            self._free_cores -= demand[0] * vms * len(rows)
+            self._leave_block(slot, rows)
+            self._leave_runs(runs_id, len(rows))
+            self._join_block(rows, (a, b, c), after)
+        hosts.sort()
+        self._rows_of[request.application_id] = hosts
+
+    def _groups(
+        self, rows: np.ndarray, counts: np.ndarray
+    ) -> list[tuple[tuple[int, int, int], list[int]]]:
+        """``rows`` grouped by (class, count, VM runs), each group's rows
+        ascending: the hosts that end in one state."""
+        slots, runs = self._row_slot[rows], self._row_runs[rows]
+        if len(rows) == 1:
+            return [((int(slots[0]), int(counts[0]), int(runs[0])), rows.tolist())]
+        order = np.lexsort((rows, runs, counts, slots))
+        rows, slots, counts, runs = rows[order], slots[order], counts[order], runs[order]
+        change = np.ones(len(rows), dtype=bool)
+        change[1:] = (
+            (slots[1:] != slots[:-1]) | (counts[1:] != counts[:-1]) | (runs[1:] != runs[:-1])
+        )
+        starts = np.flatnonzero(change).tolist()
+        keys = zip(
+            slots[starts].tolist(), counts[starts].tolist(), runs[starts].tolist(), strict=True
+        )
+        bounds = [*starts, len(rows)]
+        every = rows.tolist()
+        return [(key, every[bounds[i] : bounds[i + 1]]) for i, key in enumerate(keys)]
 
     def release(self, application_id: str) -> None:
         """Remove every VM of the application (it finished).
@@ -424,15 +499,13 @@ class StateClasses:
         Hosts of one class that ran the same VMs end in one state: each
         such group is worked out once and moves together.
         """
-        groups: dict[tuple[int, int], list[int]] = {}
-        row_slot, runs = self._row_slot, self._runs
-        for row in self._rows_of.pop(application_id, ()):
-            groups.setdefault((row_slot[row], id(runs[row])), []).append(row)
-        for (slot, _), hosts in groups.items():
-            hosts.sort()
+        rows = self._rows_of.pop(application_id, None)
+        if rows is None:
+            return
+        for (slot, _, runs_id), hosts in self._groups(rows, np.zeros(len(rows), dtype=np.int64)):
             a, b, c = self._name_of[slot][3]
             kept = []
-            for run in runs[hosts[0]]:
+            for run in self._runs_by_id[runs_id]:
                 vm, vms, demand = run
                 if vm.application_id == application_id:
                     self._free_cores += demand[0] * vms * len(hosts)
@@ -440,28 +513,31 @@ class StateClasses:
                         a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:
                     kept.append(run)
+            after = self._new_runs(tuple(kept))
             self._leave_block(slot, hosts)
-            self._join_block(hosts, (a, b, c), tuple(kept))
+            self._leave_runs(runs_id, len(hosts))
+            self._join_block(hosts, (a, b, c), after)
 
     def rows_of(self, application_id: str) -> list[int]:
-        return sorted(self._rows_of.get(application_id, ()))
+        return self._rows_of.get(application_id, np.zeros(0, dtype=np.int64)).tolist()
 
     def vms_on(self, row: int) -> list[RunningVM]:
-        return [vm for vm, vms, _ in self._runs[row] for _ in range(vms)]
+        runs = self._runs_by_id[int(self._row_runs[row])]
+        return [vm for vm, vms, _ in runs for _ in range(vms)]
 
     def free_of(self, row: int) -> Vector:
-        return self._name_of[self._row_slot[row]][3]
+        return self._name_of[int(self._row_slot[row])][3]
 
     def capacity_of(self, row: int) -> Vector:
         return self._capacity[row]
 
     def empty_rows(self) -> set[int]:
         """The hosts no VM runs on."""
-        return {row for row, runs in enumerate(self._runs) if not runs}
+        return set(np.flatnonzero(self._row_runs == 0).tolist())
 
     def cache_of(self, row: int) -> float:
         """The host's cache total: its VMs' scores summed in placement order."""
-        return ordered_sum(vm.cache_score for vm, vms, _ in self._runs[row] for _ in range(vms))
+        return ordered_sum(vm.cache_score for vm in self.vms_on(row))
 
     def free_cores(self) -> float:
         used = len(self._name_of)

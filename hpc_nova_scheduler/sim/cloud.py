@@ -228,10 +228,10 @@ class StateClassedCloud(_IdleAnswers):
         if not classes.room_for(request.demand.ram_mb, request.count):
             return False
         try:
-            rows = classes.plan(request, rule)
+            segments = classes.plan_segments(request, rule)
         except NoPlacement:
             return False
-        classes.apply(rows, request)
+        classes.apply_segments(segments, request)
         return True
 
     def _plan_on_empty(self, request: PlacementRequest) -> None:
@@ -250,7 +250,7 @@ class StateClassedCloud(_IdleAnswers):
         return self.classes.names[row]
 
     def place_on(self, request: PlacementRequest, row: int) -> None:
-        self.classes.apply([row] * request.count, request)
+        self.classes.apply_segments([([row], request.count)], request)
 
     def rows_of(self, application_id: str) -> list[int]:
         return self.classes.rows_of(application_id)

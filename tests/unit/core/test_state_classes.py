@@ -3,11 +3,12 @@ plan() plans over every host."""
 
 from __future__ import annotations
 
+import fixtures
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core import algorithm, class_greedy
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
@@ -106,15 +107,18 @@ class TestSamePlans(testtools.TestCase):
         st.sampled_from([Thresholds(200, 60), Thresholds(40, 30), Thresholds(1e9, 1e9)]),
         st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=25),
         st.sampled_from([0, 1000]),
+        st.sampled_from([1, 1000]),
     )
-    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps, few) -> None:
+    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps, few, fill) -> None:
         """Request by request, the same hosts in the same order, and the
         same free vectors and cache totals after every placement and release,
-        with classes scored in numpy (few = 0) and in Python."""
+        with classes scored in numpy (few = 0) and in Python, hosts that
+        fill up planned at once (fill = 1) or VM by VM."""
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
         classes.few_slots = few
+        classes.filling_from = fill
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus, spec), finish) in enumerate(steps):
             request = PlacementRequest(
@@ -153,9 +157,10 @@ class TestSamePlans(testtools.TestCase):
         st.sampled_from([2.0, 10.0, 40.0]),
         st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=20),
         st.sampled_from([0, 1000]),
+        st.sampled_from([1, 1000]),
     )
     def test_a_judge_of_co_runners_sees_what_plan_shows_it(
-        self, cloud, policy, tolerance, steps, few
+        self, cloud, policy, tolerance, steps, few, fill
     ) -> None:
         """Under an interference model as admission, the same plans, and the
         model asked about the same hosts in the same order."""
@@ -179,6 +184,7 @@ class TestSamePlans(testtools.TestCase):
             return
         classes = StateClasses(cloud.columns(), policy, thresholds, judged=True)
         classes.few_slots = few
+        classes.filling_from = fill
         running: list[str] = []
         for number, ((app_class, count, memory, _, vcpus, spec), finish) in enumerate(steps):
             name = f"app{number % 3}"
@@ -224,6 +230,49 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual(len(loads) + 1, classes.class_count())
         classes.release("a")
         self.assertEqual(1, classes.class_count())
+
+    def test_a_wide_job_over_many_classes_fills_them_at_once(self) -> None:
+        """Hosts made different by earlier jobs (each its own cache total):
+        a wide job reaches many classes and, as each host fills up in one
+        chain, is planned at once; the same plan as VM by VM and plan()."""
+        cloud = ClusterState()
+        for row in range(48):
+            cloud.add_host(f"h{row:03d}", Resources(4, 8192, 0), rack=f"r{row // 16}")
+        policy, thresholds = Policy(), Thresholds(200, 60)
+        at_once = StateClasses(cloud.columns(), policy, thresholds)
+        by_vm = StateClasses(cloud.columns(), policy, thresholds)
+        by_vm.filling_from = 10**9
+        for number in range(24):
+            small = PlacementRequest(
+                ApplicationProfile(AppClass.ASYNC_HPC, 1.0 + number, f"s{number}"),
+                Resources(1, 1024, 0),
+                1 + number % 2,
+                f"small{number}",
+            )
+            expected = algorithm.plan(small, cloud.columns(), thresholds, policy=policy)
+            cloud.apply(expected, small)
+            for classes in (at_once, by_vm):
+                classes.apply(classes.plan(small), small)
+        self.assertGreater(at_once.class_count(), 20)
+        wide = PlacementRequest(
+            ApplicationProfile(AppClass.SYNC_HPC, 5.0, "wide"), Resources(1, 1024, 0), 90, "wide"
+        )
+        expected = algorithm.plan(wide, cloud.columns(), thresholds, policy=policy).hosts
+        filled = []
+        original = class_greedy.ClassGreedy.filled
+
+        def watched(greedy, *ranked):
+            filled.append(original(greedy, *ranked))
+            return filled[-1]
+
+        self.useFixture(
+            fixtures.MonkeyPatch(f"{class_greedy.__name__}.ClassGreedy.filled", watched)
+        )
+        for classes in (at_once, by_vm):
+            self.assertEqual(expected, tuple(classes.names[r] for r in classes.plan(wide)))
+        # Planned at once, once: the VM-by-VM classes never tried.
+        self.assertEqual(1, len(filled))
+        self.assertIsNotNone(filled[0])
 
     def test_what_it_does_not_serve(self) -> None:
         flat = ClusterState()
