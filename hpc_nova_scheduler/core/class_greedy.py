@@ -421,74 +421,111 @@ class ClassGreedy:
                 settle(rows, load, after)
         return chosen
 
-    def chains(self, at: np.ndarray) -> np.ndarray:
-        """How many VMs an untouched host of each class at ``at`` takes in
-        its chain when the chain ends with the host admitting no more (-1
-        where its key rises first: it would fall behind and come back).
+    def trajectories(self, at: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
+        """The chains an untouched host of each class at ``at`` runs, one
+        after another, until it admits no more: (the class's index in
+        ``at``, the chain's key, its VMs) per chain.
 
-        The one-host chain of :meth:`mdobp` for every class at once, with
-        the same float operations step by step, so to the bit.
+        A host's chain ends where its key rises; the next one starts at the
+        risen key. Steps use the one-host chain's float operations, so keys
+        agree with :meth:`key_one` to the bit.
         """
         count = self.request.count
+        size = len(at)
         free = self.free[at].copy()
         cache = self.cache[at].copy()
         sync = self.sync[at] | self.sync_request
-        last = self._keys(at, free)
-        taken = np.full(len(at), count, dtype=np.int64)
-        active = np.ones(len(at), dtype=bool)
-        for vms in range(1, count):
+        key = self._keys(at, free)
+        length = np.zeros(size, dtype=np.int64)
+        active = np.ones(size, dtype=bool)
+        found: list[tuple[np.ndarray, tuple, np.ndarray]] = []
+
+        def end(where: np.ndarray) -> None:
+            found.append((np.flatnonzero(where), tuple(k[where] for k in key), length[where]))
+
+        for vms in range(1, count + 1):
             free -= self.demand
             cache += self.score
+            length += active
             more = self.admissible(free, cache, sync)
-            taken[active & ~more] = vms
+            if vms == count:
+                more[:] = False  # no host takes more than the whole request
+            end(active & ~more)
             active &= more
             if not active.any():
                 break
-            key = self._keys(at, free)
-            rose = np.zeros(len(at), dtype=bool)
-            same = np.ones(len(at), dtype=bool)
-            for new, old in zip(key, last, strict=True):
+            after = self._keys(at, free)
+            rose = np.zeros(size, dtype=bool)
+            same = np.ones(size, dtype=bool)
+            for new, old in zip(after, key, strict=True):
                 rose |= same & (new > old)
                 same &= new == old
-            taken[active & rose] = -1
-            active &= ~rose
-            last = key
-        # Hosts still taking VMs at ``count`` would take the whole request.
-        return taken
+            rose &= active
+            end(rose)
+            length[rose] = 0
+            # The key a chain runs at: the highest its host has reached.
+            key = tuple(np.where(rose, new, old) for new, old in zip(after, key, strict=True))
+        index = np.concatenate([f[0] for f in found])
+        keys = tuple(np.concatenate([f[1][i] for f in found]) for i in range(len(key)))
+        return index, keys, np.concatenate([f[2] for f in found])
 
     def filled(
         self, slots: list[int], starts: list[int], keys: list[tuple]
     ) -> list[tuple[list[int], int]] | None:
-        """:meth:`mdobp`'s plan when every host it takes fills up in one
-        chain (the common case for a wide job under a cosine packing): the
-        untouched hosts in (key, row) order, each taking its class's chain;
-        None where a host would fall behind and come back, or the request
-        does not fit (then :meth:`mdobp` plans VM by VM)."""
+        """:meth:`mdobp`'s plan, from each class's chains: the greedy takes
+        a host's chains one after another, each at the highest key its host
+        has reached, so the VMs go by (that key, row): for each key in
+        order, the hosts of the classes with a chain at it, merged by row,
+        each taking the chain's VMs. None where the classes planned in
+        numpy might not hold the request (then :meth:`mdobp` plans VM by VM).
+        """
         if not slots:
             return None
-        classes = self.classes
         count = self.request.count
-        position = np.zeros(len(classes._name_of), dtype=np.int64)
+        position = np.zeros(len(self.classes._name_of), dtype=np.int64)
         position[self.slots] = np.arange(len(self.slots))
-        ranked = np.asarray(slots, dtype=np.int64)
-        at = position[ranked]
-        # Only the classes that can matter: their room covers the request.
+        at = position[np.asarray(slots, dtype=np.int64)]
+        # The classes whose room covers the request, to the end of a run of
+        # equal keys; then, if their chains run past the next class's key,
+        # every class.
         reach = np.cumsum(self.room[at] * self.hosts[at])
-        bounds = [*starts, len(slots)]
-        # To the end of the run of equal keys the last class needed is in.
         needed = min(len(at), int(np.searchsorted(reach, count)) + 1)
-        if needed < self.classes.filling_from:
+        run = bisect.bisect_right(starts, needed - 1)
+        # Fewer runs than classes: classes of equal keys, which the greedy
+        # merges host by host.
+        if needed < self.classes.filling_from and run == needed:
             return None
-        end = bounds[bisect.bisect_right(starts, needed - 1)]
-        taken = self.chains(at[:end])
+        bounds = [*starts, len(slots)]
+        for end in dict.fromkeys((bounds[run], len(slots))):
+            limit = keys[run] if end < len(slots) else None
+            plan = self._walk(at[:end], slots[:end], limit)
+            if plan is not None:
+                return plan
+            run = len(starts)
+        return None
+
+    def _walk(
+        self, at: np.ndarray, slots: list[int], limit: tuple | None
+    ) -> list[tuple[list[int], int]] | None:
+        """The plan over the classes at ``at`` (``slots``) from their
+        chains; None if it needs a chain at ``limit`` or after."""
+        members = self.classes._members
+        index, keys, length = self.trajectories(at)
+        order = np.lexsort((index, *reversed(keys)))
+        index, length = index[order].tolist(), length[order].tolist()
+        keys = list(zip(*(k[order].tolist() for k in keys), strict=True)) if keys else None
         plan: list[tuple[list[int], int]] = []
-        left = count
-        for run in range(len(starts)):
-            first, last = bounds[run], bounds[run + 1]
-            if last > end or (taken[first:last] < 0).any():
+        left = self.request.count
+        first = 0
+        while first < len(index):
+            key = keys[first] if keys else ()
+            last = first + 1
+            while last < len(index) and (keys[last] if keys else ()) == key:
+                last += 1
+            if limit is not None and not key < limit:
                 return None
             if last == first + 1:
-                hosts, each = classes._members[slots[first]], int(taken[first])
+                hosts, each = members[slots[index[first]]], length[first]
                 full = min(len(hosts), left // each)
                 if full:
                     plan.append((hosts[:full], each))
@@ -497,12 +534,12 @@ class ClassGreedy:
                     plan.append(([hosts[full]], left))
                     left = 0
             else:
-                # Classes of one key: their hosts merged by row.
-                members = [classes._members[slot] for slot in slots[first:last]]
-                rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in members])
-                each = np.repeat(taken[first:last], [len(m) for m in members])
-                order = np.argsort(rows, kind="stable")
-                rows, each = rows[order], each[order]
+                # Chains at one key: their classes' hosts merged by row.
+                group = [members[slots[i]] for i in index[first:last]]
+                rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in group])
+                each = np.repeat(length[first:last], [len(m) for m in group])
+                by_row = np.argsort(rows, kind="stable")
+                rows, each = rows[by_row], each[by_row]
                 total = np.cumsum(each)
                 stop = min(len(rows), int(np.searchsorted(total, left)) + 1)
                 rows_list, each_list = rows[:stop].tolist(), each[:stop].tolist()
@@ -518,6 +555,7 @@ class ClassGreedy:
                 left -= min(placed, left)
             if not left:
                 return plan
+            first = last
         return None
 
     def weighed(self) -> list[int]:

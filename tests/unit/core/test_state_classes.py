@@ -231,48 +231,73 @@ class TestSamePlans(testtools.TestCase):
         classes.release("a")
         self.assertEqual(1, classes.class_count())
 
-    def test_a_wide_job_over_many_classes_fills_them_at_once(self) -> None:
+    def test_a_wide_job_over_many_classes_is_planned_from_their_chains(self) -> None:
         """Hosts made different by earlier jobs (each its own cache total):
-        a wide job reaches many classes and, as each host fills up in one
-        chain, is planned at once; the same plan as VM by VM and plan()."""
+        a wide job reaches many classes and is planned from their chains at
+        once, the same plan as VM by VM and plan(); under hpc-aware every
+        host fills up in one chain, under mdobp-cache hosts fall behind
+        (their key rises) and come back for a second chain."""
+        mdobp_cache = Policy(
+            classes=False,
+            topology=False,
+            homogeneity=False,
+            interference_table=False,
+            packing=PACKING_COSINE,
+        )
+        for policy, comes_back in ((Policy(), False), (mdobp_cache, True)):
+            self.wide_job_from_chains(policy, comes_back)
+
+    def wide_job_from_chains(self, policy: Policy, comes_back: bool) -> None:
         cloud = ClusterState()
         for row in range(48):
             cloud.add_host(f"h{row:03d}", Resources(4, 8192, 0), rack=f"r{row // 16}")
-        policy, thresholds = Policy(), Thresholds(200, 60)
+        thresholds = Thresholds(200, 60)
         at_once = StateClasses(cloud.columns(), policy, thresholds)
         by_vm = StateClasses(cloud.columns(), policy, thresholds)
         by_vm.filling_from = 10**9
-        for number in range(24):
+        # One small job on each of 40 hosts: each host its own cache total.
+        for row in range(40):
             small = PlacementRequest(
-                ApplicationProfile(AppClass.ASYNC_HPC, 1.0 + number, f"s{number}"),
-                Resources(1, 1024, 0),
-                1 + number % 2,
-                f"small{number}",
+                ApplicationProfile(AppClass.ASYNC_HPC, 1.0 + row / 2, f"s{row}"),
+                Resources(1, 1024 * (1 + row % 3), 0),
+                1 + row % 3,
+                f"small{row}",
             )
-            expected = algorithm.plan(small, cloud.columns(), thresholds, policy=policy)
-            cloud.apply(expected, small)
+            hosts = (cloud.columns().names[row],) * small.count
+            cloud.apply(algorithm.Plan(hosts, None, ()), small)
             for classes in (at_once, by_vm):
-                classes.apply(classes.plan(small), small)
+                classes.apply([row] * small.count, small)
         self.assertGreater(at_once.class_count(), 20)
         wide = PlacementRequest(
-            ApplicationProfile(AppClass.SYNC_HPC, 5.0, "wide"), Resources(1, 1024, 0), 90, "wide"
+            ApplicationProfile(AppClass.SYNC_HPC, 5.0, "wide"), Resources(1, 512, 0), 90, "wide"
         )
         expected = algorithm.plan(wide, cloud.columns(), thresholds, policy=policy).hosts
-        filled = []
-        original = class_greedy.ClassGreedy.filled
+        filled, chains = [], []
+        greedy = class_greedy.ClassGreedy
+        original_filled, original_trajectories = greedy.filled, greedy.trajectories
 
-        def watched(greedy, *ranked):
-            filled.append(original(greedy, *ranked))
+        def watched_filled(self, *ranked):
+            filled.append(original_filled(self, *ranked))
             return filled[-1]
 
-        self.useFixture(
-            fixtures.MonkeyPatch(f"{class_greedy.__name__}.ClassGreedy.filled", watched)
-        )
-        for classes in (at_once, by_vm):
-            self.assertEqual(expected, tuple(classes.names[r] for r in classes.plan(wide)))
+        def watched_trajectories(self, at):
+            found = original_trajectories(self, at)
+            chains.append((len(at), len(found[0])))
+            return found
+
+        name = f"{class_greedy.__name__}.ClassGreedy"
+        with (
+            fixtures.MonkeyPatch(f"{name}.filled", watched_filled),
+            fixtures.MonkeyPatch(f"{name}.trajectories", watched_trajectories),
+        ):
+            for classes in (at_once, by_vm):
+                rows = classes.plan(wide)
+                self.assertEqual(expected, tuple(classes.names[r] for r in rows), policy)
         # Planned at once, once: the VM-by-VM classes never tried.
         self.assertEqual(1, len(filled))
         self.assertIsNotNone(filled[0])
+        # More chains than classes where hosts come back for more.
+        self.assertEqual(comes_back, any(found > classes for classes, found in chains), chains)
 
     def test_what_it_does_not_serve(self) -> None:
         flat = ClusterState()
