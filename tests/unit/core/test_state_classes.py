@@ -27,6 +27,7 @@ from hpc_nova_scheduler.core.state_classes import StateClasses
 from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.interference.cache_pressure import CachePressureModel
 from hpc_nova_scheduler.interference.rule import ModelRule
+from hpc_nova_scheduler.sim import scenarios
 
 POLICIES = [
     Policy(),
@@ -237,13 +238,7 @@ class TestSamePlans(testtools.TestCase):
         once, the same plan as VM by VM and plan(); under hpc-aware every
         host fills up in one chain, under mdobp-cache hosts fall behind
         (their key rises) and come back for a second chain."""
-        mdobp_cache = Policy(
-            classes=False,
-            topology=False,
-            homogeneity=False,
-            interference_table=False,
-            packing=PACKING_COSINE,
-        )
+        mdobp_cache = scenarios.build("mdobp-cache", alpha=200, beta=60, runtime_factor=1).policy
         for policy, comes_back in ((Policy(), False), (mdobp_cache, True)):
             self.wide_job_from_chains(policy, comes_back)
 
