@@ -326,6 +326,8 @@ def unmet_refusals(
     oldest refused cores first.
     """
     # At one instant a refusal comes before a placement: the retry follows.
+    # MariaDB keeps whole seconds, so there a placement in the refusal's
+    # second meets it too; the error is at most one second's placements.
     events: list[tuple[datetime.datetime, int, str, int]] = [
         (r.at, 0, r.project, r.cores) for r in refusals
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+import sqlalchemy as sa
 from oslo_config import fixture as config_fixture
 from oslo_utils import timeutils
 
@@ -105,7 +106,8 @@ class AllocatorTests:
         cloud = fairness.build_cloud(NODES, TAGS)
         self.database.set_demand("pb", 0)
         self.database.record_refusal("pb", "blast", 4)
-        refused_at = self.database.refusals(self.t0)[0].at
+        # MariaDB keeps whole seconds: the row may read earlier than t0.
+        refused_at = self.database.refusals(datetime.datetime(2000, 1, 1))[0].at
         now = refused_at + datetime.timedelta(seconds=1)
         project = self.project_view(cloud, now)
         self.assertEqual(4, project.demand)
@@ -117,11 +119,20 @@ class AllocatorTests:
                 )
             ]
         )
-        now = self.database.list_running()[0].placed_at + datetime.timedelta(seconds=1)
+        placed_at = self.database.list_running()[0].placed_at
+        now = placed_at + datetime.timedelta(seconds=5)
         project = self.project_view(cloud, now)
         self.assertEqual((4, 0, 4), (project.running_cores, project.refused, project.demand))
-        # A refusal after it is demand on top of what runs.
+        # A refusal after it is demand on top of what runs. Dated two seconds
+        # later: in the same (whole, on MariaDB) second, a placement is taken
+        # as the retry of the refusal.
         self.database.record_refusal("pb", "blast", 4)
+        with self.database.engine.begin() as connection:
+            last = connection.execute(sa.text("SELECT MAX(id) FROM fairshare_refusals")).scalar()
+            connection.execute(
+                sa.text("UPDATE fairshare_refusals SET created_at = :later WHERE id = :last"),
+                {"later": placed_at + datetime.timedelta(seconds=2), "last": last},
+            )
         project = self.project_view(cloud, now)
         self.assertEqual(8, project.demand)
 
