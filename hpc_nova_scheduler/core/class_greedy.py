@@ -495,14 +495,12 @@ class ClassGreedy:
         # merges host by host.
         if needed < self.classes.filling_from and run == needed:
             return None
-        bounds = [*starts, len(slots)]
-        for end in dict.fromkeys((bounds[run], len(slots))):
-            limit = keys[run] if end < len(slots) else None
-            plan = self._walk(at[:end], slots[:end], limit)
+        if run < len(starts):
+            end = starts[run]
+            plan = self._walk(at[:end], slots[:end], keys[run])
             if plan is not None:
                 return plan
-            run = len(starts)
-        return None
+        return self._walk(at, slots, None)
 
     def _walk(
         self, at: np.ndarray, slots: list[int], limit: tuple | None
@@ -513,14 +511,17 @@ class ClassGreedy:
         index, keys, length = self.trajectories(at)
         order = np.lexsort((index, *reversed(keys)))
         index, length = index[order].tolist(), length[order].tolist()
-        keys = list(zip(*(k[order].tolist() for k in keys), strict=True)) if keys else None
+        if keys:
+            keys = list(zip(*(k[order].tolist() for k in keys), strict=True))
+        else:
+            keys = [()] * len(index)  # a packing that orders by row alone
         plan: list[tuple[list[int], int]] = []
         left = self.request.count
         first = 0
         while first < len(index):
-            key = keys[first] if keys else ()
+            key = keys[first]
             last = first + 1
-            while last < len(index) and (keys[last] if keys else ()) == key:
+            while last < len(index) and keys[last] == key:
                 last += 1
             if limit is not None and not key < limit:
                 return None

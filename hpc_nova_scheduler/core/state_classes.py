@@ -175,11 +175,11 @@ class StateClasses:
     #: numpy's cost per call would outweigh arrays this short. Both ways
     #: agree to the bit (the tests run both).
     few_slots = 24
-    #: From this many VMs, and as many classes that a request reaches, the
-    #: greedy first tries to plan them as hosts that each fill up in one
-    #: chain, in numpy (:meth:`.ClassGreedy.filled`): below that, a few
-    #: chains cost less than the numpy calls that would replace them. Both
-    #: ways agree to the bit (the tests run both).
+    #: From this many VMs that reach as many classes (or classes of equal
+    #: keys), the greedy plans from every reached class's chains at once, in
+    #: numpy (:meth:`.ClassGreedy.filled`): below that, a few chains cost
+    #: less than the numpy calls that would replace them. Both ways agree to
+    #: the bit (the tests run both).
     filling_from = 8
 
     def __len__(self) -> int:
