@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
@@ -51,6 +52,7 @@ class StateClasses(Protocol):
     levels: tuple[str, ...]
     few_slots: int
     filling_from: int
+    merging_from: int
     #: Per slot: free, total, cache total, SyncHPC, rack, hosts, first host.
     _s_free: np.ndarray
     _s_capacity: np.ndarray
@@ -397,15 +399,31 @@ class ClassGreedy:
             # comes first. A class's chain is worked out once; hosts of other
             # classes of equal key (another cache total) have their own.
             taken: dict[int, list] = {classes._row_slot[row]: [[row], load, after, vms]}
-            while (head := untouched.head) is not None and head[0] == key and placed < count:
-                if rival is not None and rival < head:
-                    break
-                row = head[1]
+
+            def entry_of(row: int, taken: dict = taken, key: tuple = key) -> list:
+                """The chain of the host's class: [its hosts taken, load, key after, VMs]."""
                 entry = taken.get(classes._row_slot[row])
                 if entry is None:
                     load = fresh(row)
                     after, vms = chain(row, load, key, 1, count)
                     entry = taken[classes._row_slot[row]] = [[], load, after, vms]
+                return entry
+
+            while (head := untouched.head) is not None and head[0] == key and placed < count:
+                if rival is not None and rival < head:
+                    break
+                if untouched.merging is not None and count - placed >= classes.merging_from:
+                    # Classes of equal keys merged by row: their hosts taken
+                    # at once up to the first that would not fall behind.
+                    bound = rival[1] if rival is not None and rival[0] == key else None
+                    more = self._take_merged(untouched, bound, count - placed, entry_of, key)
+                    if not more:
+                        break
+                    chosen.extend(more)
+                    placed += sum(vms * len(rows) for rows, vms in more)
+                    continue
+                row = head[1]
+                entry = entry_of(row)
                 vms = entry[3]
                 if not (entry[2] is None or entry[2] > key) or placed + vms > count:
                     break
@@ -420,6 +438,42 @@ class ClassGreedy:
             for rows, load, after, _ in taken.values():
                 settle(rows, load, after)
         return chosen
+
+    @staticmethod
+    def _take_merged(
+        untouched: UntouchedHosts, bound: int | None, left: int, entry_of, key: tuple
+    ) -> list[tuple[list[int], int]]:
+        """The hosts of the merged run at the head that :meth:`mdobp` takes
+        one by one, taken at once: by row, below ``bound``, each with its
+        class's chain while that chain falls behind ``key`` and the request
+        has VMs ``left`` for it. As segments; each class's entry records
+        its hosts."""
+        rows, of = untouched.merged(bound, left)
+        firsts = {}
+        for row, slot in zip(rows.tolist(), of.tolist(), strict=True):
+            firsts.setdefault(slot, row)
+        entries = {slot: entry_of(row) for slot, row in firsts.items()}
+        per_slot = {slot: e[3] for slot, e in entries.items()}
+        behind = {slot: e[2] is None or e[2] > key for slot, e in entries.items()}
+        vms = np.fromiter((per_slot[s] for s in of.tolist()), dtype=np.int64, count=len(of))
+        total = np.cumsum(vms)
+        end = int(np.searchsorted(total, left, side="right"))
+        ahead = [i for i, slot in enumerate(of.tolist()) if not behind[slot]]
+        if ahead:
+            end = min(end, ahead[0])
+        if not end:
+            return []
+        taken_rows, taken_vms, taken_of = rows[:end].tolist(), vms[:end].tolist(), of[:end].tolist()
+        for row, slot in zip(taken_rows, taken_of, strict=True):
+            entries[slot][0].append(row)
+        segments: list[tuple[list[int], int]] = []
+        for row, each in zip(taken_rows, taken_vms, strict=True):
+            if segments and segments[-1][1] == each:
+                segments[-1][0].append(row)
+            else:
+                segments.append(([row], each))
+        untouched.skip_to(taken_rows[-1] + 1)
+        return segments
 
     def trajectories(self, at: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
         """The chains an untouched host of each class at ``at`` runs, one
@@ -685,10 +739,20 @@ class UntouchedHosts:
         self.merging = self._merge(self.slots[i:j])
         self.head = (key, next(self.merging))
 
-    def _merge(self, run: list[int]) -> Iterator[int]:
+    def _merge(self, run: list[int], start: int | None = None) -> Iterator[int]:
+        """The hosts of the classes ``run`` by row (from row ``start`` on)."""
         members = self.members
         merging: list[tuple[int, int, int]] = []
         joined = 0
+        if start is not None:
+            # Every class with hosts from ``start`` on joins at once: their
+            # first such hosts are in no particular order.
+            for slot in run:
+                at = bisect.bisect_left(members[slot], start)
+                if at < len(members[slot]):
+                    merging.append((members[slot][at], at, slot))
+            heapq.heapify(merging)
+            joined = len(run)
         while merging or joined < len(run):
             while joined < len(run) and (not merging or members[run[joined]][0] < merging[0][0]):
                 slot = run[joined]
@@ -716,6 +780,32 @@ class UntouchedHosts:
             self._next_run()
         else:
             self.head = (self.key, row)
+
+    def merged(self, bound: int | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """In a run of several classes: its hosts from the head on, below
+        row ``bound`` (None: any), by row, at most ``limit`` of them; and
+        each one's class. Nothing is taken (:meth:`skip_to` does)."""
+        run = self.slots[self.starts[self.run] : self.starts[self.run + 1]]
+        start = self.head[1]
+        rows, slots = [], []
+        for slot in run:
+            members = self.members[slot]
+            at = bisect.bisect_left(members, start)
+            end = len(members) if bound is None else bisect.bisect_left(members, bound, at)
+            end = min(end, at + limit)
+            if at < end:
+                rows.append(members[at:end])
+                slots.append((slot, end - at))
+        every = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64)
+        of = np.repeat([slot for slot, _ in slots], [n for _, n in slots]).astype(np.int64)
+        order = np.argsort(every, kind="stable")[:limit]
+        return every[order], of[order]
+
+    def skip_to(self, row: int) -> None:
+        """In a run of several classes: past every host before ``row``."""
+        run = self.slots[self.starts[self.run] : self.starts[self.run + 1]]
+        self.merging = self._merge(run, row)
+        self.advance()
 
     def take_single(self, rival: tuple | None, limit: int) -> list[int]:
         """The head and the hosts after it in its class (a run of one class)

@@ -181,6 +181,15 @@ class StateClasses:
     #: less than the numpy calls that would replace them. Both ways agree to
     #: the bit (the tests run both).
     filling_from = 8
+    #: From this many VMs left, hosts of classes with equal keys that the
+    #: greedy merges by row are taken at once, in numpy, not one by one.
+    #: Both ways agree to the bit (the tests run both).
+    merging_from = 16
+    #: Up to this many hosts join or leave a class's sorted list one by
+    #: one (each a bisection and a shift of the list); more are merged in
+    #: one pass, since shifting a list of thousands of hosts for each of
+    #: thousands of rows costs more than one linear merge.
+    one_by_one = 16
 
     def __len__(self) -> int:
         return len(self.names)
@@ -255,9 +264,12 @@ class StateClasses:
         """Take ``rows`` (ascending, all of class ``slot``) out of their class."""
         members = self._members[slot]
         count = len(rows)
-        if members[count - 1] == rows[-1]:
-            del members[:count]  # the usual case: a plan takes a class's first hosts
-        elif 8 * count < len(members):
+        start = 0 if members[0] == rows[0] else bisect.bisect_left(members, rows[0])
+        if members[start + count - 1] == rows[-1]:
+            # The usual case: a plan takes a stretch of a class's hosts (rows
+            # are distinct members, so equal ends mean the same stretch).
+            del members[start : start + count]
+        elif count <= self.one_by_one:
             for row in rows:
                 del members[bisect.bisect_left(members, row)]
         else:
@@ -296,7 +308,11 @@ class StateClasses:
         members = self._members[slot]
         if not members or members[-1] < rows[0]:
             members.extend(rows)
-        elif 8 * len(rows) < len(members):
+        elif (at := bisect.bisect_left(members, rows[0])) == bisect.bisect_left(
+            members, rows[-1], at
+        ):
+            members[at:at] = rows  # they fall between two members: one insertion
+        elif len(rows) <= self.one_by_one:
             for row in rows:
                 bisect.insort(members, row)
         else:
@@ -452,12 +468,7 @@ class StateClasses:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        placed: dict[int, int] = {}
-        for rows, vms in segments:
-            for row in rows:
-                placed[row] = placed.get(row, 0) + vms
-        hosts = np.fromiter(placed, dtype=np.int64, count=len(placed))
-        counts = np.fromiter(placed.values(), dtype=np.int64, count=len(placed))
+        hosts, counts = _per_host(segments)
         for (slot, vms, runs_id), rows in self._groups(hosts, counts):
             # One VM at a time, as ClusterState does: the floats must agree.
             a, b, c = self._name_of[slot][3]
@@ -468,7 +479,6 @@ class StateClasses:
             self._leave_block(slot, rows)
             self._leave_runs(runs_id, len(rows))
             self._join_block(rows, (a, b, c), after)
-        hosts.sort()
         self._rows_of[request.application_id] = hosts
 
     def _groups(
@@ -542,6 +552,25 @@ class StateClasses:
     def free_cores(self) -> float:
         used = len(self._name_of)
         return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
+
+
+def _per_host(segments: Segments) -> tuple[np.ndarray, np.ndarray]:
+    """The hosts of a plan's segments, ascending, and how many VMs each
+    takes in all (a host may come back in later segments)."""
+    if len(segments) == 1:
+        rows, vms = segments[0]
+        hosts = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 1:
+            return hosts, np.full(1, vms, dtype=np.int64)
+        hosts, counts = np.unique(hosts, return_counts=True)
+        return hosts, counts * vms
+    every = np.fromiter(itertools.chain.from_iterable(rows for rows, _ in segments), dtype=np.int64)
+    each = np.repeat(
+        np.fromiter((vms for _, vms in segments), dtype=np.int64, count=len(segments)),
+        np.fromiter((len(rows) for rows, _ in segments), dtype=np.int64, count=len(segments)),
+    )
+    hosts, where = np.unique(every, return_inverse=True)
+    return hosts, np.bincount(where, weights=each, minlength=len(hosts)).astype(np.int64)
 
 
 def one_core_vms(free: np.ndarray, memory_mb: float, hosts: np.ndarray | None = None) -> float:

@@ -235,7 +235,7 @@ class StateClassedCloud(_IdleAnswers):
         return True
 
     def _plan_on_empty(self, request: PlacementRequest) -> None:
-        self._idle.plan(request)
+        self._idle.plan_segments(request)
 
     def finish(self, application_id: str) -> None:
         self.classes.release(application_id)

@@ -109,17 +109,25 @@ class TestSamePlans(testtools.TestCase):
         st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=25),
         st.sampled_from([0, 1000]),
         st.sampled_from([1, 1000]),
+        st.sampled_from([1, 1000]),
+        st.sampled_from([0, 1000]),
     )
-    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps, few, fill) -> None:
+    def test_plans_and_hosts_agree(
+        self, cloud, policy, thresholds, steps, few, fill, merge, one_by_one
+    ) -> None:
         """Request by request, the same hosts in the same order, and the
         same free vectors and cache totals after every placement and release,
         with classes scored in numpy (few = 0) and in Python, hosts that
-        fill up planned at once (fill = 1) or VM by VM."""
+        fill up planned at once (fill = 1) or VM by VM, hosts of equal keys
+        merged at once (merge = 1) or one by one, and hosts joining and
+        leaving classes one by one or merged (one_by_one = 0)."""
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
         classes.few_slots = few
         classes.filling_from = fill
+        classes.merging_from = merge
+        classes.one_by_one = one_by_one
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus, spec), finish) in enumerate(steps):
             request = PlacementRequest(
@@ -249,7 +257,10 @@ class TestSamePlans(testtools.TestCase):
         thresholds = Thresholds(200, 60)
         at_once = StateClasses(cloud.columns(), policy, thresholds)
         by_vm = StateClasses(cloud.columns(), policy, thresholds)
-        by_vm.filling_from = 10**9
+        by_vm.filling_from = by_vm.merging_from = 10**9
+        # VM by VM, but hosts of equal keys merged by row taken at once.
+        merged = StateClasses(cloud.columns(), policy, thresholds)
+        merged.filling_from, merged.merging_from = 10**9, 1
         # One small job on each of 40 hosts: each host its own cache total.
         for row in range(40):
             small = PlacementRequest(
@@ -260,16 +271,21 @@ class TestSamePlans(testtools.TestCase):
             )
             hosts = (cloud.columns().names[row],) * small.count
             cloud.apply(algorithm.Plan(hosts, None, ()), small)
-            for classes in (at_once, by_vm):
+            for classes in (at_once, by_vm, merged):
                 classes.apply([row] * small.count, small)
         self.assertGreater(at_once.class_count(), 20)
         wide = PlacementRequest(
             ApplicationProfile(AppClass.SYNC_HPC, 5.0, "wide"), Resources(1, 512, 0), 90, "wide"
         )
         expected = algorithm.plan(wide, cloud.columns(), thresholds, policy=policy).hosts
-        filled, chains = [], []
+        filled, chains, bulks = [], [], []
         greedy = class_greedy.ClassGreedy
         original_filled, original_trajectories = greedy.filled, greedy.trajectories
+        original_take_merged = greedy._take_merged
+
+        def watched_take_merged(*args):
+            bulks.append(original_take_merged(*args))
+            return bulks[-1]
 
         def watched_filled(self, *ranked):
             filled.append(original_filled(self, *ranked))
@@ -284,12 +300,16 @@ class TestSamePlans(testtools.TestCase):
         with (
             fixtures.MonkeyPatch(f"{name}.filled", watched_filled),
             fixtures.MonkeyPatch(f"{name}.trajectories", watched_trajectories),
+            fixtures.MonkeyPatch(f"{name}._take_merged", staticmethod(watched_take_merged)),
         ):
-            for classes in (at_once, by_vm):
+            for classes in (at_once, by_vm, merged):
                 rows = classes.plan(wide)
                 self.assertEqual(expected, tuple(classes.names[r] for r in rows), policy)
         # Planned at once, once: the VM-by-VM classes never tried.
         self.assertEqual(1, len(filled))
+        # Hosts of equal keys (another cache total each) were merged by row
+        # and taken several at once.
+        self.assertTrue(any(len(rows) > 1 for bulk in bulks for rows, _ in bulk), bulks)
         self.assertIsNotNone(filled[0])
         # More chains than classes where hosts come back for more.
         self.assertEqual(comes_back, any(found > classes for classes, found in chains), chains)
