@@ -110,6 +110,8 @@ class StateClasses:
         #: so that a wide job's hosts are grouped in numpy, not one by one.
         self._row_runs = np.zeros(size, dtype=np.int64)
         self._runs_by_id: dict[int, tuple[Run, ...]] = {0: ()}
+        #: Per id, what the class name reads of those VMs (:meth:`_runs_part`).
+        self._runs_part: dict[int, tuple[float, bool, tuple]] = {}
         #: How many hosts hold each id: an id no host holds is forgotten.
         self._runs_hosts: dict[int, int] = {0: 0}
         self._last_runs_id = 0
@@ -199,25 +201,33 @@ class StateClasses:
 
     # -- classes -------------------------------------------------------------
 
-    def _name(self, row: int, free: Vector, runs: tuple[Run, ...]) -> Name:
-        """The class of host ``row`` with ``free`` resources left and these
-        VMs. Its cache total is theirs summed in placement order (what
-        ClusterState's sums come to), and it runs SyncHPC if one of them is."""
-        cache = sync = None
-        if self._by_cache:
-            cache = ordered_sum(vm.cache_score for vm, vms, _ in runs for _ in range(vms))
-            sync = any(vm.app_class is AppClass.SYNC_HPC for vm, _, _ in runs)
+    def _name(self, row: int, free: Vector, runs_id: int) -> Name:
+        """The class of host ``row`` with ``free`` resources left and the
+        VMs of ``runs_id``."""
+        part = self._runs_part.get(runs_id)
+        if part is None:
+            part = self._runs_part[runs_id] = self._part_of(self._runs_by_id[runs_id])
         return (
             self._group[row] if self._by_group else -1,
             self._rack[row] if self._by_rack else -1,
             self._capacity[row],
             free,
-            cache if self._by_cache else 0.0,
-            sync if self._by_cache else False,
-            # The applications and their VMs, in the order plan() describes
-            # them to a judge (applications in the order they came).
-            tuple((vm.app_name, vms) for vm, vms, _ in runs) if self.judged else (),
+            *part,
         )
+
+    def _part_of(self, runs: tuple[Run, ...]) -> tuple[float, bool, tuple]:
+        """What a class name reads of a host's VMs: the cache total (theirs
+        summed in placement order, what ClusterState's sums come to) and
+        whether one is SyncHPC, where the thresholds read them; the
+        applications and their VMs where a judge reads them."""
+        cache, sync = 0.0, False
+        if self._by_cache:
+            cache = ordered_sum(vm.cache_score for vm, vms, _ in runs for _ in range(vms))
+            sync = any(vm.app_class is AppClass.SYNC_HPC for vm, _, _ in runs)
+        # In the order plan() describes them to a judge (applications in the
+        # order they came).
+        judged = tuple((vm.app_name, vms) for vm, vms, _ in runs) if self.judged else ()
+        return cache, sync, judged
 
     def _slot(self, name: Name, row: int) -> int:
         slot = self._slot_of.get(name)
@@ -298,13 +308,13 @@ class StateClasses:
             self._runs_hosts[runs_id] = left
         else:
             del self._runs_hosts[runs_id], self._runs_by_id[runs_id]
+            self._runs_part.pop(runs_id, None)
 
     def _join_block(self, rows: list[int], free: Vector, runs_id: int) -> None:
         """Put ``rows`` (ascending, all in the same state now: ``free``
         resources left and the VMs of ``runs_id``) in their class."""
-        runs = self._runs_by_id[runs_id]
         self._runs_hosts[runs_id] += len(rows)
-        slot = self._slot(self._name(rows[0], free, runs), rows[0])
+        slot = self._slot(self._name(rows[0], free, runs_id), rows[0])
         members = self._members[slot]
         if not members or members[-1] < rows[0]:
             members.extend(rows)
@@ -326,6 +336,21 @@ class StateClasses:
         else:
             self._row_slot[rows] = slot
             self._row_runs[rows] = runs_id
+
+    def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
+        """:meth:`_part_of` the VMs of ``runs_id`` and ``vms`` more of ``vm``:
+        the cache total goes on summing left to right, as ClusterState's does."""
+        part = self._runs_part.get(runs_id)
+        if part is None:
+            part = self._runs_part[runs_id] = self._part_of(self._runs_by_id[runs_id])
+        cache, sync, judged = part
+        if self._by_cache:
+            for _ in range(vms):
+                cache += vm.cache_score
+            sync = sync or vm.app_class is AppClass.SYNC_HPC
+        if self.judged:
+            judged = (*judged, (vm.app_name, vms))
+        return cache, sync, judged
 
     # -- planning ------------------------------------------------------------
 
@@ -469,12 +494,19 @@ class StateClasses:
             application_id=request.application_id,
         )
         hosts, counts = _per_host(segments)
+        # Hosts that ran the same VMs and take as many hold the same VMs
+        # after, whatever their class: one id for them.
+        afters: dict[tuple[int, int], int] = {}
         for (slot, vms, runs_id), rows in self._groups(hosts, counts):
             # One VM at a time, as ClusterState does: the floats must agree.
             a, b, c = self._name_of[slot][3]
             for _ in range(vms):
                 a, b, c = a - demand[0], b - demand[1], c - demand[2]
-            after = self._new_runs((*self._runs_by_id[runs_id], (vm, vms, demand)))
+            after = afters.get((runs_id, vms))
+            if after is None:
+                runs = (*self._runs_by_id[runs_id], (vm, vms, demand))
+                after = afters[runs_id, vms] = self._new_runs(runs)
+                self._runs_part[after] = self._part_after(runs_id, vm, vms)
             self._free_cores -= demand[0] * vms * len(rows)
             self._leave_block(slot, rows)
             self._leave_runs(runs_id, len(rows))
@@ -512,6 +544,7 @@ class StateClasses:
         rows = self._rows_of.pop(application_id, None)
         if rows is None:
             return
+        afters: dict[int, int] = {}
         for (slot, _, runs_id), hosts in self._groups(rows, np.zeros(len(rows), dtype=np.int64)):
             a, b, c = self._name_of[slot][3]
             kept = []
@@ -523,7 +556,10 @@ class StateClasses:
                         a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:
                     kept.append(run)
-            after = self._new_runs(tuple(kept))
+            # Hosts that ran the same VMs hold the same ones after.
+            after = afters.get(runs_id)
+            if after is None:
+                after = afters[runs_id] = self._new_runs(tuple(kept))
             self._leave_block(slot, hosts)
             self._leave_runs(runs_id, len(hosts))
             self._join_block(hosts, (a, b, c), after)
