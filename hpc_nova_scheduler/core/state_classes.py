@@ -39,8 +39,9 @@ that already run somewhere. The greedy of one request over the classes is
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -75,6 +76,30 @@ Name = tuple[int, int, Vector, Vector, float, bool, tuple[Resident, ...]]
 #: A plan as (hosts, VMs on each) in placement order: a block of hosts that
 #: take as many VMs each stays one entry.
 Segments = list[tuple[list[int], int]]
+
+
+@dataclasses.dataclass(slots=True)
+class Groups:
+    """Hosts grouped by (class, VMs taken, VM runs): group ``i`` is
+    ``keys[i]`` and the hosts ``every[bounds[i]:bounds[i + 1]]``, ascending
+    within it (``rows``: all of them, in that order, as an array)."""
+
+    keys: list[tuple[int, int, int]]
+    bounds: list[int]
+    rows: np.ndarray
+    every: list[int]
+
+    @property
+    def many(self) -> bool:
+        """Whether the hosts' classes and VMs are best recorded all at once
+        (:meth:`StateClasses._mark`): for a few groups, numpy's cost per
+        call outweighs it."""
+        return len(self.keys) > 4
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, int, int], list[int]]]:
+        every, bounds = self.every, self.bounds
+        for i, key in enumerate(self.keys):
+            yield key, every[bounds[i] : bounds[i + 1]]
 
 
 class StateClasses:
@@ -310,9 +335,11 @@ class StateClasses:
             del self._runs_hosts[runs_id], self._runs_by_id[runs_id]
             self._runs_part.pop(runs_id, None)
 
-    def _join_block(self, rows: list[int], free: Vector, runs_id: int) -> None:
+    def _join_block(self, rows: list[int], free: Vector, runs_id: int, mark: bool = True) -> int:
         """Put ``rows`` (ascending, all in the same state now: ``free``
-        resources left and the VMs of ``runs_id``) in their class."""
+        resources left and the VMs of ``runs_id``) in their class, and
+        return it. ``mark`` False: the caller records each host's class and
+        VMs itself (for many groups at once)."""
         self._runs_hosts[runs_id] += len(rows)
         slot = self._slot(self._name(rows[0], free, runs_id), rows[0])
         members = self._members[slot]
@@ -330,12 +357,15 @@ class StateClasses:
             members.sort()  # two sorted runs: merged in linear time
         self._s_hosts[slot] += len(rows)
         self._s_first[slot] = members[0]
+        if not mark:
+            return slot
         if len(rows) == 1:
             self._row_slot[rows[0]] = slot
             self._row_runs[rows[0]] = runs_id
         else:
             self._row_slot[rows] = slot
             self._row_runs[rows] = runs_id
+        return slot
 
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
         """:meth:`_part_of` the VMs of ``runs_id`` and ``vms`` more of ``vm``:
@@ -497,7 +527,9 @@ class StateClasses:
         # Hosts that ran the same VMs and take as many hold the same VMs
         # after, whatever their class: one id for them.
         afters: dict[tuple[int, int], int] = {}
-        for (slot, vms, runs_id), rows in self._groups(hosts, counts):
+        groups = self._groups(hosts, counts)
+        slots, runs_ids = [], []
+        for (slot, vms, runs_id), rows in groups:
             # One VM at a time, as ClusterState does: the floats must agree.
             a, b, c = self._name_of[slot][3]
             for _ in range(vms):
@@ -510,17 +542,19 @@ class StateClasses:
             self._free_cores -= demand[0] * vms * len(rows)
             self._leave_block(slot, rows)
             self._leave_runs(runs_id, len(rows))
-            self._join_block(rows, (a, b, c), after)
+            slots.append(self._join_block(rows, (a, b, c), after, mark=not groups.many))
+            runs_ids.append(after)
+        if groups.many:
+            self._mark(groups, slots, runs_ids)
         self._rows_of[request.application_id] = hosts
 
-    def _groups(
-        self, rows: np.ndarray, counts: np.ndarray
-    ) -> list[tuple[tuple[int, int, int], list[int]]]:
+    def _groups(self, rows: np.ndarray, counts: np.ndarray) -> Groups:
         """``rows`` grouped by (class, count, VM runs), each group's rows
         ascending: the hosts that end in one state."""
         slots, runs = self._row_slot[rows], self._row_runs[rows]
         if len(rows) == 1:
-            return [((int(slots[0]), int(counts[0]), int(runs[0])), rows.tolist())]
+            every = rows.tolist()
+            return Groups([(int(slots[0]), int(counts[0]), int(runs[0]))], [0, 1], rows, every)
         order = np.lexsort((rows, runs, counts, slots))
         rows, slots, counts, runs = rows[order], slots[order], counts[order], runs[order]
         change = np.ones(len(rows), dtype=bool)
@@ -531,9 +565,13 @@ class StateClasses:
         keys = zip(
             slots[starts].tolist(), counts[starts].tolist(), runs[starts].tolist(), strict=True
         )
-        bounds = [*starts, len(rows)]
-        every = rows.tolist()
-        return [(key, every[bounds[i] : bounds[i + 1]]) for i, key in enumerate(keys)]
+        return Groups(list(keys), [*starts, len(rows)], rows, rows.tolist())
+
+    def _mark(self, groups: Groups, slots: list[int], runs: list[int]) -> None:
+        """Record each group's hosts' new class and VMs, all at once."""
+        sizes = np.diff(groups.bounds)
+        self._row_slot[groups.rows] = np.repeat(slots, sizes)
+        self._row_runs[groups.rows] = np.repeat(runs, sizes)
 
     def release(self, application_id: str) -> None:
         """Remove every VM of the application (it finished).
@@ -545,7 +583,9 @@ class StateClasses:
         if rows is None:
             return
         afters: dict[int, int] = {}
-        for (slot, _, runs_id), hosts in self._groups(rows, np.zeros(len(rows), dtype=np.int64)):
+        groups = self._groups(rows, np.zeros(len(rows), dtype=np.int64))
+        slots, runs_ids = [], []
+        for (slot, _, runs_id), hosts in groups:
             a, b, c = self._name_of[slot][3]
             kept = []
             for run in self._runs_by_id[runs_id]:
@@ -562,7 +602,10 @@ class StateClasses:
                 after = afters[runs_id] = self._new_runs(tuple(kept))
             self._leave_block(slot, hosts)
             self._leave_runs(runs_id, len(hosts))
-            self._join_block(hosts, (a, b, c), after)
+            slots.append(self._join_block(hosts, (a, b, c), after, mark=not groups.many))
+            runs_ids.append(after)
+        if groups.many:
+            self._mark(groups, slots, runs_ids)
 
     def rows_of(self, application_id: str) -> list[int]:
         return self._rows_of.get(application_id, np.zeros(0, dtype=np.int64)).tolist()
