@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hpc_nova_scheduler.core import arrangement
+from hpc_nova_scheduler.core import arrangement, class_weighing
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
@@ -31,7 +31,6 @@ from hpc_nova_scheduler.core.algorithm import (
     Policy,
     _cosine_key_one,
     _cosine_keys,
-    _normalised,
     blind_key_one,
     blind_keys,
     fits_many,
@@ -615,85 +614,25 @@ class ClassGreedy:
 
     def weighed(self) -> list[int]:
         """Nova's weighers: every VM normalises over all candidates again,
-        here the untouched classes and the touched hosts one by one."""
+        weighed per point of free RAM and cores (:mod:`.class_weighing`)."""
         classes = self.classes
-        members = classes._members
-        count = self.request.count
-        slots = self.slots
-        taken = np.zeros(len(slots), dtype=np.int64)
-        #: Each class's first host this request has not touched (-1: none left).
-        next_row = classes._s_first[slots].copy()
-        ok_slots = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        # The touched hosts, in the order they were first chosen.
-        t_fixed = np.zeros(count, dtype=bool)
-        t_rows = np.zeros(count, dtype=np.int64)
-        t_free = np.zeros((count, 3))
-        t_cache = np.zeros(count)
-        t_sync = np.zeros(count, dtype=bool)
-        touched = 0
-        chosen: list[int] = []
-        while len(chosen) < count:
-            picks = np.flatnonzero(ok_slots & (taken < self.hosts))
-            mine = np.flatnonzero(
-                t_fixed[:touched]
-                & self.admissible(t_free[:touched], t_cache[:touched], t_sync[:touched])
-            )
-            if not picks.size and not mine.size:
-                raise self.short_of(len(chosen))
-            rows = np.concatenate((next_row[picks], t_rows[mine]))
-            values = np.concatenate((self.free[picks], t_free[mine]))
-            weight = _normalised(values[:, 1]) + _normalised(values[:, 0])
-            best = int(np.lexsort((rows, -weight))[0])
-            row = int(rows[best])
-            if best >= len(picks):
-                at = int(mine[best - len(picks)])
-                t_free[at] -= self.demand
-                t_cache[at] += self.score
-                t_sync[at] |= self.sync_request
-                chosen.append(row)
-                continue
-            i = int(picks[best])
-            hosts = members[int(slots[i])]
-            block = self._weighed_block(i, hosts, int(taken[i]), values, weight, rows, best)
-            block = block[: count - len(chosen)]
-            taken[i] += len(block)
-            next_row[i] = hosts[taken[i]] if taken[i] < len(hosts) else -1
-            at, touched = touched, touched + len(block)
-            t_rows[at:touched] = block
-            t_fixed[at:touched] = self.fixed_ok[i]
-            t_free[at:touched] = self.free[i] - self.demand
-            t_cache[at:touched] = self.cache[i] + self.score
-            t_sync[at:touched] = self.sync[i] | self.sync_request
-            chosen.extend(block)
-        return chosen
+        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
+        candidates = []
+        for i in np.flatnonzero(ok).tolist():
+            slot = int(self.slots[i])
+            name = classes._name_of[slot]
+            candidates.append((name[3], name[4], name[5], True, classes._members[slot]))
+        demand, score, sync_request = self.demand_tuple, self.score, self.sync_request
 
-    def _weighed_block(self, i, hosts, start, values, weight, rows, best) -> list[int]:
-        """The untouched hosts of class ``i`` from ``start`` that Nova's
-        weighing takes one after another, one VM each: while the class has
-        hosts left and a host that took a VM stays within the candidates'
-        minima, no weight changes, so the next host of the class wins until
-        a rival of equal weight comes first by row."""
-        first = hosts[start]
-        if start + 1 >= len(hosts):
-            return [first]
-        after = self.free[i] - self.demand
-        cache = self.cache[i] + self.score
-        sync = self.sync[i] | self.sync_request
-        if self.fixed_ok[i] and self.admissible(after[None], cache[None], sync[None])[0]:
-            low, high = values[:, :2].min(axis=0), values[:, :2].max(axis=0)
-            if after[0] < low[0] or after[1] < low[1]:
-                return [first]  # a new minimum would weigh every host again
-            # The host weighed as the next step would weigh it (nova.weights.normalize).
-            span = high - low
-            parts = np.where(span > 0, (after[:2] - low) / np.where(span > 0, span, 1.0), 0.0)
-            if not parts[1] + parts[0] < weight[best]:
-                return [first]
-        equal = np.flatnonzero(weight == weight[best])
-        rivals = rows[equal[equal != best]]
-        end = len(hosts)
-        if rivals.size:
-            end = bisect.bisect_left(hosts, int(rivals.min()), start + 1)
-        return hosts[start:end]
+        def place(load: list) -> bool:
+            """One VM on a host's load; whether the host is still a candidate."""
+            load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
+            load[1] += score
+            load[2] = load[2] or sync_request
+            return load[3] and self.admits_one(load[0], load[1], load[2])
+
+        hosts = class_weighing.WeighedHosts(candidates)
+        return class_weighing.weigh_and_take(hosts, self.request.count, place, self.short_of)
 
     def short_of(self, placed: int) -> NoPlacement:
         return NoPlacement(
