@@ -220,7 +220,7 @@ class ClassGreedy:
         """The plan as segments: (hosts, VMs on each) in placement order."""
         self._rank_racks()
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
-            return [(self.weighed(), 1)]
+            return self.weighed()
         return self.mdobp()
 
     def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[int], list[tuple]]:
@@ -612,7 +612,7 @@ class ClassGreedy:
             first = last
         return None
 
-    def weighed(self) -> list[int]:
+    def weighed(self) -> list[tuple[list[int], int]]:
         """Nova's weighers: every VM normalises over all candidates again,
         weighed per point of free RAM and cores (:mod:`.class_weighing`)."""
         classes = self.classes

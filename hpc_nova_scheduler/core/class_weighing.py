@@ -7,10 +7,11 @@ does, and so did this engine, one numpy pass per VM. But a host's weight
 depends on it only through its free RAM and cores, its *point*: hosts at
 one point weigh the same. Here the candidates are kept per point (the
 untouched hosts of each class in row order, and the hosts the request has
-touched one by one), so a round weighs the points, not the hosts. And while
-the candidates' minima and maxima stay put, no weight changes but the
-chosen host's: the hosts at the best points are then taken by row, one VM
-each, without weighing anything again.
+touched, in blocks of hosts that took VMs alike), so a round weighs the
+points, not the hosts. And while the candidates' minima and maxima stay
+put, no weight changes but the chosen hosts': the hosts at the best points
+are then taken by row, one VM each, a block's hosts at once up to the next
+rival's row, without weighing anything again.
 
 The weights are the planner's to the bit: the same float operations on the
 same values, ties broken by row as plan() breaks them.
@@ -18,6 +19,7 @@ same values, ties broken by row as plan() breaks them.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Sequence
 
@@ -26,28 +28,40 @@ Point = tuple[float, float]
 
 
 class WeighedHosts:
-    """The candidates of one request, per point.
+    """The candidates of one request, per point, in blocks of hosts in the
+    same state (a class's untouched hosts, or hosts that took VMs alike).
 
     ``classes``: per untouched class, its state (free, cache total,
     SyncHPC, admitted by the fixed conditions) and its hosts in row order.
     """
 
     def __init__(self, classes: Sequence[tuple[Sequence[float], float, bool, bool, list[int]]]):
-        #: Per class: its state and the index of its next untouched host.
-        self._classes = classes
-        self._next = [0] * len(classes)
-        #: Per point: a heap of (row, class index or -1 for a touched host),
-        #: and how many hosts stand there.
+        #: Per block: [state (free, cache, SyncHPC, admitted), its rows, the next one's index].
+        self._blocks: list[list] = []
+        #: Per point: a heap of (a block's next row, the block), and how
+        #: many hosts stand there.
         self._heaps: dict[Point, list[tuple[int, int]]] = {}
         self._count: dict[Point, int] = {}
-        #: Touched hosts: row -> [free, cache total, SyncHPC, admitted].
-        self._touched: dict[int, list] = {}
-        for i, (free, _, _, _, hosts) in enumerate(classes):
-            point = (free[1], free[0])
-            self._heaps.setdefault(point, []).append((hosts[0], i))
-            self._count[point] = self._count.get(point, 0) + len(hosts)
+        for free, cache, sync, admitted, hosts in classes:
+            self._add((list(free), cache, sync, admitted), hosts, heapify=False)
         for heap in self._heaps.values():
             heapq.heapify(heap)
+
+    def _add(self, state: tuple, rows: list[int], heapify: bool = True) -> Point:
+        point = (state[0][1], state[0][0])
+        self._blocks.append([state, rows, 0])
+        entry = (rows[0], len(self._blocks) - 1)
+        heap = self._heaps.get(point)
+        if heap is None:
+            self._heaps[point] = [entry]
+            self._count[point] = len(rows)
+        else:
+            if heapify:
+                heapq.heappush(heap, entry)
+            else:
+                heap.append(entry)
+            self._count[point] += len(rows)
+        return point
 
     def __bool__(self) -> bool:
         return bool(self._count)
@@ -69,43 +83,46 @@ class WeighedHosts:
         self.extremes = (low_ram, high_ram, low_cores, high_cores)
         return {point: weigh(point) for point in self._count}, weigh
 
-    def take(self, points: list[Point]) -> tuple[int, list, Point]:
-        """The host with the smallest row at ``points``, out of the
-        candidates: its row, its load [free, cache, SyncHPC, admitted] (a
-        list of its own) and its point."""
+    def next_state(self, points: list[Point]) -> tuple[tuple, Point]:
+        """The state of the host with the smallest row at ``points``, and its point."""
         point = points[0]
         if len(points) > 1:
             point = min(points, key=lambda p: self._heaps[p][0])
+        return self._blocks[self._heaps[point][0][1]][0], point
+
+    def take(self, point: Point, points: list[Point], limit: int) -> list[int]:
+        """From the block whose row is smallest at ``points`` (at ``point``),
+        its hosts in row order before any other host at ``points``, at most
+        ``limit``: out of the candidates."""
         heap = self._heaps[point]
-        row, source = heap[0]
-        if source < 0:
-            heapq.heappop(heap)
-            load = self._touched.pop(row)
+        index = heap[0][1]
+        block = self._blocks[index]
+        rows, start = block[1], block[2]
+        # The rival: the smallest row of any other block at the best points.
+        rival = None
+        if len(heap) > 1:
+            rival = heap[1][0] if len(heap) == 2 else min(heap[1][0], heap[2][0])
+        for other in points:
+            if other != point:
+                row = self._heaps[other][0][0]
+                rival = row if rival is None or row < rival else rival
+        end = min(len(rows), start + limit)
+        if rival is not None and end - start > 1:
+            end = min(end, bisect.bisect_left(rows, rival, start + 1, end))
+        taken = rows[start:end]
+        block[2] = end
+        if end < len(rows):
+            heapq.heapreplace(heap, (rows[end], index))
         else:
-            free, cache, sync, admitted, hosts = self._classes[source]
-            self._next[source] += 1
-            at = self._next[source]
-            if at < len(hosts):
-                heapq.heapreplace(heap, (hosts[at], source))
-            else:
-                heapq.heappop(heap)
-            load = [list(free), cache, sync, admitted]
-        self._count[point] -= 1
+            heapq.heappop(heap)
+        self._count[point] -= len(taken)
         if not self._count[point]:
             del self._count[point], self._heaps[point]
-        return row, load, point
+        return taken
 
-    def put(self, row: int, load: list) -> Point:
-        """A touched host back among the candidates, at its new point."""
-        point = (load[0][1], load[0][0])
-        self._touched[row] = load
-        if point in self._count:
-            heapq.heappush(self._heaps[point], (row, -1))
-            self._count[point] += 1
-        else:
-            self._heaps[point] = [(row, -1)]
-            self._count[point] = 1
-        return point
+    def put(self, rows: list[int], state: tuple) -> Point:
+        """Hosts that took VMs alike back among the candidates, as one block."""
+        return self._add(state, rows)
 
     def holds(self, point: Point) -> bool:
         return point in self._count
@@ -116,35 +133,42 @@ def weigh_and_take(
     count: int,
     place: Callable[[list], bool],
     short_of: Callable[[int], Exception],
-) -> list[int]:
-    """The rows of ``count`` VMs, one at a time to the candidate of the
-    highest weight (the smallest row among equals), as Nova weighs them.
+) -> list[tuple[list[int], int]]:
+    """``count`` VMs, one at a time to the candidate of the highest weight
+    (the smallest row among equals), as Nova weighs them; as segments
+    (hosts, one VM each) in placement order.
 
-    ``place`` puts one VM on a host's load and says whether the host is
-    still a candidate; ``short_of`` is the error when candidates run out.
+    ``place`` puts one VM on a load [free, cache, SyncHPC, admitted] and
+    says whether the host is still a candidate; ``short_of`` is the error
+    when candidates run out.
     """
-    chosen: list[int] = []
-    while len(chosen) < count:
+    chosen: list[tuple[list[int], int]] = []
+    placed = 0
+    while placed < count:
         if not hosts:
-            raise short_of(len(chosen))
+            raise short_of(placed)
         weights, weigh = hosts.weights()
         best = max(weights.values())
         at_best = [point for point, weight in weights.items() if weight == best]
         low_ram, _, low_cores, _ = hosts.extremes
         # The extremes hold while the best points keep hosts and no host
-        # falls below the minima: then no weight but the chosen host's changes.
-        while len(chosen) < count:
-            row, load, point = hosts.take(at_best)
-            chosen.append(row)
-            if not place(load):
-                if not hosts.holds(point):
-                    break  # a point emptied: an extreme may have moved
-                continue
-            moved = hosts.put(row, load)
-            if not hosts.holds(point):
-                break
-            if moved[0] < low_ram or moved[1] < low_cores or not weigh(moved) < best:
-                break  # a new minimum, or the host still among the best
+        # falls below the minima: then no weight but the chosen hosts' changes.
+        while placed < count:
+            state, point = hosts.next_state(at_best)
+            load = [list(state[0]), *state[1:]]
+            stays = place(load)
+            moved = (load[0][1], load[0][0])
+            # Hosts that would move the minima or stay among the best: one.
+            alone = stays and (
+                moved[0] < low_ram or moved[1] < low_cores or not weigh(moved) < best
+            )
+            rows = hosts.take(point, at_best, 1 if alone else count - placed)
+            chosen.append((rows, 1))
+            placed += len(rows)
+            if stays:
+                hosts.put(rows, tuple(load))
+            if alone or not hosts.holds(point):
+                break  # an extreme may have moved
     return chosen
 
 

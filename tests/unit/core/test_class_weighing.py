@@ -85,12 +85,15 @@ class TestWeighAndTake(testtools.TestCase):
             )
             self.assertEqual(len(expected), error.args[0])
         else:
-            self.assertEqual(expected, class_weighing.weigh_and_take(weighed, count, place, short))
+            segments = class_weighing.weigh_and_take(weighed, count, place, short)
+            self.assertEqual({1}, {vms for _, vms in segments})
+            self.assertEqual(expected, [row for rows, _ in segments for row in rows])
 
     def test_a_wide_job_on_a_busy_cloud_weighs_points_not_hosts(self) -> None:
         """Hosts made different by earlier jobs (each its own cache total,
         so its own class): a job of 90 VMs is placed as plan() places it,
-        in fewer rounds of weighing than VMs."""
+        in far fewer rounds of weighing than VMs, hosts that weigh alike
+        taken together."""
         policy = Policy.nova_like(PACKING_NOVA_WEIGHERS)
         cloud = ClusterState()
         for row in range(48):
@@ -122,6 +125,9 @@ class TestWeighAndTake(testtools.TestCase):
         self.useFixture(
             fixtures.MonkeyPatch(f"{class_weighing.__name__}.WeighedHosts.weights", counted)
         )
-        rows = classes.plan(wide)
+        segments = classes.plan_segments(wide)
+        rows = [row for hosts, vms in segments for row in hosts for _ in range(vms)]
         self.assertEqual(expected, tuple(classes.names[r] for r in rows))
-        self.assertLess(len(rounds), wide.count)
+        self.assertLess(len(rounds), wide.count / 3)
+        # Hosts that weigh alike were taken together.
+        self.assertLess(len(segments), wide.count / 3, segments)
