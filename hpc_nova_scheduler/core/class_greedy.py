@@ -221,7 +221,29 @@ class ClassGreedy:
         self._rank_racks()
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
             return self.weighed()
+        if self.request.count == 1:
+            return self.one()
         return self.mdobp()
+
+    def one(self) -> list[tuple[list[int], int]]:
+        """:meth:`mdobp` for a request of one VM: the first host of the
+        admissible class with the smallest (key, first row); no chain, no
+        merge, no heap."""
+        at = np.flatnonzero(self.fixed_ok & self.admissible(self.free, self.cache, self.sync))
+        if not at.size:
+            raise self.short_of(0)
+        classes = self.classes
+        firsts = classes._s_first[self.slots[at]].tolist()
+        if len(at) <= classes.few_slots:
+            position = self.within_rack[at].tolist()
+            free = [classes._name_of[slot][3] for slot in self.slots[at].tolist()]
+            _, row = min(
+                (self.key_one(row, free[i], position[i]), row) for i, row in enumerate(firsts)
+            )
+            return [([row], 1)]
+        keys = self.keys(at)
+        best = int(np.lexsort((np.asarray(firsts), *reversed(keys)))[0])
+        return [([firsts[best]], 1)]
 
     def ranked_classes(self, candidates: np.ndarray) -> tuple[list[int], list[int], list[tuple]]:
         """The admissible classes sorted by (key, first row), where each run
