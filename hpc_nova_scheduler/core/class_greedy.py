@@ -218,20 +218,25 @@ class ClassGreedy:
 
     def run(self) -> list[tuple[list[int], int]]:
         """The plan as segments: (hosts, VMs on each) in placement order."""
-        self._rank_racks()
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
+            self._rank_racks()
             return self.weighed()
-        if self.request.count == 1:
-            return self.one()
-        return self.mdobp()
+        count = self.request.count
+        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
+        # A request the admissible classes cannot hold is refused before
+        # any ranking: most failed attempts on a busy cloud end here.
+        room = float((self.room[ok] * self.hosts[ok]).sum()) if count > 1 else float(ok.any())
+        if room < count:
+            # Every host takes VMs until it admits no more: so many, then none.
+            raise self.short_of(int(room))
+        self._rank_racks()
+        return self.one(ok) if count == 1 else self.mdobp(ok)
 
-    def one(self) -> list[tuple[list[int], int]]:
+    def one(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
         """:meth:`mdobp` for a request of one VM: the first host of the
-        admissible class with the smallest (key, first row); no chain, no
-        merge, no heap."""
-        at = np.flatnonzero(self.fixed_ok & self.admissible(self.free, self.cache, self.sync))
-        if not at.size:
-            raise self.short_of(0)
+        admissible class (``ok``) with the smallest (key, first row); no
+        chain, no merge, no heap."""
+        at = np.flatnonzero(ok)
         classes = self.classes
         firsts = classes._s_first[self.slots[at]].tolist()
         if len(at) <= classes.few_slots:
@@ -286,9 +291,10 @@ class ClassGreedy:
         run_keys = list(zip(*(k[starts].tolist() for k in sorted_keys), strict=True))
         return ranked, starts.tolist(), run_keys
 
-    def mdobp(self) -> list[tuple[list[int], int]]:
+    def mdobp(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
         """The planner's MDOBP: each VM to the admissible host with the
-        smallest (key, row).
+        smallest (key, row); ``ok``: the admissible classes, whose room
+        holds the request.
 
         Untouched hosts come out of their classes in that order. A host
         that stays the best after a VM takes the next one too (a chain);
@@ -298,11 +304,6 @@ class ClassGreedy:
         VMs are rescored with the planner's one-host functions.
         """
         count = self.request.count
-        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
-        room = float((self.room[ok] * self.hosts[ok]).sum())
-        if room < count:
-            # Every host takes VMs until it admits no more: so many, then none.
-            raise self.short_of(int(room))
         ranked = self.ranked_classes(np.flatnonzero(ok))
         if count >= self.classes.filling_from:
             filled = self.filled(*ranked)
