@@ -85,7 +85,9 @@ class ClassGreedy:
         admitted: np.ndarray | None = None,
         top: int = 0,
     ) -> None:
-        """``slots`` share one domain of every level above ``top``."""
+        """``slots``: classes whose hosts each hold a VM of the request
+        (room aside, the greedy does not check it again), sharing one domain
+        of every level above ``top``."""
         self.classes = classes
         self.request = request
         policy = classes.policy
@@ -113,19 +115,34 @@ class ClassGreedy:
         self.cache = classes._s_cache[slots]
         self.sync = classes._s_sync[slots]
         self.hosts = classes._s_hosts[slots]
-        self.copies = vm_copies(self.free, self.demand)
+        self._copies: np.ndarray | None = None
         self._rooms: np.ndarray | None = None
         self.top = top
         #: Each rack's rank in the order to fill them (ranked requests only),
         #: and per class the tie-break inside a rack: more room first. Set
         #: by :meth:`run` (a caller may want only :attr:`room`).
         self.rack_rank: np.ndarray | None = None
-        self.within_rack = -self.copies
+        self._within_rack: np.ndarray | None = None
+
+    @property
+    def copies(self) -> np.ndarray:
+        """How many VMs of the request fit in a host of each class."""
+        if self._copies is None:
+            self._copies = vm_copies(self.free, self.demand)
+        return self._copies
+
+    @property
+    def within_rack(self) -> np.ndarray:
+        """Per class, the tie-break of its hosts inside a rack: more VMs
+        of the request first (BestFit: more room first)."""
+        if self._within_rack is None:
+            self._within_rack = -self.copies
+        return self._within_rack
 
     def _rank_racks(self) -> None:
         if self.ranked and self.best_fit:
             self.rack_rank = self._best_fit_ranks(self.top)
-            self.within_rack = -self.room
+            self._within_rack = -self.room
         elif self.ranked:
             # Seed 003: racks by how many VMs they take, largest first.
             racks = self.classes._racks
@@ -222,7 +239,11 @@ class ClassGreedy:
             self._rank_racks()
             return self.weighed()
         count = self.request.count
-        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
+        # Every class given holds a VM (StateClasses passes those only):
+        # what is left of admissible() is the cache thresholds.
+        ok = self.fixed_ok
+        if self.cache_rule is not None:
+            ok = ok & self.cache_rule.admits_many(self.cache, self.sync)
         # A request the admissible classes cannot hold is refused before
         # any ranking: most failed attempts on a busy cloud end here.
         room = float((self.room[ok] * self.hosts[ok]).sum()) if count > 1 else float(ok.any())
@@ -240,7 +261,8 @@ class ClassGreedy:
         classes = self.classes
         firsts = classes._s_first[self.slots[at]].tolist()
         if len(at) <= classes.few_slots:
-            position = self.within_rack[at].tolist()
+            # Unranked keys read no tie-break inside a rack.
+            position = self.within_rack[at].tolist() if self.ranked else [0.0] * len(at)
             free = [classes._name_of[slot][3] for slot in self.slots[at].tolist()]
             _, row = min(
                 (self.key_one(row, free[i], position[i]), row) for i, row in enumerate(firsts)
