@@ -174,6 +174,8 @@ class StateClasses:
         self._s_group = np.zeros(slots, dtype=np.int64)
         self._s_hosts = np.zeros(slots, dtype=np.int64)
         self._s_first = np.zeros(slots, dtype=np.int64)
+        #: Per class, whole cores free (what room_for counts VMs by).
+        self._s_cores = np.zeros(slots)
         #: Per host, its class.
         self._row_slot = np.zeros(size, dtype=np.int64)
         for row in range(size):
@@ -271,6 +273,7 @@ class StateClasses:
         self._slot_of[name] = slot
         self._s_capacity[slot] = name[2]
         self._s_free[slot] = name[3]
+        self._s_cores[slot] = np.floor(name[3][0] + 1e-9)
         self._s_cache[slot] = name[4]
         self._s_sync[slot] = name[5]
         self._s_rack[slot] = self._rack[row]
@@ -289,6 +292,7 @@ class StateClasses:
             "_s_group",
             "_s_hosts",
             "_s_first",
+            "_s_cores",
         ):
             old = getattr(self, attribute)
             new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
@@ -390,7 +394,11 @@ class StateClasses:
         if self._free_cores < count - 1e-3:
             return False  # each VM needs a core (the slack covers float drift)
         used = len(self._name_of)
-        return one_core_vms(self._s_free[:used], memory_mb, self._s_hosts[:used]) >= count
+        # one_core_vms() on the classes, whole cores kept per class.
+        fit = self._s_cores[:used]
+        if memory_mb > 0:
+            fit = np.minimum(fit, np.floor((self._s_free[:used, 1] + 1e-9) / memory_mb))
+        return float(np.dot(np.maximum(fit, 0.0), self._s_hosts[:used])) >= count
 
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as

@@ -8,7 +8,7 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm, class_greedy
+from hpc_nova_scheduler.core import algorithm, class_greedy, state_classes
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
@@ -158,6 +158,12 @@ class TestSamePlans(testtools.TestCase):
                     [(vm.application_id, vm.cache_score) for vm in classes.vms_on(row)],
                 )
             self.assertEqual(float(columns.free[:, 0].sum()), classes.free_cores())
+            # The simulator's cheap precheck counts what the hosts' columns count.
+            for need, vms in ((memory, count), (0.0, count), (1500.0, 1)):
+                self.assertEqual(
+                    state_classes.one_core_vms(columns.free, need) >= vms,
+                    classes.room_for(need, vms),
+                )
 
     @settings(max_examples=150, deadline=None)
     @given(
