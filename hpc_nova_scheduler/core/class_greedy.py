@@ -235,15 +235,15 @@ class ClassGreedy:
 
     def run(self) -> list[tuple[list[int], int]]:
         """The plan as segments: (hosts, VMs on each) in placement order."""
-        if self.policy.packing == PACKING_NOVA_WEIGHERS:
-            self._rank_racks()
-            return self.weighed()
-        count = self.request.count
         # Every class given holds a VM (StateClasses passes those only):
         # what is left of admissible() is the cache thresholds.
         ok = self.fixed_ok
         if self.cache_rule is not None:
             ok = ok & self.cache_rule.admits_many(self.cache, self.sync)
+        if self.policy.packing == PACKING_NOVA_WEIGHERS:
+            self._rank_racks()
+            return self.weighed(ok)
+        count = self.request.count
         # A request the admissible classes cannot hold is refused before
         # any ranking: most failed attempts on a busy cloud end here.
         room = float((self.room[ok] * self.hosts[ok]).sum()) if count > 1 else float(ok.any())
@@ -511,11 +511,7 @@ class ClassGreedy:
         for row, slot in zip(taken_rows, taken_of, strict=True):
             entries[slot][0].append(row)
         segments: list[tuple[list[int], int]] = []
-        for row, each in zip(taken_rows, taken_vms, strict=True):
-            if segments and segments[-1][1] == each:
-                segments[-1][0].append(row)
-            else:
-                segments.append(([row], each))
+        _add_segments(segments, taken_rows, taken_vms)
         untouched.skip_to(taken_rows[-1] + 1)
         return segments
 
@@ -645,23 +641,18 @@ class ClassGreedy:
                 placed = int(total[stop - 1])
                 if placed > left:
                     each_list[-1] -= placed - left
-                for row, vms in zip(rows_list, each_list, strict=True):
-                    # Every list in the plan is its own (slices, new lists).
-                    if plan and plan[-1][1] == vms:
-                        plan[-1][0].append(row)
-                    else:
-                        plan.append(([row], vms))
+                _add_segments(plan, rows_list, each_list)
                 left -= min(placed, left)
             if not left:
                 return plan
             first = last
         return None
 
-    def weighed(self) -> list[tuple[list[int], int]]:
-        """Nova's weighers: every VM normalises over all candidates again,
-        weighed per point of free RAM and cores (:mod:`.class_weighing`)."""
+    def weighed(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
+        """Nova's weighers over the admissible classes ``ok``: every VM
+        normalises over all candidates again, weighed per point of free RAM
+        and cores (:mod:`.class_weighing`)."""
         classes = self.classes
-        ok = self.fixed_ok & self.admissible(self.free, self.cache, self.sync)
         candidates = []
         for i in np.flatnonzero(ok).tolist():
             slot = int(self.slots[i])
@@ -685,6 +676,17 @@ class ClassGreedy:
             "dedicated hosts, cache thresholds and the interference table",
             placed,
         )
+
+
+def _add_segments(plan: list[tuple[list[int], int]], rows: list[int], vms: list[int]) -> None:
+    """Hosts ``rows`` taking ``vms`` VMs each, in order, onto ``plan``:
+    hosts in a row that take as many VMs share one segment. Every list in
+    the plan must be its own (slices, new lists): the last one may grow."""
+    for row, each in zip(rows, vms, strict=True):
+        if plan and plan[-1][1] == each:
+            plan[-1][0].append(row)
+        else:
+            plan.append(([row], each))
 
 
 class UntouchedHosts:

@@ -66,9 +66,9 @@ class WeighedHosts:
     def __bool__(self) -> bool:
         return bool(self._count)
 
-    def weights(self) -> tuple[dict[Point, float], Callable[[Point], float]]:
-        """Each point's weight over the candidates now, and the weighing
-        itself (for points that appear while the extremes hold)."""
+    def weights(self) -> tuple[dict[Point, float], Callable[[Point], float], Point]:
+        """Each point's weight over the candidates now, the weighing itself
+        (for points that appear while the extremes hold), and the minima."""
         rams = [point[0] for point in self._count]
         cores = [point[1] for point in self._count]
         low_ram, high_ram, low_cores, high_cores = min(rams), max(rams), min(cores), max(cores)
@@ -80,8 +80,7 @@ class WeighedHosts:
             cpu = (point[1] - low_cores) / span_cores if high_cores != low_cores else 0.0
             return ram + cpu
 
-        self.extremes = (low_ram, high_ram, low_cores, high_cores)
-        return {point: weigh(point) for point in self._count}, weigh
+        return {point: weigh(point) for point in self._count}, weigh, (low_ram, low_cores)
 
     def next_state(self, points: list[Point]) -> tuple[tuple, Point]:
         """The state of the host with the smallest row at ``points``, and its point."""
@@ -147,10 +146,9 @@ def weigh_and_take(
     while placed < count:
         if not hosts:
             raise short_of(placed)
-        weights, weigh = hosts.weights()
+        weights, weigh, (low_ram, low_cores) = hosts.weights()
         best = max(weights.values())
         at_best = [point for point, weight in weights.items() if weight == best]
-        low_ram, _, low_cores, _ = hosts.extremes
         # The extremes hold while the best points keep hosts and no host
         # falls below the minima: then no weight but the chosen hosts' changes.
         while placed < count:

@@ -231,16 +231,20 @@ class StateClasses:
     def _name(self, row: int, free: Vector, runs_id: int) -> Name:
         """The class of host ``row`` with ``free`` resources left and the
         VMs of ``runs_id``."""
-        part = self._runs_part.get(runs_id)
-        if part is None:
-            part = self._runs_part[runs_id] = self._part_of(self._runs_by_id[runs_id])
         return (
             self._group[row] if self._by_group else -1,
             self._rack[row] if self._by_rack else -1,
             self._capacity[row],
             free,
-            *part,
+            *self._part(runs_id),
         )
+
+    def _part(self, runs_id: int) -> tuple[float, bool, tuple]:
+        """:meth:`_part_of` the VMs of ``runs_id``, kept per id."""
+        part = self._runs_part.get(runs_id)
+        if part is None:
+            part = self._runs_part[runs_id] = self._part_of(self._runs_by_id[runs_id])
+        return part
 
     def _part_of(self, runs: tuple[Run, ...]) -> tuple[float, bool, tuple]:
         """What a class name reads of a host's VMs: the cache total (theirs
@@ -374,10 +378,7 @@ class StateClasses:
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
         """:meth:`_part_of` the VMs of ``runs_id`` and ``vms`` more of ``vm``:
         the cache total goes on summing left to right, as ClusterState's does."""
-        part = self._runs_part.get(runs_id)
-        if part is None:
-            part = self._runs_part[runs_id] = self._part_of(self._runs_by_id[runs_id])
-        cache, sync, judged = part
+        cache, sync, judged = self._part(runs_id)
         if self._by_cache:
             for _ in range(vms):
                 cache += vm.cache_score
