@@ -52,6 +52,7 @@ class StateClasses(Protocol):
     few_slots: int
     filling_from: int
     merging_from: int
+    one_by_one: int
     #: Per slot: free, total, cache total, SyncHPC, rack, hosts, first host.
     _s_free: np.ndarray
     _s_capacity: np.ndarray
@@ -460,7 +461,9 @@ class ClassGreedy:
                     # Classes of equal keys merged by row: their hosts taken
                     # at once up to the first that would not fall behind.
                     bound = rival[1] if rival is not None and rival[0] == key else None
-                    more = self._take_merged(untouched, bound, count - placed, entry_of, key)
+                    more = self._take_merged(
+                        untouched, bound, count - placed, entry_of, key, classes.one_by_one
+                    )
                     if not more:
                         break
                     chosen.extend(more)
@@ -485,7 +488,12 @@ class ClassGreedy:
 
     @staticmethod
     def _take_merged(
-        untouched: UntouchedHosts, bound: int | None, left: int, entry_of, key: tuple
+        untouched: UntouchedHosts,
+        bound: int | None,
+        left: int,
+        entry_of,
+        key: tuple,
+        one_by_one: int,
     ) -> list[tuple[list[int], int]]:
         """The hosts of the merged run at the head that :meth:`mdobp` takes
         one by one, taken at once: by row, below ``bound``, each with its
@@ -493,26 +501,35 @@ class ClassGreedy:
         has VMs ``left`` for it. As segments; each class's entry records
         its hosts."""
         rows, of = untouched.merged(bound, left)
-        firsts = {}
-        for row, slot in zip(rows.tolist(), of.tolist(), strict=True):
-            firsts.setdefault(slot, row)
-        entries = {slot: entry_of(row) for slot, row in firsts.items()}
-        per_slot = {slot: e[3] for slot, e in entries.items()}
-        behind = {slot: e[2] is None or e[2] > key for slot, e in entries.items()}
-        vms = np.fromiter((per_slot[s] for s in of.tolist()), dtype=np.int64, count=len(of))
-        total = np.cumsum(vms)
-        end = int(np.searchsorted(total, left, side="right"))
-        ahead = [i for i, slot in enumerate(of.tolist()) if not behind[slot]]
-        if ahead:
-            end = min(end, ahead[0])
+        # Per class met (in the order of their first hosts, as the greedy
+        # meets them): its chain, and where each host's class is in it.
+        slots, first, where = np.unique(of, return_index=True, return_inverse=True)
+        met = np.argsort(first, kind="stable")
+        entries = {
+            slot: entry_of(row)
+            for slot, row in zip(slots[met].tolist(), rows[first[met]].tolist(), strict=True)
+        }
+        chains = [entries[slot] for slot in slots.tolist()]
+        vms = np.array([e[3] for e in chains], dtype=np.int64)[where]
+        ahead = np.array([not (e[2] is None or e[2] > key) for e in chains])[where]
+        end = int(np.searchsorted(np.cumsum(vms), left, side="right"))
+        stops = np.flatnonzero(ahead[:end])
+        if stops.size:
+            end = int(stops[0])
         if not end:
             return []
-        taken_rows, taken_vms, taken_of = rows[:end].tolist(), vms[:end].tolist(), of[:end].tolist()
-        for row, slot in zip(taken_rows, taken_of, strict=True):
-            entries[slot][0].append(row)
+        taken_rows, taken_vms = rows[:end], vms[:end]
+        # Each class's hosts, by row, onto its chain's list.
+        by_class = np.argsort(where[:end], kind="stable")
+        classes_taken = where[:end][by_class]
+        cuts = np.flatnonzero(classes_taken[1:] != classes_taken[:-1]) + 1
+        rows_by_class = taken_rows[by_class].tolist()
+        bounds = [0, *cuts.tolist(), end]
+        for i, at in enumerate(classes_taken[bounds[:-1]].tolist()):
+            chains[at][0].extend(rows_by_class[bounds[i] : bounds[i + 1]])
         segments: list[tuple[list[int], int]] = []
-        _add_segments(segments, taken_rows, taken_vms)
-        untouched.skip_to(taken_rows[-1] + 1)
+        _add_segments(segments, taken_rows.tolist(), taken_vms, one_by_one)
+        untouched.skip_to(int(taken_rows[-1]) + 1)
         return segments
 
     def trajectories(self, at: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
@@ -637,11 +654,11 @@ class ClassGreedy:
                 rows, each = rows[by_row], each[by_row]
                 total = np.cumsum(each)
                 stop = min(len(rows), int(np.searchsorted(total, left)) + 1)
-                rows_list, each_list = rows[:stop].tolist(), each[:stop].tolist()
+                each = each[:stop].copy()
                 placed = int(total[stop - 1])
                 if placed > left:
-                    each_list[-1] -= placed - left
-                _add_segments(plan, rows_list, each_list)
+                    each[-1] -= placed - left
+                _add_segments(plan, rows[:stop].tolist(), each, self.classes.one_by_one)
                 left -= min(placed, left)
             if not left:
                 return plan
@@ -678,15 +695,36 @@ class ClassGreedy:
         )
 
 
-def _add_segments(plan: list[tuple[list[int], int]], rows: list[int], vms: list[int]) -> None:
+def _add_segments(
+    plan: list[tuple[list[int], int]],
+    rows: list[int],
+    vms: Sequence[int] | np.ndarray,
+    one_by_one: int,
+) -> None:
     """Hosts ``rows`` taking ``vms`` VMs each, in order, onto ``plan``:
     hosts in a row that take as many VMs share one segment. Every list in
-    the plan must be its own (slices, new lists): the last one may grow."""
-    for row, each in zip(rows, vms, strict=True):
+    the plan must be its own (slices, new lists): the last one may grow.
+    Up to ``one_by_one`` hosts go one by one (numpy's cost per call
+    outweighs so few)."""
+    if len(rows) <= one_by_one:
+        if isinstance(vms, np.ndarray):
+            vms = vms.tolist()
+        for row, each in zip(rows, vms, strict=True):
+            if plan and plan[-1][1] == each:
+                plan[-1][0].append(row)
+            else:
+                plan.append(([row], each))
+        return
+    # A wide job's hosts: cut where the VMs per host change, not host by host.
+    vms = np.asarray(vms)
+    cuts = (np.flatnonzero(vms[1:] != vms[:-1]) + 1).tolist()
+    bounds = [0, *cuts, len(rows)]
+    for i, each in enumerate(vms[bounds[:-1]].tolist()):
+        stretch = rows[bounds[i] : bounds[i + 1]]
         if plan and plan[-1][1] == each:
-            plan[-1][0].append(row)
+            plan[-1][0].extend(stretch)
         else:
-            plan.append(([row], each))
+            plan.append((stretch, each))
 
 
 class UntouchedHosts:

@@ -120,7 +120,8 @@ class TestSamePlans(testtools.TestCase):
         with classes scored in numpy (few = 0) and in Python, hosts that
         fill up planned at once (fill = 1) or VM by VM, hosts of equal keys
         merged at once (merge = 1) or one by one, and hosts joining and
-        leaving classes one by one or merged (one_by_one = 0)."""
+        leaving classes, and cut into a plan's segments, one by one or in
+        one pass (one_by_one = 0)."""
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
