@@ -41,6 +41,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -178,8 +179,13 @@ class StateClasses:
         self._s_cores = np.zeros(slots)
         #: Per host, its class.
         self._row_slot = np.zeros(size, dtype=np.int64)
+        #: Classes made (class -> a host of it) and classes whose hosts
+        #: changed since the arrays above were last written (:meth:`_flush`).
+        self._fresh: dict[int, int] = {}
+        self._dirty: set[int] = set()
         for row in range(size):
             self._join_block([row], self._capacity[row], 0)
+        self._flush()
 
     @staticmethod
     def serves(
@@ -277,15 +283,53 @@ class StateClasses:
             if slot == len(self._s_hosts):
                 self._grow()
         self._slot_of[name] = slot
-        self._s_capacity[slot] = name[2]
-        self._s_free[slot] = name[3]
-        self._s_cores[slot] = np.floor(name[3][0] + 1e-9)
-        self._s_cache[slot] = name[4]
-        self._s_sync[slot] = name[5]
-        self._s_rack[slot] = self._rack[row]
-        self._s_group[slot] = self._group[row]
-        self._s_hosts[slot] = 0
+        self._fresh[slot] = row
         return slot
+
+    #: Up to this many classes, :meth:`_flush` writes the arrays class by
+    #: class; more at once (numpy's cost per call outweighs a few).
+    flush_one_by_one = 2
+
+    def _flush(self) -> None:
+        """Write the per-class arrays the planner reads where classes were
+        made or their hosts changed: once per placement or release, so that
+        a wide job moving hundreds of groups pays a few numpy calls, not a
+        dozen per group."""
+        fresh = [slot for slot in self._fresh if self._name_of[slot] is not None]
+        if len(fresh) <= self.flush_one_by_one:
+            for slot in fresh:
+                name, row = self._name_of[slot], self._fresh[slot]
+                self._s_capacity[slot] = name[2]
+                self._s_free[slot] = name[3]
+                self._s_cores[slot] = math.floor(name[3][0] + 1e-9)
+                self._s_cache[slot] = name[4]
+                self._s_sync[slot] = name[5]
+                self._s_rack[slot] = self._rack[row]
+                self._s_group[slot] = self._group[row]
+        else:
+            names = [self._name_of[slot] for slot in fresh]
+            rows = [self._fresh[slot] for slot in fresh]
+            self._s_capacity[fresh] = [name[2] for name in names]
+            free = np.array([name[3] for name in names])
+            self._s_free[fresh] = free
+            self._s_cores[fresh] = np.floor(free[:, 0] + 1e-9)
+            self._s_cache[fresh] = [name[4] for name in names]
+            self._s_sync[fresh] = [name[5] for name in names]
+            self._s_rack[fresh] = [self._rack[row] for row in rows]
+            self._s_group[fresh] = [self._group[row] for row in rows]
+        self._fresh.clear()
+        members = self._members
+        if len(self._dirty) <= self.flush_one_by_one:
+            for slot in self._dirty:
+                self._s_hosts[slot] = len(members[slot])
+                if members[slot]:
+                    self._s_first[slot] = members[slot][0]
+        else:
+            dirty = list(self._dirty)
+            self._s_hosts[dirty] = [len(members[slot]) for slot in dirty]
+            kept = [slot for slot in dirty if members[slot]]
+            self._s_first[kept] = [members[slot][0] for slot in kept]
+        self._dirty.clear()
 
     def _grow(self) -> None:
         size = 2 * len(self._s_hosts)
@@ -320,9 +364,8 @@ class StateClasses:
         else:
             gone = set(rows)
             members[:] = [row for row in members if row not in gone]
-        self._s_hosts[slot] -= count
+        self._dirty.add(slot)
         if members:
-            self._s_first[slot] = members[0]
             return
         del self._slot_of[self._name_of[slot]]
         self._name_of[slot] = None
@@ -365,8 +408,7 @@ class StateClasses:
         else:
             members.extend(rows)
             members.sort()  # two sorted runs: merged in linear time
-        self._s_hosts[slot] += len(rows)
-        self._s_first[slot] = members[0]
+        self._dirty.add(slot)
         if not mark:
             return slot
         if len(rows) == 1:
@@ -557,6 +599,7 @@ class StateClasses:
             runs_ids.append(after)
         if groups.many:
             self._mark(groups, slots, runs_ids)
+        self._flush()
         self._rows_of[request.application_id] = hosts
 
     def _groups(self, rows: np.ndarray, counts: np.ndarray) -> Groups:
@@ -617,6 +660,7 @@ class StateClasses:
             runs_ids.append(after)
         if groups.many:
             self._mark(groups, slots, runs_ids)
+        self._flush()
 
     def rows_of(self, application_id: str) -> list[int]:
         return self._rows_of.get(application_id, np.zeros(0, dtype=np.int64)).tolist()

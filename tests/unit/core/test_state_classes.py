@@ -120,15 +120,15 @@ class TestSamePlans(testtools.TestCase):
         with classes scored in numpy (few = 0) and in Python, hosts that
         fill up planned at once (fill = 1) or VM by VM, hosts of equal keys
         merged at once (merge = 1) or one by one, and hosts joining and
-        leaving classes, and cut into a plan's segments, one by one or in
-        one pass (one_by_one = 0)."""
+        leaving classes, cut into a plan's segments and written to the
+        classes' arrays one by one or in one pass (one_by_one = 0)."""
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
         classes.few_slots = few
         classes.filling_from = fill
         classes.merging_from = merge
-        classes.one_by_one = one_by_one
+        classes.one_by_one = classes.flush_one_by_one = one_by_one
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus, spec), finish) in enumerate(steps):
             request = PlacementRequest(
