@@ -388,13 +388,22 @@ class StateClasses:
             del self._runs_hosts[runs_id], self._runs_by_id[runs_id]
             self._runs_part.pop(runs_id, None)
 
-    def _join_block(self, rows: list[int], free: Vector, runs_id: int, mark: bool = True) -> int:
+    def _join_block(
+        self,
+        rows: list[int],
+        free: Vector,
+        runs_id: int,
+        mark: bool = True,
+        name: Name | None = None,
+    ) -> int:
         """Put ``rows`` (ascending, all in the same state now: ``free``
-        resources left and the VMs of ``runs_id``) in their class, and
-        return it. ``mark`` False: the caller records each host's class and
-        VMs itself (for many groups at once)."""
+        resources left and the VMs of ``runs_id``; ``name``: that class, if
+        known) in their class, and return it. ``mark`` False: the caller
+        records each host's class and VMs itself (for many groups at once)."""
         self._runs_hosts[runs_id] += len(rows)
-        slot = self._slot(self._name(rows[0], free, runs_id), rows[0])
+        if name is None:
+            name = self._name(rows[0], free, runs_id)
+        slot = self._slot(name, rows[0])
         members = self._members[slot]
         if not members or members[-1] < rows[0]:
             members.extend(rows)
@@ -417,6 +426,28 @@ class StateClasses:
         else:
             self._row_slot[rows] = slot
             self._row_runs[rows] = runs_id
+        return slot
+
+    def _move(
+        self, slot: int, rows: list[int], free: Vector, runs_id: int, after: int, mark: bool
+    ) -> int:
+        """Move ``rows`` (ascending, all of class ``slot`` with the VMs of
+        ``runs_id``) to the state ``free`` with the VMs of ``after``, and
+        return their class now (``mark``: as :meth:`_join_block`)."""
+        self._leave_runs(runs_id, len(rows))
+        name = self._name(rows[0], free, after)
+        if len(rows) < len(self._members[slot]) or name in self._slot_of:
+            self._leave_block(slot, rows)
+            return self._join_block(rows, free, after, mark, name)
+        # The whole class moves to a state no class is in (a wide job takes
+        # whole racks): the class is renamed and keeps its list of hosts.
+        del self._slot_of[self._name_of[slot]]
+        self._name_of[slot] = name
+        self._slot_of[name] = slot
+        self._fresh[slot] = rows[0]
+        self._runs_hosts[after] += len(rows)
+        if mark:
+            self._row_runs[rows[0] if len(rows) == 1 else rows] = after
         return slot
 
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
@@ -593,9 +624,7 @@ class StateClasses:
                 after = afters[runs_id, vms] = self._new_runs(runs)
                 self._runs_part[after] = self._part_after(runs_id, vm, vms)
             self._free_cores -= demand[0] * vms * len(rows)
-            self._leave_block(slot, rows)
-            self._leave_runs(runs_id, len(rows))
-            slots.append(self._join_block(rows, (a, b, c), after, mark=not groups.many))
+            slots.append(self._move(slot, rows, (a, b, c), runs_id, after, not groups.many))
             runs_ids.append(after)
         if groups.many:
             self._mark(groups, slots, runs_ids)
@@ -654,9 +683,7 @@ class StateClasses:
             after = afters.get(runs_id)
             if after is None:
                 after = afters[runs_id] = self._new_runs(tuple(kept))
-            self._leave_block(slot, hosts)
-            self._leave_runs(runs_id, len(hosts))
-            slots.append(self._join_block(hosts, (a, b, c), after, mark=not groups.many))
+            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, not groups.many))
             runs_ids.append(after)
         if groups.many:
             self._mark(groups, slots, runs_ids)
