@@ -361,6 +361,18 @@ class StateClasses:
         elif count <= self.one_by_one:
             for row in rows:
                 del members[bisect.bisect_left(members, row)]
+        elif count * 8 < len(members) - start:
+            # Hosts scattered over a long list (Nova's weighers spread VMs
+            # over the idle class): the stretches between them are kept,
+            # each end found by bisection from the last.
+            kept = members[:start]
+            at = start
+            for row in rows:
+                end = bisect.bisect_left(members, row, at)
+                kept += members[at:end]
+                at = end + 1
+            kept += members[at:]
+            self._members[slot] = members = kept
         else:
             gone = set(rows)
             members[:] = [row for row in members if row not in gone]

@@ -247,6 +247,46 @@ class TestSamePlans(testtools.TestCase):
         classes.release("a")
         self.assertEqual(1, classes.class_count())
 
+    def test_hosts_leave_a_long_class_in_every_way(self) -> None:
+        """Hosts taken from one class of 256: a stretch, a few scattered
+        ones, many scattered ones (bisected out, or filtered once most of
+        the list goes); every class then lists exactly its hosts, counts
+        them and knows its first, and their free resources are right."""
+        cloud = ClusterState()
+        for row in range(256):
+            cloud.add_host(f"h{row:03d}", Resources(4, 2048, 0), rack="r0")
+        blind_to_racks = Policy(classes=False, topology=False)
+        takes = [
+            list(range(10, 60)),  # a stretch
+            [3, 70, 200],  # a few, one by one
+            list(range(61, 250, 9)),  # 21 scattered: bisected out
+            [row for row in range(256) if row % 3 == 1 and row not in range(10, 60)],  # most
+        ]
+        for one_by_one in (0, 16):
+            classes = StateClasses(cloud.columns(), blind_to_racks, Thresholds(200, 60))
+            classes.one_by_one = one_by_one
+            taken: set[int] = set()
+            for number, rows in enumerate(takes):
+                rows = [row for row in rows if row not in taken]
+                taken.update(rows)
+                request = PlacementRequest(
+                    ApplicationProfile(AppClass.NON_HPC, 1.0),
+                    Resources(1, 100, 0),
+                    len(rows),
+                    f"job{number}",
+                )
+                classes.apply(rows, request)
+                for slot, members in enumerate(classes._members):
+                    if classes._name_of[slot] is None:
+                        continue
+                    expected = [r for r in range(256) if classes._row_slot[r] == slot]
+                    self.assertEqual(expected, members, (one_by_one, number))
+                    self.assertEqual(len(members), classes._s_hosts[slot])
+                    self.assertEqual(members[0], classes._s_first[slot])
+                for row in range(256):
+                    free = (3.0, 1948.0, 0.0) if row in taken else (4.0, 2048.0, 0.0)
+                    self.assertEqual(free, classes.free_of(row))
+
     def test_a_wide_job_over_many_classes_is_planned_from_their_chains(self) -> None:
         """Hosts made different by earlier jobs (each its own cache total):
         a wide job reaches many classes and is planned from their chains at
