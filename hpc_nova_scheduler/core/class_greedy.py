@@ -646,8 +646,9 @@ class ClassGreedy:
                     plan.append(([hosts[full]], left))
                     left = 0
             else:
-                # Chains at one key: their classes' hosts merged by row.
-                group = [members[slots[i]] for i in index[first:last]]
+                # Chains at one key: their classes' hosts merged by row (no
+                # more than ``left`` of each: each host takes a VM at least).
+                group = [members[slots[i]][:left] for i in index[first:last]]
                 rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in group])
                 each = np.repeat(length[first:last], [len(m) for m in group])
                 by_row = np.argsort(rows, kind="stable")

@@ -87,7 +87,7 @@ class Groups:
 
     keys: list[tuple[int, int, int]]
     bounds: list[int]
-    rows: np.ndarray
+    rows: np.ndarray | None
     every: list[int]
 
     @property
@@ -95,7 +95,7 @@ class Groups:
         """Whether the hosts' classes and VMs are best recorded all at once
         (:meth:`StateClasses._mark`): for a few groups, numpy's cost per
         call outweighs it."""
-        return len(self.keys) > 4
+        return self.rows is not None and len(self.keys) > 4
 
     def __iter__(self) -> Iterator[tuple[tuple[int, int, int], list[int]]]:
         every, bounds = self.every, self.bounds
@@ -141,8 +141,8 @@ class StateClasses:
         #: How many hosts hold each id: an id no host holds is forgotten.
         self._runs_hosts: dict[int, int] = {0: 0}
         self._last_runs_id = 0
-        #: application id -> its host rows, ascending.
-        self._rows_of: dict[str, np.ndarray] = {}
+        #: application id -> its host rows, ascending (a list for a few).
+        self._rows_of: dict[str, np.ndarray | list[int]] = {}
         #: Free cores over every host, kept as VMs come and go: most
         #: attempts on a busy cloud fail for want of cores, told at once.
         self._free_cores = float(columns.free[:, 0].sum())
@@ -227,6 +227,10 @@ class StateClasses:
     #: has the greedy cut a wide job's hosts into segments in numpy, not
     #: host by host. Both ways agree (the tests run both).
     one_by_one = 16
+    #: Up to this many hosts, a placement or release groups them in Python
+    #: (a job on a host or two is most jobs of most logs); more in numpy.
+    #: Both ways agree (the tests run both).
+    few_hosts = 4
 
     def __len__(self) -> int:
         return len(self.names)
@@ -619,7 +623,7 @@ class StateClasses:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        hosts, counts = _per_host(segments)
+        hosts, counts = _per_host(segments, self.few_hosts)
         # Hosts that ran the same VMs and take as many hold the same VMs
         # after, whatever their class: one id for them.
         afters: dict[tuple[int, int], int] = {}
@@ -643,13 +647,31 @@ class StateClasses:
         self._flush()
         self._rows_of[request.application_id] = hosts
 
-    def _groups(self, rows: np.ndarray, counts: np.ndarray) -> Groups:
-        """``rows`` grouped by (class, count, VM runs), each group's rows
-        ascending: the hosts that end in one state."""
+    def _groups(
+        self, rows: np.ndarray | list[int], counts: np.ndarray | list[int] | None
+    ) -> Groups:
+        """``rows`` (ascending) grouped by (class, count, VM runs; counts
+        None: all 0), each group's rows ascending: the hosts that end in one
+        state."""
+        if isinstance(rows, list):
+            # A few hosts: grouped in Python, in the order numpy's sort gives.
+            counts = counts or [0] * len(rows)
+            row_slot, row_runs = self._row_slot, self._row_runs
+            keyed = sorted(
+                (int(row_slot[row]), count, int(row_runs[row]), row)
+                for row, count in zip(rows, counts, strict=True)
+            )
+            keys: list[tuple[int, int, int]] = []
+            bounds, every = [], []
+            for slot, count, runs_id, row in keyed:
+                if not keys or keys[-1] != (slot, count, runs_id):
+                    keys.append((slot, count, runs_id))
+                    bounds.append(len(every))
+                every.append(row)
+            return Groups(keys, [*bounds, len(every)], None, every)
+        if counts is None:
+            counts = np.zeros(len(rows), dtype=np.int64)
         slots, runs = self._row_slot[rows], self._row_runs[rows]
-        if len(rows) == 1:
-            every = rows.tolist()
-            return Groups([(int(slots[0]), int(counts[0]), int(runs[0]))], [0, 1], rows, every)
         order = np.lexsort((rows, runs, counts, slots))
         rows, slots, counts, runs = rows[order], slots[order], counts[order], runs[order]
         change = np.ones(len(rows), dtype=bool)
@@ -678,7 +700,7 @@ class StateClasses:
         if rows is None:
             return
         afters: dict[int, int] = {}
-        groups = self._groups(rows, np.zeros(len(rows), dtype=np.int64))
+        groups = self._groups(rows, None)
         slots, runs_ids = [], []
         for (slot, _, runs_id), hosts in groups:
             a, b, c = self._name_of[slot][3]
@@ -702,7 +724,8 @@ class StateClasses:
         self._flush()
 
     def rows_of(self, application_id: str) -> list[int]:
-        return self._rows_of.get(application_id, np.zeros(0, dtype=np.int64)).tolist()
+        rows = self._rows_of.get(application_id, [])
+        return list(rows) if isinstance(rows, list) else rows.tolist()
 
     def vms_on(self, row: int) -> list[RunningVM]:
         runs = self._runs_by_id[int(self._row_runs[row])]
@@ -727,9 +750,19 @@ class StateClasses:
         return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
 
 
-def _per_host(segments: Segments) -> tuple[np.ndarray, np.ndarray]:
+def _per_host(
+    segments: Segments, few: int
+) -> tuple[np.ndarray, np.ndarray] | tuple[list[int], list[int]]:
     """The hosts of a plan's segments, ascending, and how many VMs each
-    takes in all (a host may come back in later segments)."""
+    takes in all (a host may come back in later segments): as lists for up
+    to ``few`` hosts, else as arrays."""
+    if sum(len(rows) for rows, _ in segments) <= few:
+        vms_on: dict[int, int] = {}
+        for rows, vms in segments:
+            for row in rows:
+                vms_on[row] = vms_on.get(row, 0) + vms
+        hosts = sorted(vms_on)
+        return hosts, [vms_on[row] for row in hosts]
     if len(segments) == 1:
         rows, vms = segments[0]
         hosts = np.asarray(rows, dtype=np.int64)

@@ -117,7 +117,7 @@ class TestSamePlans(testtools.TestCase):
     ) -> None:
         """Request by request, the same hosts in the same order, and the
         same free vectors and cache totals after every placement and release,
-        with classes scored in numpy (few = 0) and in Python, hosts that
+        with classes scored and hosts grouped in numpy (few = 0) or in Python, hosts that
         fill up planned at once (fill = 1) or VM by VM, hosts of equal keys
         merged at once (merge = 1) or one by one, and hosts joining and
         leaving classes, cut into a plan's segments and written to the
@@ -125,7 +125,7 @@ class TestSamePlans(testtools.TestCase):
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
-        classes.few_slots = few
+        classes.few_slots = classes.few_hosts = few
         classes.filling_from = fill
         classes.merging_from = merge
         classes.one_by_one = classes.flush_one_by_one = one_by_one
