@@ -30,7 +30,6 @@ from hpc_nova_scheduler.core.algorithm import (
     PlacementRequest,
     Policy,
     _cosine_key_one,
-    _cosine_keys,
     blind_key_one,
     blind_keys,
     fits_many,
@@ -50,6 +49,9 @@ class StateClasses(Protocol):
     thresholds: Thresholds
     levels: tuple[str, ...]
     few_slots: int
+
+    def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
+
     filling_from: int
     merging_from: int
     one_by_one: int
@@ -207,20 +209,26 @@ class ClassGreedy:
         Ranked, the planner's position tie-break is the order of hosts
         within a rack: more VMs of the request first, then the row.
         """
-        return self._keys(at, self.free[at])
+        # A class's packing keys never change (its state is its name): the
+        # classes keep them per demand.
+        return self._ranked(at, self.classes.packing_keys(self.slots[at], self.demand_tuple))
 
     def _keys(self, at: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...]:
         """:meth:`keys` of the classes at ``at`` were their hosts' free
         resources ``free``."""
-        packing = self.policy.packing
-        capacity = self.capacity[at]
+        packing_keys = blind_keys(self.policy.packing, free, self.capacity[at], self.demand)
+        return self._ranked(at, packing_keys)
+
+    def _ranked(self, at: np.ndarray, packing_keys: tuple) -> tuple[np.ndarray, ...]:
+        """The classes' packing keys (``blind_keys``) with the rack's rank
+        before and the position inside the rack after, where ranked."""
         if not self.ranked:
-            return blind_keys(packing, free, capacity, self.demand)
+            return packing_keys
         rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
         position = self.within_rack[at]
-        if packing == PACKING_COSINE and self.topology_aware:
-            return (rank, _cosine_keys(free, capacity, self.demand)[1], position)
-        return (rank, *blind_keys(packing, free, capacity, self.demand), position)
+        if self.policy.packing == PACKING_COSINE and self.topology_aware:
+            return (rank, packing_keys[1], position)
+        return (rank, *packing_keys, position)
 
     def key_one(self, row: int, free: Sequence[float], position: float) -> tuple:
         """:meth:`keys` for one host, to the bit; ``position``: its class's
@@ -546,7 +554,7 @@ class ClassGreedy:
         free = self.free[at].copy()
         cache = self.cache[at].copy()
         sync = self.sync[at] | self.sync_request
-        key = self._keys(at, free)
+        key = self.keys(at)
         length = np.zeros(size, dtype=np.int64)
         active = np.ones(size, dtype=bool)
         found: list[tuple[np.ndarray, tuple, np.ndarray]] = []

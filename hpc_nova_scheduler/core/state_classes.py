@@ -50,12 +50,16 @@ from hpc_nova_scheduler.core import arrangement
 from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
+    PACKING_COSINE,
     PACKING_NOVA_WEIGHERS,
     NoPlacement,
     PlacementRequest,
     Policy,
+    _cosine_key_one,
+    _cosine_keys,
     _depth,
     best_group,
+    blind_keys,
     first_domain_holding,
     fits_many,
     vm_copies,
@@ -177,6 +181,12 @@ class StateClasses:
         self._s_first = np.zeros(slots, dtype=np.int64)
         #: Per class, whole cores free (what room_for counts VMs by).
         self._s_cores = np.zeros(slots)
+        #: Per class, the write (:meth:`_flush`) that gave it its state: the
+        #: packing keys kept for it are good while this has not changed.
+        self._s_stamp = np.zeros(slots, dtype=np.int64)
+        self._flushes = 0
+        #: demand -> per class, its packing keys and the stamp they are of.
+        self._packing_keys: dict[tuple, tuple[np.ndarray, list[np.ndarray]]] = {}
         #: Per host, its class.
         self._row_slot = np.zeros(size, dtype=np.int64)
         #: Classes made (class -> a host of it) and classes whose hosts
@@ -300,6 +310,9 @@ class StateClasses:
         a wide job moving hundreds of groups pays a few numpy calls, not a
         dozen per group."""
         fresh = [slot for slot in self._fresh if self._name_of[slot] is not None]
+        if fresh:
+            self._flushes += 1
+            self._s_stamp[fresh] = self._flushes
         if len(fresh) <= self.flush_one_by_one:
             for slot in fresh:
                 name, row = self._name_of[slot], self._fresh[slot]
@@ -347,6 +360,7 @@ class StateClasses:
             "_s_hosts",
             "_s_first",
             "_s_cores",
+            "_s_stamp",
         ):
             old = getattr(self, attribute)
             new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
@@ -479,6 +493,49 @@ class StateClasses:
         return cache, sync, judged
 
     # -- planning ------------------------------------------------------------
+
+    #: Demands whose packing keys are kept (the oldest is dropped).
+    kept_demands = 4
+
+    def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple:
+        """:func:`~hpc_nova_scheduler.core.algorithm.blind_keys` of the
+        classes ``slots`` for a VM of ``demand``, to the bit.
+
+        A class's keys read only its state, which is its name: they are
+        kept per demand and worked out again only for classes made or
+        renamed since (a placement changes a few classes; a plan reads
+        hundreds), one by one in Python for a few.
+        """
+        packing = self.policy.packing
+        demand_array = np.array(demand, dtype=float)
+        if packing != PACKING_COSINE:
+            # Keys that are a column of the free resources cost nothing to read.
+            return blind_keys(packing, self._s_free[slots], self._s_capacity[slots], demand_array)
+        kept = self._packing_keys.get(demand)
+        if kept is None or len(kept[0]) < len(self._s_stamp):
+            if kept is None and len(self._packing_keys) >= self.kept_demands:
+                del self._packing_keys[next(iter(self._packing_keys))]
+            size = len(self._s_stamp)
+            kept = self._packing_keys[demand] = (
+                np.full(size, -1),
+                [np.zeros(size), np.zeros(size)],
+            )
+        stamps, keys = kept
+        stale = slots[stamps[slots] != self._s_stamp[slots]]
+        # One by one costs a few microseconds a class; at once, a few dozen.
+        if len(stale) > self.few_slots // 3:
+            computed = _cosine_keys(self._s_free[stale], self._s_capacity[stale], demand_array)
+            for column, values in zip(keys, computed, strict=True):
+                column[stale] = values
+        else:
+            for slot in stale.tolist():
+                name = self._name_of[slot]
+                for column, value in zip(
+                    keys, _cosine_key_one(name[3], name[2], demand), strict=True
+                ):
+                    column[slot] = value
+        stamps[stale] = self._s_stamp[stale]
+        return tuple(column[slots] for column in keys)
 
     def room_for(self, memory_mb: float, count: int) -> bool:
         """Whether ``count`` one-core VMs of ``memory_mb`` fit at all: the
