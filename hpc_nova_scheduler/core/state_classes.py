@@ -87,7 +87,8 @@ Segments = list[tuple[list[int], int]]
 class Groups:
     """Hosts grouped by (class, VMs taken, VM runs): group ``i`` is
     ``keys[i]`` and the hosts ``every[bounds[i]:bounds[i + 1]]``, ascending
-    within it (``rows``: all of them, in that order, as an array)."""
+    within it (``rows``: all of them, in that order, as an array; None
+    where they are few and recorded group by group)."""
 
     keys: list[tuple[int, int, int]]
     bounds: list[int]
@@ -237,10 +238,11 @@ class StateClasses:
     #: has the greedy cut a wide job's hosts into segments in numpy, not
     #: host by host. Both ways agree (the tests run both).
     one_by_one = 16
-    #: Up to this many hosts, a placement or release groups them in Python
-    #: (a job on a host or two is most jobs of most logs); more in numpy.
-    #: Both ways agree (the tests run both).
-    few_hosts = 4
+    #: Up to this many hosts, a placement or release counts and groups
+    #: them in Python (a job on a host or a few dozen is most jobs of most
+    #: logs; numpy's cost per call outweighs so few); more in numpy. Both
+    #: ways agree (the tests run both).
+    few_hosts = 64
 
     def __len__(self) -> int:
         return len(self.names)
@@ -302,7 +304,7 @@ class StateClasses:
 
     #: Up to this many classes, :meth:`_flush` writes the arrays class by
     #: class; more at once (numpy's cost per call outweighs a few).
-    flush_one_by_one = 2
+    flush_one_by_one = 8
 
     def _flush(self) -> None:
         """Write the per-class arrays the planner reads where classes were
@@ -713,19 +715,18 @@ class StateClasses:
         if isinstance(rows, list):
             # A few hosts: grouped in Python, in the order numpy's sort gives.
             counts = counts or [0] * len(rows)
-            row_slot, row_runs = self._row_slot, self._row_runs
-            keyed = sorted(
-                (int(row_slot[row]), count, int(row_runs[row]), row)
-                for row, count in zip(rows, counts, strict=True)
-            )
+            slots = self._row_slot[rows].tolist()
+            runs = self._row_runs[rows].tolist()
             keys: list[tuple[int, int, int]] = []
             bounds, every = [], []
-            for slot, count, runs_id, row in keyed:
+            for slot, count, runs_id, row in sorted(zip(slots, counts, runs, rows, strict=True)):
                 if not keys or keys[-1] != (slot, count, runs_id):
                     keys.append((slot, count, runs_id))
                     bounds.append(len(every))
                 every.append(row)
-            return Groups(keys, [*bounds, len(every)], None, every)
+            # Many groups record their hosts' classes at once (:meth:`_mark`).
+            array = np.array(every, dtype=np.int64) if len(keys) > 4 else None
+            return Groups(keys, [*bounds, len(every)], array, every)
         if counts is None:
             counts = np.zeros(len(rows), dtype=np.int64)
         slots, runs = self._row_slot[rows], self._row_runs[rows]
