@@ -213,6 +213,12 @@ class ClassGreedy:
         # classes keep them per demand.
         return self._ranked(at, self.classes.packing_keys(self.slots[at], self.demand_tuple))
 
+    def listed_keys(self, at: np.ndarray) -> list[tuple]:
+        """:meth:`keys` as one tuple of Python floats per class, for
+        sorting a few classes in Python."""
+        columns = [column.tolist() for column in self.keys(at)]
+        return list(zip(*columns, strict=True)) if columns else [()] * len(at)
+
     def _keys(self, at: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...]:
         """:meth:`keys` of the classes at ``at`` were their hosts' free
         resources ``free``."""
@@ -270,12 +276,7 @@ class ClassGreedy:
         classes = self.classes
         firsts = classes._s_first[self.slots[at]].tolist()
         if len(at) <= classes.few_slots:
-            # Unranked keys read no tie-break inside a rack.
-            position = self.within_rack[at].tolist() if self.ranked else [0.0] * len(at)
-            free = [classes._name_of[slot][3] for slot in self.slots[at].tolist()]
-            _, row = min(
-                (self.key_one(row, free[i], position[i]), row) for i, row in enumerate(firsts)
-            )
+            _, row = min(zip(self.listed_keys(at), firsts, strict=True))
             return [([row], 1)]
         keys = self.keys(at)
         best = int(np.lexsort((np.asarray(firsts), *reversed(keys)))[0])
@@ -285,22 +286,14 @@ class ClassGreedy:
         """The admissible classes sorted by (key, first row), where each run
         of equal keys starts, and each run's key.
 
-        Few classes are scored in Python with the planner's one-host
-        functions (numpy's cost per call would outweigh arrays this short);
-        both ways agree to the bit.
+        Few classes are sorted in Python (numpy's cost per call would
+        outweigh arrays this short); both ways agree to the bit.
         """
         classes = self.classes
         slots = self.slots[candidates].tolist()
         if len(slots) <= classes.few_slots:
-            position = self.within_rack[candidates].tolist()
-            entries = sorted(
-                (
-                    self.key_one(classes._members[slot][0], classes._name_of[slot][3], position[i]),
-                    classes._members[slot][0],
-                    slot,
-                )
-                for i, slot in enumerate(slots)
-            )
+            firsts = [classes._members[slot][0] for slot in slots]
+            entries = sorted(zip(self.listed_keys(candidates), firsts, slots, strict=True))
             starts = [
                 i for i in range(len(entries)) if i == 0 or entries[i][0] != entries[i - 1][0]
             ]
