@@ -727,10 +727,14 @@ class StateClasses:
             # Many groups record their hosts' classes at once (:meth:`_mark`).
             array = np.array(every, dtype=np.int64) if len(keys) > 4 else None
             return Groups(keys, [*bounds, len(every)], array, every)
+        slots, runs = self._row_slot[rows], self._row_runs[rows]
+        # lexsort is stable and the rows come ascending: they stay so
+        # within each group without being a key.
         if counts is None:
             counts = np.zeros(len(rows), dtype=np.int64)
-        slots, runs = self._row_slot[rows], self._row_runs[rows]
-        order = np.lexsort((rows, runs, counts, slots))
+            order = np.lexsort((runs, slots))
+        else:
+            order = np.lexsort((runs, counts, slots))
         rows, slots, counts, runs = rows[order], slots[order], counts[order], runs[order]
         change = np.ones(len(rows), dtype=bool)
         change[1:] = (
