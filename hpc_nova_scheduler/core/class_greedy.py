@@ -49,9 +49,6 @@ class StateClasses(Protocol):
     thresholds: Thresholds
     levels: tuple[str, ...]
     few_slots: int
-
-    def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
-
     filling_from: int
     merging_from: int
     one_by_one: int
@@ -74,6 +71,8 @@ class StateClasses(Protocol):
     #: How many racks, and each rack's domain at every level.
     _racks: int
     _rack_domains: np.ndarray
+
+    def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
 
 
 class ClassGreedy:
@@ -523,9 +522,8 @@ class ClassGreedy:
         # Each class's hosts, by row, onto its chain's list.
         by_class = np.argsort(where[:end], kind="stable")
         classes_taken = where[:end][by_class]
-        cuts = np.flatnonzero(classes_taken[1:] != classes_taken[:-1]) + 1
         rows_by_class = taken_rows[by_class].tolist()
-        bounds = [0, *cuts.tolist(), end]
+        bounds = _run_bounds(classes_taken)
         for i, at in enumerate(classes_taken[bounds[:-1]].tolist()):
             chains[at][0].extend(rows_by_class[bounds[i] : bounds[i + 1]])
         segments: list[tuple[list[int], int]] = []
@@ -719,14 +717,20 @@ def _add_segments(
         return
     # A wide job's hosts: cut where the VMs per host change, not host by host.
     vms = np.asarray(vms)
-    cuts = (np.flatnonzero(vms[1:] != vms[:-1]) + 1).tolist()
-    bounds = [0, *cuts, len(rows)]
+    bounds = _run_bounds(vms)
     for i, each in enumerate(vms[bounds[:-1]].tolist()):
         stretch = rows[bounds[i] : bounds[i + 1]]
         if plan and plan[-1][1] == each:
             plan[-1][0].extend(stretch)
         else:
             plan.append((stretch, each))
+
+
+def _run_bounds(values: np.ndarray) -> list[int]:
+    """Where each run of equal ``values`` starts, and their length at the
+    end: run ``i`` is ``values[bounds[i]:bounds[i + 1]]``."""
+    cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    return [0, *cuts.tolist(), len(values)]
 
 
 class UntouchedHosts:

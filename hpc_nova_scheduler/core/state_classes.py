@@ -95,12 +95,15 @@ class Groups:
     rows: np.ndarray | None
     every: list[int]
 
+    #: From this many groups, the hosts' classes and VMs are best recorded
+    #: all at once (:meth:`StateClasses._mark`): for fewer, numpy's cost per
+    #: call outweighs it.
+    marked_at_once_from = 5
+
     @property
     def many(self) -> bool:
-        """Whether the hosts' classes and VMs are best recorded all at once
-        (:meth:`StateClasses._mark`): for a few groups, numpy's cost per
-        call outweighs it."""
-        return self.rows is not None and len(self.keys) > 4
+        """Whether the hosts' classes and VMs are recorded all at once."""
+        return self.rows is not None and len(self.keys) >= self.marked_at_once_from
 
     def __iter__(self) -> Iterator[tuple[tuple[int, int, int], list[int]]]:
         every, bounds = self.every, self.bounds
@@ -243,6 +246,11 @@ class StateClasses:
     #: logs; numpy's cost per call outweighs so few); more in numpy. Both
     #: ways agree (the tests run both).
     few_hosts = 64
+    #: Up to this many classes, :meth:`_flush` writes the arrays class by
+    #: class; more at once (numpy's cost per call outweighs a few).
+    flush_one_by_one = 8
+    #: Demands whose packing keys are kept (the oldest is dropped).
+    kept_demands = 4
 
     def __len__(self) -> int:
         return len(self.names)
@@ -301,10 +309,6 @@ class StateClasses:
         self._slot_of[name] = slot
         self._fresh[slot] = row
         return slot
-
-    #: Up to this many classes, :meth:`_flush` writes the arrays class by
-    #: class; more at once (numpy's cost per call outweighs a few).
-    flush_one_by_one = 8
 
     def _flush(self) -> None:
         """Write the per-class arrays the planner reads where classes were
@@ -496,9 +500,6 @@ class StateClasses:
 
     # -- planning ------------------------------------------------------------
 
-    #: Demands whose packing keys are kept (the oldest is dropped).
-    kept_demands = 4
-
     def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple:
         """:func:`~hpc_nova_scheduler.core.algorithm.blind_keys` of the
         classes ``slots`` for a VM of ``demand``, to the bit.
@@ -509,10 +510,10 @@ class StateClasses:
         hundreds), one by one in Python for a few.
         """
         packing = self.policy.packing
-        demand_array = np.array(demand, dtype=float)
         if packing != PACKING_COSINE:
             # Keys that are a column of the free resources cost nothing to read.
-            return blind_keys(packing, self._s_free[slots], self._s_capacity[slots], demand_array)
+            free, capacity = self._s_free[slots], self._s_capacity[slots]
+            return blind_keys(packing, free, capacity, np.array(demand, dtype=float))
         kept = self._packing_keys.get(demand)
         if kept is None or len(kept[0]) < len(self._s_stamp):
             if kept is None and len(self._packing_keys) >= self.kept_demands:
@@ -526,7 +527,8 @@ class StateClasses:
         stale = slots[stamps[slots] != self._s_stamp[slots]]
         # One by one costs a few microseconds a class; at once, a few dozen.
         if len(stale) > self.few_slots // 3:
-            computed = _cosine_keys(self._s_free[stale], self._s_capacity[stale], demand_array)
+            free, capacity = self._s_free[stale], self._s_capacity[stale]
+            computed = _cosine_keys(free, capacity, np.array(demand, dtype=float))
             for column, values in zip(keys, computed, strict=True):
                 column[stale] = values
         else:
@@ -725,7 +727,8 @@ class StateClasses:
                     bounds.append(len(every))
                 every.append(row)
             # Many groups record their hosts' classes at once (:meth:`_mark`).
-            array = np.array(every, dtype=np.int64) if len(keys) > 4 else None
+            at_once = len(keys) >= Groups.marked_at_once_from
+            array = np.array(every, dtype=np.int64) if at_once else None
             return Groups(keys, [*bounds, len(every)], array, every)
         slots, runs = self._row_slot[rows], self._row_runs[rows]
         # lexsort is stable and the rows come ascending: they stay so
