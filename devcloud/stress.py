@@ -37,7 +37,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from keystoneauth1 import exceptions as keystoneauth_exceptions
 from openstack import exceptions as openstack_exceptions
 
 from devcloud import checker, config, control, fairshare, faults, models, operator, workload
@@ -49,6 +51,7 @@ from hpc_nova_scheduler.core.records import InterferenceRecord
 from hpc_nova_scheduler.db import api as db_api
 
 Say = Callable[[str], None]
+T = TypeVar("T")
 #: Request kinds and their weights; None is a plain request (no hpc specs).
 KINDS = (
     (AppClass.SYNC_HPC, 30),
@@ -67,6 +70,24 @@ KEEP_ALIVE = 3
 BUILD_TIMEOUT = 180.0
 #: Seconds between two looks at a request's servers.
 POLL = 0.5
+#: What a client rides out: an API answering with an error (a fault may take
+#: it down for a while) or closing the connection without answering (gunicorn
+#: closes idle keep-alive connections, and a request sent on one as it does
+#: so gets no response).
+API_FAULTS = (openstack_exceptions.SDKException, keystoneauth_exceptions.ConnectionError)
+#: Times an idempotent read is sent before a dropped connection is an error.
+READ_TRIES = 3
+
+
+def read(call: Callable[[], T]) -> T:
+    """``call()``, a read the API may safely get twice, sent again when the
+    connection drops before an answer (up to :data:`READ_TRIES` times)."""
+    for _ in range(READ_TRIES - 1):
+        try:
+            return call()
+        except keystoneauth_exceptions.ConnectionError:
+            time.sleep(POLL)
+    return call()
 
 
 @dataclasses.dataclass
@@ -251,7 +272,7 @@ class Client(threading.Thread):
             )
             try:
                 outcome = self._boot(conn, asked, flavor)
-            except openstack_exceptions.SDKException as error:
+            except API_FAULTS as error:
                 # A fault may take an API down for a while: say so, go on.
                 outcome = Outcome(asked, posted=time.monotonic(), settled=time.monotonic())
                 outcome.result = "api-error"
@@ -280,7 +301,7 @@ class Client(threading.Thread):
         pattern = f"^{asked.tag}(-[0-9]+)?$"
         limit = outcome.posted + BUILD_TIMEOUT
         while True:
-            servers = list(conn.compute.servers(details=True, name=pattern))
+            servers = read(lambda: list(conn.compute.servers(details=True, name=pattern)))
             outcome.servers = [s.id for s in servers]
             states = {s.status for s in servers}
             if len(servers) == asked.count and states == {"ACTIVE"}:
@@ -304,16 +325,20 @@ class Client(threading.Thread):
     def _hosts(self, pattern: str) -> dict[str, str]:
         """Each server's host, as the operator reads it (empty if the API fails)."""
         try:
-            servers = self.admin.compute.servers(details=True, all_projects=True, name=pattern)
+            servers = read(
+                lambda: list(
+                    self.admin.compute.servers(details=True, all_projects=True, name=pattern)
+                )
+            )
             return {s.id: s.compute_host for s in servers if s.compute_host}
-        except openstack_exceptions.SDKException:
+        except API_FAULTS:
             return {}
 
     def _discard(self, conn, outcome: Outcome) -> None:
         for uuid in outcome.servers:
             try:
                 conn.compute.delete_server(uuid, ignore_missing=True)
-            except openstack_exceptions.SDKException:
+            except API_FAULTS:
                 # Deleted at the end, with the others still alive.
                 continue
             self.deleted.append(uuid)
@@ -326,7 +351,9 @@ def clear(conn, say: Say, timeout: float = 180.0) -> None:
     would be co-runners it does not know.
     """
     left = [
-        s.id for s in conn.compute.servers(all_projects=True) if SERVER_NAME.match(s.name or "")
+        s.id
+        for s in read(lambda: list(conn.compute.servers(all_projects=True)))
+        if SERVER_NAME.match(s.name or "")
     ]
     if not left:
         return
@@ -334,7 +361,8 @@ def clear(conn, say: Say, timeout: float = 180.0) -> None:
         conn.compute.delete_server(uuid, ignore_missing=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        remaining = {s.id for s in conn.compute.servers(all_projects=True)} & set(left)
+        remaining = {s.id for s in read(lambda: list(conn.compute.servers(all_projects=True)))}
+        remaining &= set(left)
         if not remaining:
             break
         time.sleep(1)
@@ -370,7 +398,7 @@ def _settle(conn, deleted: set[str], timeout: float = 180.0) -> list:
     """Every server once deletions are done and nothing is building."""
     deadline = time.monotonic() + timeout
     while True:
-        servers = list(conn.compute.servers(details=True, all_projects=True))
+        servers = read(lambda: list(conn.compute.servers(details=True, all_projects=True)))
         busy = [s for s in servers if s.id in deleted or s.status not in ("ACTIVE", "ERROR")]
         if not busy or time.monotonic() > deadline:
             return servers
@@ -469,7 +497,7 @@ def build_attempts(conn, server_id: str) -> list[str]:
             for event in detail.events or []:
                 if event.get("event") == "compute__do_build_and_run_instance":
                     hosts.append(event.get("host") or "?")
-    except openstack_exceptions.SDKException:
+    except API_FAULTS:
         return hosts
     return hosts
 

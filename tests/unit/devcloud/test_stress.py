@@ -1,14 +1,19 @@
-"""What ``stress`` reads back: its servers' names and the plugin's refusals."""
+"""What ``stress`` reads back: its servers' names and the plugin's refusals,
+and how its clients ride out an API that drops a connection."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import socketserver
+import threading
 from pathlib import Path
 
 import fixtures
 import testtools
+from keystoneauth1 import exceptions as keystoneauth_exceptions
+from keystoneauth1 import session as ks_session
 
 from devcloud import cli, stress
 
@@ -87,3 +92,57 @@ class TestOptions(testtools.TestCase):
             self.assertIn(f"argument {argv[1]}", err.getvalue())
         args = parser.parse_args(["stress", "--seconds", "1.5", "--clients", "2"])
         self.assertEqual((1.5, 2), (args.seconds, args.clients))
+
+
+class _DroppingAPI(socketserver.ThreadingTCPServer):
+    """An HTTP server that reads the first ``drops`` requests and closes their
+    connections without answering (as gunicorn does to a keep-alive
+    connection it finds idle as the request arrives), then answers."""
+
+    daemon_threads = True
+
+    def __init__(self, drops: int) -> None:
+        self.drops = drops
+        self.requests = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _DroppingHandler)
+
+
+class _DroppingHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            continue
+        with self.server.lock:
+            self.server.requests += 1
+            drop = self.server.requests <= self.server.drops
+        if not drop:
+            body = b'{"servers": []}'
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+
+
+class TestReadsRideOutDroppedConnections(testtools.TestCase):
+    def _serve(self, drops: int) -> tuple[_DroppingAPI, str]:
+        server = _DroppingAPI(drops)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.useFixture(fixtures.MonkeyPatch("devcloud.stress.POLL", 0.01))
+        return server, f"http://127.0.0.1:{server.server_address[1]}/servers"
+
+    def test_a_read_is_sent_again_when_the_connection_drops(self) -> None:
+        server, url = self._serve(drops=stress.READ_TRIES - 1)
+        session = ks_session.Session()
+        answer = stress.read(lambda: session.get(url, authenticated=False).json())
+        self.assertEqual({"servers": []}, answer)
+        self.assertEqual(stress.READ_TRIES, server.requests)
+
+    def test_an_api_that_keeps_dropping_is_an_api_fault(self) -> None:
+        server, url = self._serve(drops=stress.READ_TRIES)
+        session = ks_session.Session()
+        with self.assertRaises(keystoneauth_exceptions.ConnectFailure) as raised:
+            stress.read(lambda: session.get(url, authenticated=False))
+        self.assertIsInstance(raised.exception, stress.API_FAULTS)
+        self.assertEqual(stress.READ_TRIES, server.requests)
