@@ -168,13 +168,17 @@ class NoPlacement(Exception):
     """No placement satisfies the request; ``reason`` says why.
 
     ``placed``: how many of the request's VMs fit before the packing ran out
-    of admissible hosts, where that is what failed.
+    of admissible hosts, where that is what failed. ``room``: the most VMs
+    of the request any one place it may go (its processor group, a domain
+    of its required level) holds now, where the planner knows it (None
+    where not): what hosts must gain before the request can fit.
     """
 
-    def __init__(self, reason: str, placed: int | None = None) -> None:
+    def __init__(self, reason: str, placed: int | None = None, room: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.placed = placed
+        self.room = room
 
 
 def _quantize(value):
@@ -1041,17 +1045,21 @@ def best_group(count: int, groups: Iterable[str], plan_in: Callable[[str], tuple
     raises :class:`NoPlacement`; so does this when no group holds the request."""
     best: tuple[tuple, T] | None = None
     reasons = []
+    rooms: list[int | None] = []
     for group in groups:
         try:
             candidate, rank = plan_in(group)
         except NoPlacement as refusal:
             reasons.append(f"processor group {group or '(unnamed)'}: {refusal.reason}")
+            rooms.append(refusal.room)
             continue
         if best is None or (*rank, group) < best[0]:
             best = ((*rank, group), candidate)
     if best is None:
+        known = None not in rooms and bool(rooms)
         raise NoPlacement(
-            f"no single processor group can hold all {count} VMs; " + "; ".join(reasons)
+            f"no single processor group can hold all {count} VMs; " + "; ".join(reasons),
+            room=max(rooms) if known else None,
         )
     return best[1]
 

@@ -688,10 +688,13 @@ class ClassGreedy:
         return class_weighing.weigh_and_take(hosts, self.request.count, place, self.short_of)
 
     def short_of(self, placed: int) -> NoPlacement:
+        """The refusal when ``placed`` VMs fit: every host takes VMs until it
+        admits no more, so ``placed`` is these classes' whole room."""
         return NoPlacement(
             f"only {placed} of {self.request.count} VMs fit within capacity, "
             "dedicated hosts, cache thresholds and the interference table",
             placed,
+            room=placed,
         )
 
 

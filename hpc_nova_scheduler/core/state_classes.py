@@ -138,6 +138,9 @@ class StateClasses:
         self.names = list(columns.names)
         size = len(self.names)
         self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
+        #: The hosts' distinct capacities, and per demand the most VMs of it one holds.
+        self._capacities = np.unique(columns.capacity, axis=0)
+        self._most_per_host: dict[tuple[float, ...], int] = {}
         #: Per host, the id of its VMs as runs (VM, how many, demand) in
         #: placement order: an application's VMs on a host arrive together,
         #: as one run. Hosts that ran the same VMs share one id (0: none),
@@ -615,7 +618,7 @@ class StateClasses:
         """The request's plan on the classes ``slots`` (one processor group);
         ``required``: the depth of its required level, if any."""
         if not slots.size:
-            raise NoPlacement("no candidate hosts")
+            raise NoPlacement("no candidate hosts", room=0)
         if required is None:
             return ClassGreedy(self, request, slots, rule, admitted).run()
         # The required level's domains, tightest first, each tried whole.
@@ -628,15 +631,19 @@ class StateClasses:
             _, rooms, _ = arrangement.domain_rooms(codes[required], room, own, everyone)
             return float(rooms.max())
 
-        return first_domain_holding(
-            arrangement.tightest_first(codes, room, own, everyone, required, request.count),
-            lambda domain: ClassGreedy(
-                self, request, slots[codes[required] == domain], rule, admitted, required + 1
-            ).run(),
-            request.topology.required,
-            request.count,
-            largest_room,
-        )
+        try:
+            return first_domain_holding(
+                arrangement.tightest_first(codes, room, own, everyone, required, request.count),
+                lambda domain: ClassGreedy(
+                    self, request, slots[codes[required] == domain], rule, admitted, required + 1
+                ).run(),
+                request.topology.required,
+                request.count,
+                largest_room,
+            )
+        except NoPlacement as refusal:
+            refusal.room = round(largest_room())
+            raise
 
     def _admitted(self, request: PlacementRequest, rule: HostJudge, live: np.ndarray) -> np.ndarray:
         """Per class, whether ``rule`` admits the request's application there
@@ -755,15 +762,16 @@ class StateClasses:
         self._row_slot[groups.rows] = np.repeat(slots, sizes)
         self._row_runs[groups.rows] = np.repeat(runs, sizes)
 
-    def release(self, application_id: str) -> None:
-        """Remove every VM of the application (it finished).
+    def release(self, application_id: str) -> int:
+        """Remove every VM of the application (it finished); return how
+        many hosts it ran on.
 
         Hosts of one class that ran the same VMs end in one state: each
         such group is worked out once and moves together.
         """
         rows = self._rows_of.pop(application_id, None)
         if rows is None:
-            return
+            return 0
         afters: dict[int, int] = {}
         groups = self._groups(rows, None)
         slots, runs_ids = [], []
@@ -787,6 +795,16 @@ class StateClasses:
         if groups.many:
             self._mark(groups, slots, runs_ids)
         self._flush()
+        return len(rows)
+
+    def most_per_host(self, demand: tuple[float, ...]) -> int:
+        """The most VMs of ``demand`` an idle host holds: all that a host
+        can come to take more of the request than it takes now."""
+        most = self._most_per_host.get(demand)
+        if most is None:
+            copies = vm_copies(self._capacities, np.array(demand, dtype=float))
+            most = self._most_per_host[demand] = int(copies.max())
+        return most
 
     def rows_of(self, application_id: str) -> list[int]:
         rows = self._rows_of.get(application_id, [])

@@ -22,6 +22,7 @@ and hold them together job by job).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,23 @@ from hpc_nova_scheduler.core.state_classes import StateClasses, one_core_vms
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule
     from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shortfall:
+    """Why a refused request cannot fit before hosts are freed: the place
+    it may go (its processor group, a domain of its required level) lacks
+    ``vms`` of its VMs, and a freed host can come to take at most
+    ``per_host`` more of them (placements only take room away, and a host
+    holds no more than when idle)."""
+
+    vms: int
+    per_host: int
+
+    def may_fit_after(self, hosts_freed: int) -> bool:
+        """Whether the request may fit once jobs on ``hosts_freed`` hosts
+        (a host once per job) have finished; if not, it is refused again."""
+        return hosts_freed * self.per_host >= self.vms
 
 
 def _cache_slots(scenario: Scenario, request: PlacementRequest) -> int | None:
@@ -101,6 +119,11 @@ class _IdleAnswers:
 
 class PlannedCloud(_IdleAnswers):
     """Every policy, through plan() over a ClusterState."""
+
+    #: What the last refused request lacked (this cloud does not tell), and
+    #: hosts freed so far, counted once per finished job.
+    shortfall: Shortfall | None = None
+    hosts_freed = 0
 
     def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
         super().__init__()
@@ -171,6 +194,9 @@ class PlannedCloud(_IdleAnswers):
 class ClassedCloud:
     """Blind policies, through HostClasses: per-job cost independent of the host count."""
 
+    shortfall: Shortfall | None = None
+    hosts_freed = 0
+
     def __init__(self, shape: ClusterShape, scenario: Scenario) -> None:
         if not scenario.policy.blind:
             raise ValueError(f"scenario {scenario.name} is not blind to all but room")
@@ -216,6 +242,10 @@ class StateClassedCloud(_IdleAnswers):
         judged = scenario.admission is not None
         self.classes = StateClasses(columns, scenario.policy, scenario.thresholds, judged)
         self._idle = StateClasses(columns, scenario.policy, scenario.thresholds)
+        #: What the last refused request lacked, where known.
+        self.shortfall: Shortfall | None = None
+        #: Hosts freed so far, counted once per finished job.
+        self.hosts_freed = 0
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
@@ -224,12 +254,22 @@ class StateClassedCloud(_IdleAnswers):
 
     def start(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         classes = self.classes
+        self.shortfall = None
         # The same cheap necessary condition as PlannedCloud's.
         if not classes.room_for(request.demand.ram_mb, request.count):
             return False
         try:
             segments = classes.plan_segments(request, rule)
-        except NoPlacement:
+        except NoPlacement as refusal:
+            # An interference model need not be monotone: a host may come to
+            # admit a job after another joins it. The thresholds are.
+            per_host = classes.most_per_host(request.demand.as_tuple())
+            slots = _cache_slots(self.scenario, request)
+            if slots is not None:
+                # No host admits more than an idle one's cache thresholds do.
+                per_host = min(per_host, slots)
+            if rule is None and refusal.room is not None and per_host:
+                self.shortfall = Shortfall(request.count - refusal.room, per_host)
             return False
         classes.apply_segments(segments, request)
         return True
@@ -238,7 +278,7 @@ class StateClassedCloud(_IdleAnswers):
         self._idle.plan_segments(request)
 
     def finish(self, application_id: str) -> None:
-        self.classes.release(application_id)
+        self.hosts_freed += self.classes.release(application_id)
 
     def empty_rows(self) -> set[int]:
         return self.classes.empty_rows()

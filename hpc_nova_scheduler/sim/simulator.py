@@ -48,7 +48,7 @@ from hpc_nova_scheduler.interference.base import (
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.planners.base import BatchApp
 from hpc_nova_scheduler.sim import batches as batching
-from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud, StateClassedCloud
+from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud, Shortfall, StateClassedCloud
 from hpc_nova_scheduler.sim.interference import NoInterference, SlowdownModel
 from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 from hpc_nova_scheduler.sim.swf import Job
@@ -296,7 +296,8 @@ class Simulator:
         self._uniform_speed = all(speed == 1.0 for speed in self._speeds)
         #: Each host's domain per level, when the replay counts spans.
         self._codes = self.shape.domain_codes() if self.spans else None
-        self._refused: dict[int, int] = {}
+        #: Refused jobs: (jobs finished, hosts freed, what it lacked) at the time.
+        self._refused: dict[int, tuple[int, int, Shortfall | None]] = {}
         self._events: list[tuple[float, int, int, object]] = []
         self._order = itertools.count()
         self._running: dict[str, _Running] = {}
@@ -472,17 +473,27 @@ class Simulator:
 
     def _start(self, entry, now: float) -> bool:
         job, score, arrival = entry
+        refused = self._refused.get(job.job_id)
+        if refused is not None and not self._may_fit_again(*refused):
+            return False
+        if not self._try_start(job, score, arrival, now):
+            cloud = self._cloud
+            self._refused[job.job_id] = (self._releases, cloud.hosts_freed, cloud.shortfall)
+            return False
+        self._refused.pop(job.job_id, None)
+        return True
+
+    def _may_fit_again(self, releases: int, hosts_freed: int, shortfall: Shortfall | None) -> bool:
+        """Whether a job refused when ``releases`` jobs had finished, on
+        ``hosts_freed`` hosts, lacking ``shortfall``, is worth trying again."""
         # Placing VMs only ever takes room, cache budget and hosts away, so a
         # job refused since the last release would be refused again. (An
         # interference model need not be monotone: a host may come to admit a
         # job after another joins it. The replay waits for the next release.)
-        if self._refused.get(job.job_id) == self._releases:
+        if releases == self._releases:
             return False
-        if not self._try_start(job, score, arrival, now):
-            self._refused[job.job_id] = self._releases
-            return False
-        self._refused.pop(job.job_id, None)
-        return True
+        # Nor do releases that cannot make up what it lacked let it fit.
+        return shortfall is None or shortfall.may_fit_after(self._cloud.hosts_freed - hosts_freed)
 
     def _try_start(self, job: Job, score: float, arrival: float, now: float) -> bool:
         request = self._request(job, score)

@@ -3,6 +3,8 @@ plan() plans over every host."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import fixtures
 import testtools
 from hypothesis import given, settings
@@ -101,6 +103,21 @@ class TestSamePlans(testtools.TestCase):
             cloud.release([gone])
             classes.release(gone)
 
+    def room_is_the_most_that_fits(self, cloud, policy, thresholds, request, refusal) -> None:
+        """A refusal's room: plan() over every host holds that many of the
+        request's VMs and refuses one more (the simulator waits for releases
+        that could free what a refused job lacked, trusting it)."""
+        for count, fits in ((refusal.room, True), (refusal.room + 1, False)):
+            if count < 1:
+                continue
+            asked = dataclasses.replace(request, count=count)
+            try:
+                algorithm.plan(asked, cloud.columns(), thresholds, policy=policy)
+                planned = True
+            except NoPlacement:
+                planned = False
+            self.assertEqual(fits, planned, (count, refusal.reason))
+
     @settings(max_examples=300, deadline=None)
     @given(
         clouds(),
@@ -147,8 +164,10 @@ class TestSamePlans(testtools.TestCase):
                 expected = None
             try:
                 rows = classes.plan(request)
-            except NoPlacement:
+            except NoPlacement as refusal:
                 rows = None
+                if refusal.room is not None:
+                    self.room_is_the_most_that_fits(cloud, policy, thresholds, request, refusal)
             self.same_then_apply(cloud, classes, request, expected, rows, running, finish)
             columns = cloud.columns()
             for row in range(len(columns)):

@@ -120,6 +120,10 @@ class Recording(simulator.Simulator):
         self.placements.append((job.job_id, now, hosts))
         super()._launch(job, arrival, now, app_id)
 
+    def _try_start(self, job, score, arrival, now) -> bool:
+        self.attempts = getattr(self, "attempts", 0) + 1
+        return super()._try_start(job, score, arrival, now)
+
 
 def replay_both(test, shape, scenario, jobs, **options) -> list:
     """Replay on the engine the simulator picks and on plan() over every
@@ -225,6 +229,35 @@ class TestSameStateReplay(testtools.TestCase):
         hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
         replay_both(
             self, shape, hpc, jobs, cache_scores=(0, 30), interference=interference.CachePressure()
+        )
+
+
+class TestRefusedJobs(testtools.TestCase):
+    def test_a_refused_job_is_tried_again_only_when_releases_could_make_room(self) -> None:
+        """A head refused for want of room on state classes waits until the
+        hosts freed since could add what it lacked; plan() over every host
+        tries it after every release. Same placements, fewer attempts."""
+        path = traces.trace(self, "no_memory/CTC-SP2-1996-3.1-cln.swf.gz")
+        report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
+        every = swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP)
+        jobs = list(itertools.islice(every, 3000, 4500))
+        shape = sim_settings.ClusterShape.from_total_cores(340, 4, 2048)
+        scenario = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        attempts = {}
+        for classes in (None, False):
+            sim = Recording(shape, scenario, host_classes=classes, cache_scores=(0, 30))
+            sim.placements = []
+            outcome = outcome_of(sim.run(jobs))
+            attempts[sim.engine] = (sim.attempts, sim.placements, outcome)
+        (tried, placed, outcome), (tried_every, expected, outcome_expected) = attempts.values()
+        self.assertEqual(expected, placed)
+        self.assertEqual(outcome_expected, outcome)
+        self.assertLess(tried, tried_every * 0.9, (tried, tried_every))
+
+    def test_what_a_refusal_lacked(self) -> None:
+        shortfall = sim_cloud.Shortfall(vms=5, per_host=2)
+        self.assertEqual(
+            [False, False, False, True, True], [shortfall.may_fit_after(n) for n in range(5)]
         )
 
 
