@@ -549,12 +549,25 @@ class StateClasses:
         necessary condition the simulator checks before planning."""
         if self._free_cores < count - 1e-3:
             return False  # each VM needs a core (the slack covers float drift)
+        return self.one_core_room(memory_mb) >= count
+
+    def one_core_room(self, memory_mb: float) -> float:
+        """How many one-core VMs of ``memory_mb`` fit in all: one_core_vms()
+        on the classes, whole cores kept per class."""
         used = len(self._name_of)
-        # one_core_vms() on the classes, whole cores kept per class.
         fit = self._s_cores[:used]
         if memory_mb > 0:
             fit = np.minimum(fit, np.floor((self._s_free[:used, 1] + 1e-9) / memory_mb))
-        return float(np.dot(np.maximum(fit, 0.0), self._s_hosts[:used])) >= count
+        return float(np.dot(np.maximum(fit, 0.0), self._s_hosts[:used]))
+
+    def most_one_core(self, memory_mb: float) -> float:
+        """The most one-core VMs of ``memory_mb`` an idle host holds: all
+        that a host can come to add to :meth:`one_core_room`."""
+        capacity = self._capacities
+        fit = np.floor(capacity[:, 0] + 1e-9)
+        if memory_mb > 0:
+            fit = np.minimum(fit, np.floor((capacity[:, 1] + 1e-9) / memory_mb))
+        return max(float(fit.max()), 0.0)
 
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as

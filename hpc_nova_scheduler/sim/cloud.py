@@ -43,14 +43,15 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Shortfall:
-    """Why a refused request cannot fit before hosts are freed: the place
-    it may go (its processor group, a domain of its required level) lacks
-    ``vms`` of its VMs, and a freed host can come to take at most
-    ``per_host`` more of them (placements only take room away, and a host
+    """Why a refused request cannot fit before hosts are freed: the room
+    that refused it (of the place it may go: its processor group, a domain
+    of its required level; or, for the cheap precheck, of the whole cloud)
+    lacks ``vms`` of its VMs, and a freed host can come to add at most
+    ``per_host`` to that room (placements only take room away, and a host
     holds no more than when idle)."""
 
-    vms: int
-    per_host: int
+    vms: float
+    per_host: float
 
     def may_fit_after(self, hosts_freed: int) -> bool:
         """Whether the request may fit once jobs on ``hosts_freed`` hosts
@@ -256,7 +257,12 @@ class StateClassedCloud(_IdleAnswers):
         classes = self.classes
         self.shortfall = None
         # The same cheap necessary condition as PlannedCloud's.
-        if not classes.room_for(request.demand.ram_mb, request.count):
+        memory = request.demand.ram_mb
+        if not classes.room_for(memory, request.count):
+            # It reads free room alone, which only releases bring back.
+            per_host = classes.most_one_core(memory)
+            if per_host:
+                self.shortfall = Shortfall(request.count - classes.one_core_room(memory), per_host)
             return False
         try:
             segments = classes.plan_segments(request, rule)

@@ -184,6 +184,17 @@ class TestSamePlans(testtools.TestCase):
                     state_classes.one_core_vms(columns.free, need) >= vms,
                     classes.room_for(need, vms),
                 )
+                self.assertEqual(
+                    state_classes.one_core_vms(columns.free, need), classes.one_core_room(need)
+                )
+                # What one host can come to add to it: as much as it holds idle.
+                self.assertEqual(
+                    max(
+                        state_classes.one_core_vms(columns.capacity[row : row + 1], need)
+                        for row in range(len(columns))
+                    ),
+                    classes.most_one_core(need),
+                )
 
     @settings(max_examples=150, deadline=None)
     @given(
