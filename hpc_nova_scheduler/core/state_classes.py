@@ -581,6 +581,20 @@ class StateClasses:
             for _ in range(vms)
         ]
 
+    def most_vms(self, request: PlacementRequest, rule: HostJudge | None = None) -> int | None:
+        """The most VMs of ``request``'s kind a plan holds now (every count
+        up to it plans, none beyond); None where the planner cannot tell.
+
+        One plan of more VMs than any host could hold, refused at its room
+        check: no greedy runs."""
+        per_host = self.most_per_host(request.demand.as_tuple())
+        beyond = dataclasses.replace(request, count=len(self.names) * per_host + 1)
+        try:
+            self.plan_segments(beyond, rule)
+        except NoPlacement as refusal:
+            return refusal.room
+        return None  # a demand of nothing: no count is too many
+
     def plan_segments(self, request: PlacementRequest, rule: HostJudge | None = None) -> Segments:
         """:meth:`plan` as segments (hosts, VMs on each), for
         :meth:`apply_segments`: a wide job's plan is not spelt out VM by VM."""

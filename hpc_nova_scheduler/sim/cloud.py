@@ -59,9 +59,12 @@ class Shortfall:
         return hosts_freed * self.per_host >= self.vms
 
 
-def _cache_slots(scenario: Scenario, request: PlacementRequest) -> int | None:
+def _cache_slots(
+    scenario: Scenario, request: PlacementRequest, up_to: int | None = None
+) -> int | None:
     """How many VMs of the request an idle host's cache thresholds admit
-    (None: no limit), added up as the planner adds them."""
+    (None: no limit), added up as the planner adds them, counted up to
+    ``up_to`` (by default the request's count)."""
     policy, thresholds = scenario.policy, scenario.thresholds
     score = request.profile.cache_score
     extreme = policy.classes and request.app_class is AppClass.EXTREME_HPC
@@ -71,7 +74,8 @@ def _cache_slots(scenario: Scenario, request: PlacementRequest) -> int | None:
     if request.app_class is AppClass.SYNC_HPC:
         limit = min(limit, thresholds.beta)
     slots, cache = 0, 0.0
-    while slots < request.count and cache + score <= limit + EPSILON:
+    up_to = request.count if up_to is None else up_to
+    while slots < up_to and cache + score <= limit + EPSILON:
         cache += score
         slots += 1
     return slots
@@ -93,17 +97,7 @@ class _IdleAnswers:
 
     def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
         """Whether the request could be placed on the idle cloud."""
-        # Nothing runs there: the application's name meets no co-runner, and
-        # its cache score matters only by how many of its VMs a host's
-        # thresholds let in.
-        key = (
-            request.app_class,
-            _cache_slots(self.scenario, request),
-            request.demand,
-            request.count,
-            request.topology,
-            request.held_domains,
-        )
+        key = (self._kind(request), request.count)
         known = self._empty_answers.get(key)
         if known is None:
             try:
@@ -113,6 +107,20 @@ class _IdleAnswers:
                 known = False
             self._empty_answers[key] = known
         return known
+
+    def _kind(self, request: PlacementRequest, slots_up_to: int | None = None) -> tuple:
+        """What the idle cloud's answer reads of a request but its count;
+        its cache slots counted up to ``slots_up_to`` (as _cache_slots)."""
+        # Nothing runs there: the application's name meets no co-runner, and
+        # its cache score matters only by how many of its VMs a host's
+        # thresholds let in.
+        return (
+            request.app_class,
+            _cache_slots(self.scenario, request, slots_up_to),
+            request.demand,
+            request.topology,
+            request.held_domains,
+        )
 
     def _plan_on_empty(self, request: PlacementRequest) -> None:
         raise NotImplementedError
@@ -247,6 +255,8 @@ class StateClassedCloud(_IdleAnswers):
         self.shortfall: Shortfall | None = None
         #: Hosts freed so far, counted once per finished job.
         self.hosts_freed = 0
+        #: Per kind of request, the most of its VMs the idle cloud holds.
+        self._most_on_empty: dict[tuple, int | None] = {}
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
@@ -279,6 +289,19 @@ class StateClassedCloud(_IdleAnswers):
             return False
         classes.apply_segments(segments, request)
         return True
+
+    def plans_on_empty(self, request: PlacementRequest, rule: ModelRule | None = None) -> bool:
+        """Whether the request could be placed on the idle cloud: whether
+        its count is within the most VMs of its kind the idle cloud holds
+        (one refused plan per kind, not a whole plan per count)."""
+        # Beyond what a host holds, more cache slots change nothing.
+        kind = self._kind(request, self._idle.most_per_host(request.demand.as_tuple()))
+        if kind not in self._most_on_empty:
+            self._most_on_empty[kind] = self._idle.most_vms(request)
+        most = self._most_on_empty[kind]
+        if most is None:
+            return super().plans_on_empty(request, rule)
+        return request.count <= most
 
     def _plan_on_empty(self, request: PlacementRequest) -> None:
         self._idle.plan_segments(request)

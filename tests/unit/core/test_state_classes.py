@@ -162,6 +162,10 @@ class TestSamePlans(testtools.TestCase):
                 expected = algorithm.plan(request, cloud.columns(), thresholds, policy=policy)
             except NoPlacement:
                 expected = None
+            # Every count up to the most the classes tell plans, none beyond.
+            most = classes.most_vms(request)
+            if most is not None:
+                self.assertEqual(expected is not None, count <= most, (count, most))
             try:
                 rows = classes.plan(request)
             except NoPlacement as refusal:
