@@ -723,6 +723,7 @@ class StateClasses:
         # after, whatever their class: one id for them.
         afters: dict[tuple[int, int], int] = {}
         groups = self._groups(hosts, counts)
+        mark_each = not groups.many
         slots, runs_ids = [], []
         for (slot, vms, runs_id), rows in groups:
             # One VM at a time, as ClusterState does: the floats must agree.
@@ -735,9 +736,9 @@ class StateClasses:
                 after = afters[runs_id, vms] = self._new_runs(runs)
                 self._runs_part[after] = self._part_after(runs_id, vm, vms)
             self._free_cores -= demand[0] * vms * len(rows)
-            slots.append(self._move(slot, rows, (a, b, c), runs_id, after, not groups.many))
+            slots.append(self._move(slot, rows, (a, b, c), runs_id, after, mark_each))
             runs_ids.append(after)
-        if groups.many:
+        if not mark_each:
             self._mark(groups, slots, runs_ids)
         self._flush()
         self._rows_of[request.application_id] = hosts
@@ -801,6 +802,7 @@ class StateClasses:
             return 0
         afters: dict[int, int] = {}
         groups = self._groups(rows, None)
+        mark_each = not groups.many
         slots, runs_ids = [], []
         for (slot, _, runs_id), hosts in groups:
             a, b, c = self._name_of[slot][3]
@@ -817,9 +819,9 @@ class StateClasses:
             after = afters.get(runs_id)
             if after is None:
                 after = afters[runs_id] = self._new_runs(tuple(kept))
-            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, not groups.many))
+            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, mark_each))
             runs_ids.append(after)
-        if groups.many:
+        if not mark_each:
             self._mark(groups, slots, runs_ids)
         self._flush()
         return len(rows)
