@@ -254,16 +254,17 @@ class ClassGreedy:
         ok = self.fixed_ok
         if self.cache_rule is not None:
             ok = ok & self.cache_rule.admits_many(self.cache, self.sync)
+        if self.policy.packing == PACKING_NOVA_WEIGHERS:
+            self._rank_racks()
+            return self.weighed(ok)
         count = self.request.count
         # A request the admissible classes cannot hold is refused before
-        # any ranking or weighing: most failed attempts on a busy cloud end here.
+        # any ranking: most failed attempts on a busy cloud end here.
         room = float((self.room[ok] * self.hosts[ok]).sum()) if count > 1 else float(ok.any())
         if room < count:
             # Every host takes VMs until it admits no more: so many, then none.
             raise self.short_of(int(room))
         self._rank_racks()
-        if self.policy.packing == PACKING_NOVA_WEIGHERS:
-            return self.weighed(ok)
         return self.one(ok) if count == 1 else self.mdobp(ok)
 
     def one(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
