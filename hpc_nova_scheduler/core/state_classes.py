@@ -139,7 +139,9 @@ class StateClasses:
         size = len(self.names)
         self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
         #: The hosts' distinct capacities, and per demand the most VMs of it one holds.
-        self._capacities = np.unique(columns.capacity, axis=0)
+        # (From the tuples: numpy's unique over rows compares them as records,
+        # a tenth of a second on CEA-Curie's 23,328 hosts.)
+        self._capacities = np.array(sorted(set(self._capacity)), dtype=float)
         self._most_per_host: dict[tuple[float, ...], int] = {}
         #: Per host, the id of its VMs as runs (VM, how many, demand) in
         #: placement order: an application's VMs on a host arrive together,
