@@ -265,7 +265,26 @@ class ClassGreedy:
             # Every host takes VMs until it admits no more: so many, then none.
             raise self.short_of(int(room))
         self._rank_racks()
+        # (Few classes cost less to rank whole than to sift by rack.)
+        if self.ranked and not self.best_fit and len(self.slots) > self.classes.few_slots:
+            ok = self._first_racks(ok)
         return self.one(ok) if count == 1 else self.mdobp(ok)
+
+    def _first_racks(self, ok: np.ndarray) -> np.ndarray:
+        """``ok`` less the classes in racks the plan never reaches: the rack
+        rank comes first in every host's key, so the greedy fills the racks
+        in rank order, each until no host of it admits more (its room), and
+        stops in the first rack where the rooms so far hold the request."""
+        rank = self.rack_rank[self.classes._s_rack[self.slots]]
+        if self.request.count == 1:
+            return ok & (rank == rank[ok].min())
+        rooms = np.bincount(
+            rank[ok].astype(np.int64),
+            weights=(self.room * self.hosts)[ok],
+            minlength=self.classes._racks,
+        )
+        reached = int(np.searchsorted(np.cumsum(rooms), self.request.count))
+        return ok & (rank <= reached)
 
     def one(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
         """:meth:`mdobp` for a request of one VM: the first host of the
