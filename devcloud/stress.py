@@ -70,11 +70,14 @@ KEEP_ALIVE = 3
 BUILD_TIMEOUT = 180.0
 #: Seconds between two looks at a request's servers.
 POLL = 0.5
+#: A connection the API closed without answering (gunicorn closes idle
+#: keep-alive connections, and a request sent on one as it does so gets no
+#: response); during version discovery keystoneauth reports it as a
+#: discovery failure.
+DROPPED = (keystoneauth_exceptions.ConnectionError, keystoneauth_exceptions.DiscoveryFailure)
 #: What a client rides out: an API answering with an error (a fault may take
-#: it down for a while) or closing the connection without answering (gunicorn
-#: closes idle keep-alive connections, and a request sent on one as it does
-#: so gets no response).
-API_FAULTS = (openstack_exceptions.SDKException, keystoneauth_exceptions.ConnectionError)
+#: it down for a while) or dropping the connection.
+API_FAULTS = (openstack_exceptions.SDKException, *DROPPED)
 #: Times an idempotent read is sent before a dropped connection is an error.
 READ_TRIES = 3
 
@@ -85,7 +88,7 @@ def read(call: Callable[[], T]) -> T:
     for _ in range(READ_TRIES - 1):
         try:
             return call()
-        except keystoneauth_exceptions.ConnectionError:
+        except DROPPED:
             time.sleep(POLL)
     return call()
 

@@ -139,6 +139,20 @@ class TestReadsRideOutDroppedConnections(testtools.TestCase):
         self.assertEqual({"servers": []}, answer)
         self.assertEqual(stress.READ_TRIES, server.requests)
 
+    def test_a_dropped_version_discovery_is_sent_again(self) -> None:
+        self.useFixture(fixtures.MonkeyPatch("devcloud.stress.POLL", 0.01))
+        calls = []
+
+        def discover() -> str:
+            calls.append(1)
+            if len(calls) < stress.READ_TRIES:
+                raise keystoneauth_exceptions.DiscoveryFailure("no version document")
+            return "found"
+
+        self.assertEqual("found", stress.read(discover))
+        self.assertEqual(stress.READ_TRIES, len(calls))
+        self.assertIsInstance(keystoneauth_exceptions.DiscoveryFailure("x"), stress.API_FAULTS)
+
     def test_an_api_that_keeps_dropping_is_an_api_fault(self) -> None:
         server, url = self._serve(drops=stress.READ_TRIES)
         session = ks_session.Session()
