@@ -565,11 +565,7 @@ class StateClasses:
     def most_one_core(self, memory_mb: float) -> float:
         """The most one-core VMs of ``memory_mb`` an idle host holds: all
         that a host can come to add to :meth:`one_core_room`."""
-        capacity = self._capacities
-        fit = np.floor(capacity[:, 0] + 1e-9)
-        if memory_mb > 0:
-            fit = np.minimum(fit, np.floor((capacity[:, 1] + 1e-9) / memory_mb))
-        return max(float(fit.max()), 0.0)
+        return max(float(_one_core_fit(self._capacities, memory_mb).max()), 0.0)
 
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as
@@ -893,13 +889,19 @@ def _per_host(
     return hosts, np.bincount(where, weights=each, minlength=len(hosts)).astype(np.int64)
 
 
+def _one_core_fit(free: np.ndarray, memory_mb: float) -> np.ndarray:
+    """How many one-core VMs of ``memory_mb`` each row's free resources hold."""
+    fit = np.floor(free[:, 0] + 1e-9)
+    if memory_mb > 0:
+        fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
+    return fit
+
+
 def one_core_vms(free: np.ndarray, memory_mb: float, hosts: np.ndarray | None = None) -> float:
     """How many one-core VMs of ``memory_mb`` fit in these free resources
     in all (``hosts``: how many hosts each row stands for): a necessary
     condition of any plan, cheap enough to try before planning."""
-    fit = np.floor(free[:, 0] + 1e-9)
-    if memory_mb > 0:
-        fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
+    fit = _one_core_fit(free, memory_mb)
     if hosts is not None:
         fit = fit * hosts
     return float(fit[fit > 0].sum())
