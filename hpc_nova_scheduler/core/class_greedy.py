@@ -109,6 +109,8 @@ class ClassGreedy:
             self.cache_rule = CacheRule(classes.thresholds, self.score, self.sync_request)
         #: Per class, what placing VMs never changes: the judge's admission.
         self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
+        #: The judge's admission per class, if one judged them.
+        self.judged = admitted
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
         self.slots = slots
@@ -165,7 +167,8 @@ class ClassGreedy:
         return self._rooms
 
     def _room(self) -> np.ndarray:
-        room = np.where(self.fixed_ok, self.copies, 0).astype(float)
+        # (Without a judge every class is admitted: the copies themselves.)
+        room = self.copies if self.judged is None else np.where(self.fixed_ok, self.copies, 0.0)
         if self.cache_rule is None:
             return room
         return self.cache_rule.room(room, self.cache, self.sync)

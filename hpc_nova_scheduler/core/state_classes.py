@@ -156,9 +156,6 @@ class StateClasses:
         self._last_runs_id = 0
         #: application id -> its host rows, ascending (a list for a few).
         self._rows_of: dict[str, np.ndarray | list[int]] = {}
-        #: Free cores over every host, kept as VMs come and go: most
-        #: attempts on a busy cloud fail for want of cores, told at once.
-        self._free_cores = float(columns.free[:, 0].sum())
         self.levels = tuple(columns.levels)
         self._racks = len(columns.rack_names)
         self._rack = columns.rack.tolist()
@@ -188,7 +185,7 @@ class StateClasses:
         self._s_group = np.zeros(slots, dtype=np.int64)
         self._s_hosts = np.zeros(slots, dtype=np.int64)
         self._s_first = np.zeros(slots, dtype=np.int64)
-        #: Per class, whole cores free (what room_for counts VMs by).
+        #: Per class, whole cores free (what one_core_room counts VMs by).
         self._s_cores = np.zeros(slots)
         #: Per class, the write (:meth:`_flush`) that gave it its state: the
         #: packing keys kept for it are good while this has not changed.
@@ -320,12 +317,13 @@ class StateClasses:
         made or their hosts changed: once per placement or release, so that
         a wide job moving hundreds of groups pays a few numpy calls, not a
         dozen per group."""
+        # (Index arrays, not lists: numpy reads a list index far slower.)
         fresh = [slot for slot in self._fresh if self._name_of[slot] is not None]
         if fresh:
             self._flushes += 1
-            self._s_stamp[fresh] = self._flushes
         if len(fresh) <= self.flush_one_by_one:
             for slot in fresh:
+                self._s_stamp[slot] = self._flushes
                 name, row = self._name_of[slot], self._fresh[slot]
                 self._s_capacity[slot] = name[2]
                 self._s_free[slot] = name[3]
@@ -335,16 +333,24 @@ class StateClasses:
                 self._s_rack[slot] = self._rack[row]
                 self._s_group[slot] = self._group[row]
         else:
-            names = [self._name_of[slot] for slot in fresh]
-            rows = [self._fresh[slot] for slot in fresh]
-            self._s_capacity[fresh] = [name[2] for name in names]
-            free = np.array([name[3] for name in names])
-            self._s_free[fresh] = free
-            self._s_cores[fresh] = np.floor(free[:, 0] + 1e-9)
-            self._s_cache[fresh] = [name[4] for name in names]
-            self._s_sync[fresh] = [name[5] for name in names]
-            self._s_rack[fresh] = [self._rack[row] for row in rows]
-            self._s_group[fresh] = [self._group[row] for row in rows]
+            # One table, one conversion: capacity, free, cache total,
+            # SyncHPC, rack, group (small integers, exact as floats).
+            rack, group, made = self._rack, self._group, self._fresh
+            table = np.array(
+                [
+                    (*name[2], *name[3], name[4], name[5], rack[row], group[row])
+                    for name, row in ((self._name_of[slot], made[slot]) for slot in fresh)
+                ]
+            )
+            at = np.array(fresh)
+            self._s_stamp[at] = self._flushes
+            self._s_capacity[at] = table[:, 0:3]
+            self._s_free[at] = table[:, 3:6]
+            self._s_cores[at] = np.floor(table[:, 3] + 1e-9)
+            self._s_cache[at] = table[:, 6]
+            self._s_sync[at] = table[:, 7] != 0
+            self._s_rack[at] = table[:, 8]
+            self._s_group[at] = table[:, 9]
         self._fresh.clear()
         members = self._members
         if len(self._dirty) <= self.flush_one_by_one:
@@ -354,9 +360,9 @@ class StateClasses:
                     self._s_first[slot] = members[slot][0]
         else:
             dirty = list(self._dirty)
-            self._s_hosts[dirty] = [len(members[slot]) for slot in dirty]
+            self._s_hosts[np.array(dirty)] = [len(members[slot]) for slot in dirty]
             kept = [slot for slot in dirty if members[slot]]
-            self._s_first[kept] = [members[slot][0] for slot in kept]
+            self._s_first[np.array(kept, dtype=np.int64)] = [members[slot][0] for slot in kept]
         self._dirty.clear()
 
     def _grow(self) -> None:
@@ -465,8 +471,9 @@ class StateClasses:
             self._row_slot[rows[0]] = slot
             self._row_runs[rows[0]] = runs_id
         else:
-            self._row_slot[rows] = slot
-            self._row_runs[rows] = runs_id
+            at = np.array(rows)
+            self._row_slot[at] = slot
+            self._row_runs[at] = runs_id
         return slot
 
     def _move(
@@ -488,7 +495,7 @@ class StateClasses:
         self._fresh[slot] = rows[0]
         self._runs_hosts[after] += len(rows)
         if mark:
-            self._row_runs[rows[0] if len(rows) == 1 else rows] = after
+            self._row_runs[rows[0] if len(rows) == 1 else np.array(rows)] = after
         return slot
 
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
@@ -546,16 +553,11 @@ class StateClasses:
         stamps[stale] = self._s_stamp[stale]
         return tuple(column[slots] for column in keys)
 
-    def room_for(self, memory_mb: float, count: int) -> bool:
-        """Whether ``count`` one-core VMs of ``memory_mb`` fit at all: the
-        necessary condition the simulator checks before planning."""
-        if self._free_cores < count - 1e-3:
-            return False  # each VM needs a core (the slack covers float drift)
-        return self.one_core_room(memory_mb) >= count
-
     def one_core_room(self, memory_mb: float) -> float:
         """How many one-core VMs of ``memory_mb`` fit in all: one_core_vms()
-        on the classes, whole cores kept per class."""
+        on the classes, whole cores kept per class. Fewer than a request's
+        VMs refuse it: the necessary condition the simulator checks before
+        planning."""
         used = len(self._name_of)
         fit = self._s_cores[:used]
         if memory_mb > 0:
@@ -733,7 +735,6 @@ class StateClasses:
                 runs = (*self._runs_by_id[runs_id], (vm, vms, demand))
                 after = afters[runs_id, vms] = self._new_runs(runs)
                 self._runs_part[after] = self._part_after(runs_id, vm, vms)
-            self._free_cores -= demand[0] * vms * len(rows)
             slots.append(self._move(slot, rows, (a, b, c), runs_id, after, mark_each))
             runs_ids.append(after)
         if not mark_each:
@@ -750,8 +751,9 @@ class StateClasses:
         if isinstance(rows, list):
             # A few hosts: grouped in Python, in the order numpy's sort gives.
             counts = counts or [0] * len(rows)
-            slots = self._row_slot[rows].tolist()
-            runs = self._row_runs[rows].tolist()
+            at = np.array(rows)
+            slots = self._row_slot[at].tolist()
+            runs = self._row_runs[at].tolist()
             keys: list[tuple[int, int, int]] = []
             bounds, every = [], []
             for slot, count, runs_id, row in sorted(zip(slots, counts, runs, rows, strict=True)):
@@ -784,9 +786,12 @@ class StateClasses:
 
     def _mark(self, groups: Groups, slots: list[int], runs: list[int]) -> None:
         """Record each group's hosts' new class and VMs, all at once."""
-        sizes = np.diff(groups.bounds)
-        self._row_slot[groups.rows] = np.repeat(slots, sizes)
-        self._row_runs[groups.rows] = np.repeat(runs, sizes)
+        # (Arrays' own repeat: np.diff and np.repeat wrap lists at a cost
+        # per call that outweighs a few dozen hosts.)
+        bounds = np.array(groups.bounds)
+        sizes = bounds[1:] - bounds[:-1]
+        self._row_slot[groups.rows] = np.array(slots).repeat(sizes)
+        self._row_runs[groups.rows] = np.array(runs).repeat(sizes)
 
     def release(self, application_id: str) -> int:
         """Remove every VM of the application (it finished); return how
@@ -808,7 +813,6 @@ class StateClasses:
             for run in self._runs_by_id[runs_id]:
                 vm, vms, demand = run
                 if vm.application_id == application_id:
-                    self._free_cores += demand[0] * vms * len(hosts)
                     for _ in range(vms):
                         a, b, c = a + demand[0], b + demand[1], c + demand[2]
                 else:

@@ -268,11 +268,12 @@ class StateClassedCloud(_IdleAnswers):
         self.shortfall = None
         # The same cheap necessary condition as PlannedCloud's.
         memory = request.demand.ram_mb
-        if not classes.room_for(memory, request.count):
+        room = classes.one_core_room(memory)
+        if room < request.count:
             # It reads free room alone, which only releases bring back.
             per_host = classes.most_one_core(memory)
             if per_host:
-                self.shortfall = Shortfall(request.count - classes.one_core_room(memory), per_host)
+                self.shortfall = Shortfall(request.count - room, per_host)
             return False
         try:
             segments = classes.plan_segments(request, rule)
