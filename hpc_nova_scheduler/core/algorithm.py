@@ -192,21 +192,43 @@ def _quantize(value):
 
 def _cosine_keys(free: np.ndarray, capacity: np.ndarray, demand: np.ndarray) -> tuple:
     """(-cosine, residual after placement) of each row, over CPU and RAM."""
-    dot = norm_r = norm_q = after = 0.0
-    for dim in (0, 1):
-        c = capacity[:, dim]
-        live = c > 0
-        safe = np.where(live, c, 1.0)
-        r = np.where(live, free[:, dim] / safe, 0.0)
-        q = np.where(live, demand[dim] / safe, 0.0)
-        dot = dot + r * q
-        norm_r = norm_r + r * r
-        norm_q = norm_q + q * q
-        gap = r - q
-        after = after + gap * gap
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosine = np.where((norm_q == 0) | (norm_r == 0), 1.0, dot / np.sqrt(norm_r * norm_q))
-    return -_quantize(cosine), _quantize(np.sqrt(after))
+    return CosineKeys(capacity, demand)(free)
+
+
+class CosineKeys:
+    """:func:`_cosine_keys` of rows whose totals stay while their free
+    resources change (hosts taking VM after VM): what reads only the totals
+    and the demand is worked out once, the rest with the same operations in
+    the same order."""
+
+    def __init__(self, capacity: np.ndarray, demand: np.ndarray) -> None:
+        #: Per dimension (CPU, RAM): hosts that have any, their totals (1
+        #: where none, never read), and the demand's share of them.
+        self._dims = []
+        norm_q = 0.0
+        for dim in (0, 1):
+            c = capacity[:, dim]
+            live = c > 0
+            safe = np.where(live, c, 1.0)
+            q = np.where(live, demand[dim] / safe, 0.0)
+            norm_q = norm_q + q * q
+            self._dims.append((live, safe, q))
+        self._norm_q = norm_q
+        self._no_demand = norm_q == 0
+
+    def __call__(self, free: np.ndarray) -> tuple:
+        dot = norm_r = after = 0.0
+        for dim, (live, safe, q) in enumerate(self._dims):
+            r = np.where(live, free[:, dim] / safe, 0.0)
+            dot = dot + r * q
+            norm_r = norm_r + r * r
+            gap = r - q
+            after = after + gap * gap
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosine = np.where(
+                self._no_demand | (norm_r == 0), 1.0, dot / np.sqrt(norm_r * self._norm_q)
+            )
+        return -_quantize(cosine), _quantize(np.sqrt(after))
 
 
 def _cosine_key_one(free, capacity, demand) -> tuple[float, float]:
@@ -256,21 +278,45 @@ def blind_key_one(packing: str, free, capacity, demand) -> tuple[float, ...]:
 def vm_copies(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """How many VMs of ``demand`` each row's free resources hold (0 for a
     demand of nothing)."""
-    dims = demand > 0
-    if not dims.any():
+    # Column by column: a 2-D fancy copy and a reduction along rows cost
+    # more than the arithmetic on a few hundred rows.
+    copies = None
+    for dim, need in enumerate(demand.tolist()):
+        if need > 0:
+            each = np.floor((free[:, dim] + _SLACK) / need)
+            copies = each if copies is None else np.minimum(copies, each)
+    if copies is None:
         return np.zeros(len(free))
-    return np.maximum(np.floor((free[:, dims] + _SLACK) / demand[dims]).min(axis=1), 0)
+    return np.maximum(copies, 0)
 
 
 def fits_many(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """Whether one more VM of ``demand`` fits in each row's free resources."""
-    dims = demand > 0
-    return (demand[dims] <= free[:, dims] + _SLACK).all(axis=1)
+    fits = np.ones(len(free), dtype=bool)
+    for dim, need in enumerate(demand.tolist()):
+        if need > 0:
+            fits &= need <= free[:, dim] + _SLACK
+    return fits
 
 
 def fits_one(free: Sequence[float], demand: Sequence[float]) -> bool:
     """:func:`fits_many` for one host in Python floats, to the bit."""
     return all(d <= f + _SLACK for d, f in zip(demand, free, strict=True) if d > 0)
+
+
+def _floor_one(value: float) -> float:
+    """``np.floor`` of one Python float (an infinite one stays so)."""
+    return float(math.floor(value)) if math.isfinite(value) else value
+
+
+def vm_copies_one(free: Sequence[float], demand: Sequence[float]) -> float:
+    """:func:`vm_copies` for one host in Python floats, to the bit."""
+    copies = None
+    for have, need in zip(free, demand, strict=True):
+        if need > 0:
+            each = _floor_one((have + _SLACK) / need)
+            copies = each if copies is None else min(copies, each)
+    return 0.0 if copies is None else max(copies, 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +352,17 @@ class CacheRule:
         room = np.minimum(room, np.maximum(alpha, 0))
         beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
         return np.where(sync | self.sync_request, np.minimum(room, np.maximum(beta, 0)), room)
+
+    def room_one(self, room: float, cache: float, sync: bool) -> float:
+        """:meth:`room` for one host in Python floats, to the bit."""
+        score = self.score
+        if score <= 0:
+            return room
+        room = min(room, max(_floor_one((self.thresholds.alpha + EPSILON - cache) / score), 0.0))
+        if sync or self.sync_request:
+            beta = _floor_one((self.thresholds.beta + EPSILON - cache) / score)
+            room = min(room, max(beta, 0.0))
+        return room
 
 
 def _normalised(values: np.ndarray) -> np.ndarray:

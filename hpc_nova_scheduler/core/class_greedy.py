@@ -26,6 +26,7 @@ from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_NOVA_WEIGHERS,
     CacheRule,
+    CosineKeys,
     NoPlacement,
     PlacementRequest,
     Policy,
@@ -35,6 +36,7 @@ from hpc_nova_scheduler.core.algorithm import (
     fits_many,
     fits_one,
     vm_copies,
+    vm_copies_one,
 )
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
@@ -73,6 +75,31 @@ class StateClasses(Protocol):
     _rack_domains: np.ndarray
 
     def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
+
+
+class HostRoom:
+    """What one host in a given state adds to a request's room: the VMs of
+    the request it takes (its copies, less what the cache thresholds
+    leave), 0 where it admits none, as :meth:`ClassGreedy.run` counts them
+    before refusing (without a judge of co-runners) in Python floats, to
+    the bit. Releases only add to it: a refused request's room grows by
+    what it says of the freed hosts before and after."""
+
+    def __init__(self, request: PlacementRequest, policy: Policy, thresholds: Thresholds) -> None:
+        self.demand = request.demand.as_tuple()
+        self.cache_rule = None
+        if policy.cache_criteria:
+            sync_request = request.app_class is AppClass.SYNC_HPC
+            self.cache_rule = CacheRule(thresholds, request.profile.cache_score, sync_request)
+
+    def __call__(self, free: Sequence[float], cache: float, sync: bool) -> float:
+        if not fits_one(free, self.demand):
+            return 0.0
+        copies = vm_copies_one(free, self.demand)
+        rule = self.cache_rule
+        if rule is None:
+            return copies
+        return rule.room_one(copies, cache, sync) if rule.admits_one(cache, sync) else 0.0
 
 
 class ClassGreedy:
@@ -221,22 +248,21 @@ class ClassGreedy:
         columns = [column.tolist() for column in self.keys(at)]
         return list(zip(*columns, strict=True)) if columns else [()] * len(at)
 
-    def _keys(self, at: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...]:
-        """:meth:`keys` of the classes at ``at`` were their hosts' free
-        resources ``free``."""
-        packing_keys = blind_keys(self.policy.packing, free, self.capacity[at], self.demand)
-        return self._ranked(at, packing_keys)
-
     def _ranked(self, at: np.ndarray, packing_keys: tuple) -> tuple[np.ndarray, ...]:
         """The classes' packing keys (``blind_keys``) with the rack's rank
         before and the position inside the rack after, where ranked."""
         if not self.ranked:
             return packing_keys
         rank = self.rack_rank[self.classes._s_rack[self.slots[at]]]
-        position = self.within_rack[at]
-        if self.policy.packing == PACKING_COSINE and self.topology_aware:
-            return (rank, packing_keys[1], position)
-        return (rank, *packing_keys, position)
+        return (rank, *self._packing_part(packing_keys), self.within_rack[at])
+
+    def _packing_part(self, packing_keys: tuple) -> tuple:
+        """What of the packing keys a host's sort key holds, between the
+        rack's rank and the position where ranked: all that changes as the
+        host takes VMs."""
+        if self.ranked and self.policy.packing == PACKING_COSINE and self.topology_aware:
+            return (packing_keys[1],)
+        return packing_keys
 
     def key_one(self, row: int, free: Sequence[float], position: float) -> tuple:
         """:meth:`keys` for one host, to the bit; ``position``: its class's
@@ -286,14 +312,14 @@ class ClassGreedy:
             weights=(self.room * self.hosts)[ok],
             minlength=self.classes._racks,
         )
-        reached = int(np.searchsorted(np.cumsum(rooms), self.request.count))
+        reached = int(rooms.cumsum().searchsorted(self.request.count))
         return ok & (rank <= reached)
 
     def one(self, ok: np.ndarray) -> list[tuple[list[int], int]]:
         """:meth:`mdobp` for a request of one VM: the first host of the
         admissible class (``ok``) with the smallest (key, first row); no
         chain, no merge, no heap."""
-        at = np.flatnonzero(ok)
+        at = ok.nonzero()[0]
         classes = self.classes
         firsts = classes._s_first[self.slots[at]].tolist()
         if len(at) <= classes.few_slots:
@@ -330,7 +356,7 @@ class ClassGreedy:
         change[0] = True
         for k in sorted_keys:
             change[1:] |= k[1:] != k[:-1]
-        starts = np.flatnonzero(change)
+        starts = change.nonzero()[0]
         if not keys:
             return ranked, starts.tolist(), [()] * len(starts)
         run_keys = list(zip(*(k[starts].tolist() for k in sorted_keys), strict=True))
@@ -349,7 +375,7 @@ class ClassGreedy:
         VMs are rescored with the planner's one-host functions.
         """
         count = self.request.count
-        ranked = self.ranked_classes(np.flatnonzero(ok))
+        ranked = self.ranked_classes(ok.nonzero()[0])
         if count >= self.classes.filling_from:
             filled = self.filled(*ranked)
             if filled is not None:
@@ -526,7 +552,7 @@ class ClassGreedy:
         # Per class met (in the order of their first hosts, as the greedy
         # meets them): its chain, and where each host's class is in it.
         slots, first, where = np.unique(of, return_index=True, return_inverse=True)
-        met = np.argsort(first, kind="stable")
+        met = first.argsort(kind="stable")
         entries = {
             slot: entry_of(row)
             for slot, row in zip(slots[met].tolist(), rows[first[met]].tolist(), strict=True)
@@ -534,15 +560,15 @@ class ClassGreedy:
         chains = [entries[slot] for slot in slots.tolist()]
         vms = np.array([e[3] for e in chains], dtype=np.int64)[where]
         ahead = np.array([not (e[2] is None or e[2] > key) for e in chains])[where]
-        end = int(np.searchsorted(np.cumsum(vms), left, side="right"))
-        stops = np.flatnonzero(ahead[:end])
+        end = int(vms.cumsum().searchsorted(left, side="right"))
+        stops = ahead[:end].nonzero()[0]
         if stops.size:
             end = int(stops[0])
         if not end:
             return []
         taken_rows, taken_vms = rows[:end], vms[:end]
         # Each class's hosts, by row, onto its chain's list.
-        by_class = np.argsort(where[:end], kind="stable")
+        by_class = where[:end].argsort(kind="stable")
         classes_taken = where[:end][by_class]
         rows_by_class = taken_rows[by_class].tolist()
         bounds = _run_bounds(classes_taken)
@@ -567,13 +593,21 @@ class ClassGreedy:
         free = self.free[at].copy()
         cache = self.cache[at].copy()
         sync = self.sync[at] | self.sync_request
-        key = self.keys(at)
+        whole = self.keys(at)
+        # A host's rack rank and position never change as it takes VMs:
+        # only its packing keys are worked out again and compared.
+        ranked = self.ranked
+        key = whole[1:-1] if ranked else whole
+        packing = self.policy.packing
+        capacity = self.capacity[at]
+        cosine_keys = CosineKeys(capacity, self.demand) if packing == PACKING_COSINE else None
         length = np.zeros(size, dtype=np.int64)
         active = np.ones(size, dtype=bool)
         found: list[tuple[np.ndarray, tuple, np.ndarray]] = []
 
         def end(where: np.ndarray) -> None:
-            found.append((np.flatnonzero(where), tuple(k[where] for k in key), length[where]))
+            parts = (whole[0], *key, whole[-1]) if ranked else key
+            found.append((where.nonzero()[0], tuple(k[where] for k in parts), length[where]))
 
         for vms in range(1, count + 1):
             free -= self.demand
@@ -586,7 +620,10 @@ class ClassGreedy:
             active &= more
             if not active.any():
                 break
-            after = self._keys(at, free)
+            if cosine_keys is not None:
+                after = self._packing_part(cosine_keys(free))
+            else:
+                after = self._packing_part(blind_keys(packing, free, capacity, self.demand))
             rose = np.zeros(size, dtype=bool)
             same = np.ones(size, dtype=bool)
             for new, old in zip(after, key, strict=True):
@@ -598,7 +635,7 @@ class ClassGreedy:
             # The key a chain runs at: the highest its host has reached.
             key = tuple(np.where(rose, new, old) for new, old in zip(after, key, strict=True))
         index = np.concatenate([f[0] for f in found])
-        keys = tuple(np.concatenate([f[1][i] for f in found]) for i in range(len(key)))
+        keys = tuple(np.concatenate([f[1][i] for f in found]) for i in range(len(whole)))
         return index, keys, np.concatenate([f[2] for f in found])
 
     def filled(
@@ -620,8 +657,8 @@ class ClassGreedy:
         # The classes whose room covers the request, to the end of a run of
         # equal keys; then, if their chains run past the next class's key,
         # every class.
-        reach = np.cumsum(self.room[at] * self.hosts[at])
-        needed = min(len(at), int(np.searchsorted(reach, count)) + 1)
+        reach = (self.room[at] * self.hosts[at]).cumsum()
+        needed = min(len(at), int(reach.searchsorted(count)) + 1)
         run = bisect.bisect_right(starts, needed - 1)
         # Fewer runs than classes: classes of equal keys, which the greedy
         # merges host by host.
@@ -671,11 +708,11 @@ class ClassGreedy:
                 # more than ``left`` of each: each host takes a VM at least).
                 group = [members[slots[i]][:left] for i in index[first:last]]
                 rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in group])
-                each = np.repeat(length[first:last], [len(m) for m in group])
-                by_row = np.argsort(rows, kind="stable")
+                each = np.array(length[first:last]).repeat([len(m) for m in group])
+                by_row = rows.argsort(kind="stable")
                 rows, each = rows[by_row], each[by_row]
-                total = np.cumsum(each)
-                stop = min(len(rows), int(np.searchsorted(total, left)) + 1)
+                total = each.cumsum()
+                stop = min(len(rows), int(total.searchsorted(left)) + 1)
                 each = each[:stop].copy()
                 placed = int(total[stop - 1])
                 if placed > left:
@@ -693,7 +730,7 @@ class ClassGreedy:
         and cores (:mod:`.class_weighing`)."""
         classes = self.classes
         candidates = []
-        for i in np.flatnonzero(ok).tolist():
+        for i in ok.nonzero()[0].tolist():
             slot = int(self.slots[i])
             name = classes._name_of[slot]
             candidates.append((name[3], name[4], name[5], True, classes._members[slot]))
@@ -754,7 +791,7 @@ def _add_segments(
 def _run_bounds(values: np.ndarray) -> list[int]:
     """Where each run of equal ``values`` starts, and their length at the
     end: run ``i`` is ``values[bounds[i]:bounds[i + 1]]``."""
-    cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    cuts = (values[1:] != values[:-1]).nonzero()[0] + 1
     return [0, *cuts.tolist(), len(values)]
 
 
@@ -853,7 +890,7 @@ class UntouchedHosts:
                 slots.append((slot, end - at))
         every = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64)
         of = np.repeat([slot for slot, _ in slots], [n for _, n in slots]).astype(np.int64)
-        order = np.argsort(every, kind="stable")[:limit]
+        order = every.argsort(kind="stable")[:limit]
         return every[order], of[order]
 
     def skip_to(self, row: int) -> None:

@@ -185,8 +185,9 @@ class StateClasses:
         self._s_group = np.zeros(slots, dtype=np.int64)
         self._s_hosts = np.zeros(slots, dtype=np.int64)
         self._s_first = np.zeros(slots, dtype=np.int64)
-        #: Per class, whole cores free (what one_core_room counts VMs by).
-        self._s_cores = np.zeros(slots)
+        #: Per memory asked of :meth:`one_core_room` lately, per class, the
+        #: one-core VMs of it a host holds: kept as classes are written.
+        self._one_core_fits: dict[float, np.ndarray] = {}
         #: Per class, the write (:meth:`_flush`) that gave it its state: the
         #: packing keys kept for it are good while this has not changed.
         self._s_stamp = np.zeros(slots, dtype=np.int64)
@@ -199,6 +200,8 @@ class StateClasses:
         #: changed since the arrays above were last written (:meth:`_flush`).
         self._fresh: dict[int, int] = {}
         self._dirty: set[int] = set()
+        #: What the last release gave back (:meth:`release`).
+        self.given_back: list[tuple[Vector, float, bool, Vector, float, bool, int]] = []
         for row in range(size):
             self._join_block([row], self._capacity[row], 0)
         self._flush()
@@ -253,6 +256,8 @@ class StateClasses:
     flush_one_by_one = 8
     #: Demands whose packing keys are kept (the oldest is dropped).
     kept_demands = 4
+    #: Memories whose one-core fits are kept (the oldest is dropped).
+    kept_memories = 2
 
     def __len__(self) -> int:
         return len(self.names)
@@ -327,7 +332,8 @@ class StateClasses:
                 name, row = self._name_of[slot], self._fresh[slot]
                 self._s_capacity[slot] = name[2]
                 self._s_free[slot] = name[3]
-                self._s_cores[slot] = math.floor(name[3][0] + 1e-9)
+                for memory, fits in self._one_core_fits.items():
+                    fits[slot] = _one_core_fit_one(name[3], memory)
                 self._s_cache[slot] = name[4]
                 self._s_sync[slot] = name[5]
                 self._s_rack[slot] = self._rack[row]
@@ -346,7 +352,8 @@ class StateClasses:
             self._s_stamp[at] = self._flushes
             self._s_capacity[at] = table[:, 0:3]
             self._s_free[at] = table[:, 3:6]
-            self._s_cores[at] = np.floor(table[:, 3] + 1e-9)
+            for memory, fits in self._one_core_fits.items():
+                fits[at] = np.maximum(_one_core_fit(table[:, 3:6], memory), 0.0)
             self._s_cache[at] = table[:, 6]
             self._s_sync[at] = table[:, 7] != 0
             self._s_rack[at] = table[:, 8]
@@ -376,13 +383,14 @@ class StateClasses:
             "_s_group",
             "_s_hosts",
             "_s_first",
-            "_s_cores",
             "_s_stamp",
         ):
             old = getattr(self, attribute)
             new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
             new[: len(old)] = old
             setattr(self, attribute, new)
+        for memory, fits in self._one_core_fits.items():
+            self._one_core_fits[memory] = np.concatenate([fits, np.zeros(size - len(fits))])
 
     def _leave_block(self, slot: int, rows: list[int]) -> None:
         """Take ``rows`` (ascending, all of class ``slot``) out of their class."""
@@ -559,10 +567,15 @@ class StateClasses:
         VMs refuse it: the necessary condition the simulator checks before
         planning."""
         used = len(self._name_of)
-        fit = self._s_cores[:used]
-        if memory_mb > 0:
-            fit = np.minimum(fit, np.floor((self._s_free[:used, 1] + 1e-9) / memory_mb))
-        return float(np.dot(np.maximum(fit, 0.0), self._s_hosts[:used]))
+        fits = self._one_core_fits.get(memory_mb)
+        if fits is None:
+            # Worked out over every class once, then kept as classes change.
+            if len(self._one_core_fits) >= self.kept_memories:
+                del self._one_core_fits[next(iter(self._one_core_fits))]
+            fits = np.zeros(len(self._s_hosts))
+            fits[:used] = np.maximum(_one_core_fit(self._s_free[:used], memory_mb), 0.0)
+            self._one_core_fits[memory_mb] = fits
+        return float(np.dot(fits[:used], self._s_hosts[:used]))
 
     def most_one_core(self, memory_mb: float) -> float:
         """The most one-core VMs of ``memory_mb`` an idle host holds: all
@@ -614,18 +627,18 @@ class StateClasses:
             _depth(topo.SPEC_PREFERRED, request.topology.preferred, self.levels)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
-        admitted = None if rule is None else self._admitted(request, rule, np.flatnonzero(live))
+        admitted = None if rule is None else self._admitted(request, rule, live.nonzero()[0])
         # Classes whose hosts take no VM of the request add nothing to a
         # rack's or domain's room and are never admissible: left out.
         live &= fits_many(self._s_free[:used], np.array(request.demand.as_tuple(), dtype=float))
         homogeneous = self.policy.homogeneity and request.app_class.needs_homogeneity
         if not homogeneous or len(self.group_names) == 1:
-            return self._plan_slots(request, np.flatnonzero(live), required, rule, admitted)
+            return self._plan_slots(request, live.nonzero()[0], required, rule, admitted)
         groups = self._s_group[:used]
 
         def in_group(group: str) -> tuple[Segments, tuple]:
             code = self.group_names.index(group)
-            inside = np.flatnonzero(live & (groups == code))
+            inside = (live & (groups == code)).nonzero()[0]
             segments = self._plan_slots(request, inside, required, rule, admitted)
             rows = set(itertools.chain.from_iterable(rows for rows, _ in segments))
             racks = sorted({self._rack[r] for r in rows})
@@ -749,6 +762,12 @@ class StateClasses:
         None: all 0), each group's rows ascending: the hosts that end in one
         state."""
         if isinstance(rows, list):
+            if len(rows) == 1:
+                # One host (most jobs of many logs): one group, read at once.
+                row = rows[0]
+                count = counts[0] if counts else 0
+                key = (self._row_slot.item(row), count, self._row_runs.item(row))
+                return Groups([key], [0, 1], None, rows)
             # A few hosts: grouped in Python, in the order numpy's sort gives.
             counts = counts or [0] * len(rows)
             at = np.array(rows)
@@ -778,7 +797,7 @@ class StateClasses:
         change[1:] = (
             (slots[1:] != slots[:-1]) | (counts[1:] != counts[:-1]) | (runs[1:] != runs[:-1])
         )
-        starts = np.flatnonzero(change).tolist()
+        starts = change.nonzero()[0].tolist()
         keys = zip(
             slots[starts].tolist(), counts[starts].tolist(), runs[starts].tolist(), strict=True
         )
@@ -795,20 +814,26 @@ class StateClasses:
 
     def release(self, application_id: str) -> int:
         """Remove every VM of the application (it finished); return how
-        many hosts it ran on.
+        many hosts it ran on. :attr:`given_back` then tells the states its
+        hosts went from and to: (free, cache total, SyncHPC) before, the
+        same after, and how many hosts, per group of hosts that moved
+        alike (what :class:`~.class_greedy.HostRoom` weighs).
 
         Hosts of one class that ran the same VMs end in one state: each
         such group is worked out once and moves together.
         """
         rows = self._rows_of.pop(application_id, None)
         if rows is None:
+            self.given_back = []
             return 0
         afters: dict[int, int] = {}
         groups = self._groups(rows, None)
         mark_each = not groups.many
         slots, runs_ids = [], []
+        given_back = []
         for (slot, _, runs_id), hosts in groups:
-            a, b, c = self._name_of[slot][3]
+            before = self._name_of[slot]
+            a, b, c = before[3]
             kept = []
             for run in self._runs_by_id[runs_id]:
                 vm, vms, demand = run
@@ -821,11 +846,15 @@ class StateClasses:
             after = afters.get(runs_id)
             if after is None:
                 after = afters[runs_id] = self._new_runs(tuple(kept))
-            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, mark_each))
+            now = self._move(slot, hosts, (a, b, c), runs_id, after, mark_each)
+            slots.append(now)
             runs_ids.append(after)
+            name = self._name_of[now]
+            given_back.append((*before[3:6], *name[3:6], len(hosts)))
         if not mark_each:
             self._mark(groups, slots, runs_ids)
         self._flush()
+        self.given_back = given_back
         return len(rows)
 
     def most_per_host(self, demand: tuple[float, ...]) -> int:
@@ -899,6 +928,14 @@ def _one_core_fit(free: np.ndarray, memory_mb: float) -> np.ndarray:
     if memory_mb > 0:
         fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
     return fit
+
+
+def _one_core_fit_one(free: Sequence[float], memory_mb: float) -> float:
+    """:func:`_one_core_fit` for one row, none below 0, in Python floats, to the bit."""
+    fit = math.floor(free[0] + 1e-9)
+    if memory_mb > 0:
+        fit = min(fit, math.floor((free[1] + 1e-9) / memory_mb))
+    return float(max(fit, 0))
 
 
 def one_core_vms(free: np.ndarray, memory_mb: float, hosts: np.ndarray | None = None) -> float:
