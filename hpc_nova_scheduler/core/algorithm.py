@@ -292,31 +292,17 @@ def vm_copies(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
 def fits_many(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """Whether one more VM of ``demand`` fits in each row's free resources."""
-    fits = np.ones(len(free), dtype=bool)
+    fits = None
     for dim, need in enumerate(demand.tolist()):
         if need > 0:
-            fits &= need <= free[:, dim] + _SLACK
-    return fits
+            each = need <= free[:, dim] + _SLACK
+            fits = each if fits is None else fits & each
+    return np.ones(len(free), dtype=bool) if fits is None else fits
 
 
 def fits_one(free: Sequence[float], demand: Sequence[float]) -> bool:
     """:func:`fits_many` for one host in Python floats, to the bit."""
     return all(d <= f + _SLACK for d, f in zip(demand, free, strict=True) if d > 0)
-
-
-def _floor_one(value: float) -> float:
-    """``np.floor`` of one Python float (an infinite one stays so)."""
-    return float(math.floor(value)) if math.isfinite(value) else value
-
-
-def vm_copies_one(free: Sequence[float], demand: Sequence[float]) -> float:
-    """:func:`vm_copies` for one host in Python floats, to the bit."""
-    copies = None
-    for have, need in zip(free, demand, strict=True):
-        if need > 0:
-            each = _floor_one((have + _SLACK) / need)
-            copies = each if copies is None else min(copies, each)
-    return 0.0 if copies is None else max(copies, 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,21 +334,14 @@ class CacheRule:
         score = self.score
         if score <= 0:
             return room
+        if self.sync_request and self.thresholds.beta <= self.thresholds.alpha:
+            # Beta holds on every host, and no looser than alpha: alone it binds.
+            beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
+            return np.minimum(room, np.maximum(beta, 0))
         alpha = np.floor((self.thresholds.alpha + EPSILON - cache) / score)
         room = np.minimum(room, np.maximum(alpha, 0))
         beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)
         return np.where(sync | self.sync_request, np.minimum(room, np.maximum(beta, 0)), room)
-
-    def room_one(self, room: float, cache: float, sync: bool) -> float:
-        """:meth:`room` for one host in Python floats, to the bit."""
-        score = self.score
-        if score <= 0:
-            return room
-        room = min(room, max(_floor_one((self.thresholds.alpha + EPSILON - cache) / score), 0.0))
-        if sync or self.sync_request:
-            beta = _floor_one((self.thresholds.beta + EPSILON - cache) / score)
-            room = min(room, max(beta, 0.0))
-        return room
 
 
 def _normalised(values: np.ndarray) -> np.ndarray:

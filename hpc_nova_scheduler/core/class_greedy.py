@@ -36,7 +36,6 @@ from hpc_nova_scheduler.core.algorithm import (
     fits_many,
     fits_one,
     vm_copies,
-    vm_copies_one,
 )
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
@@ -77,31 +76,6 @@ class StateClasses(Protocol):
     def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
 
 
-class HostRoom:
-    """What one host in a given state adds to a request's room: the VMs of
-    the request it takes (its copies, less what the cache thresholds
-    leave), 0 where it admits none, as :meth:`ClassGreedy.run` counts them
-    before refusing (without a judge of co-runners) in Python floats, to
-    the bit. Releases only add to it: a refused request's room grows by
-    what it says of the freed hosts before and after."""
-
-    def __init__(self, request: PlacementRequest, policy: Policy, thresholds: Thresholds) -> None:
-        self.demand = request.demand.as_tuple()
-        self.cache_rule = None
-        if policy.cache_criteria:
-            sync_request = request.app_class is AppClass.SYNC_HPC
-            self.cache_rule = CacheRule(thresholds, request.profile.cache_score, sync_request)
-
-    def __call__(self, free: Sequence[float], cache: float, sync: bool) -> float:
-        if not fits_one(free, self.demand):
-            return 0.0
-        copies = vm_copies_one(free, self.demand)
-        rule = self.cache_rule
-        if rule is None:
-            return copies
-        return rule.room_one(copies, cache, sync) if rule.admits_one(cache, sync) else 0.0
-
-
 class ClassGreedy:
     """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
 
@@ -136,8 +110,8 @@ class ClassGreedy:
             self.cache_rule = CacheRule(classes.thresholds, self.score, self.sync_request)
         #: Per class, what placing VMs never changes: the judge's admission.
         self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
-        #: The judge's admission per class, if one judged them.
-        self.judged = admitted
+        #: The judge's admission per class (None: no judge).
+        self.admitted = admitted
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
         self.slots = slots
@@ -195,7 +169,7 @@ class ClassGreedy:
 
     def _room(self) -> np.ndarray:
         # (Without a judge every class is admitted: the copies themselves.)
-        room = self.copies if self.judged is None else np.where(self.fixed_ok, self.copies, 0.0)
+        room = self.copies if self.admitted is None else np.where(self.fixed_ok, self.copies, 0.0)
         if self.cache_rule is None:
             return room
         return self.cache_rule.room(room, self.cache, self.sync)

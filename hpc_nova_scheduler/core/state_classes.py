@@ -200,8 +200,6 @@ class StateClasses:
         #: changed since the arrays above were last written (:meth:`_flush`).
         self._fresh: dict[int, int] = {}
         self._dirty: set[int] = set()
-        #: What the last release gave back (:meth:`release`).
-        self.given_back: list[tuple[Vector, float, bool, Vector, float, bool, int]] = []
         for row in range(size):
             self._join_block([row], self._capacity[row], 0)
         self._flush()
@@ -814,26 +812,20 @@ class StateClasses:
 
     def release(self, application_id: str) -> int:
         """Remove every VM of the application (it finished); return how
-        many hosts it ran on. :attr:`given_back` then tells the states its
-        hosts went from and to: (free, cache total, SyncHPC) before, the
-        same after, and how many hosts, per group of hosts that moved
-        alike (what :class:`~.class_greedy.HostRoom` weighs).
+        many hosts it ran on.
 
         Hosts of one class that ran the same VMs end in one state: each
         such group is worked out once and moves together.
         """
         rows = self._rows_of.pop(application_id, None)
         if rows is None:
-            self.given_back = []
             return 0
         afters: dict[int, int] = {}
         groups = self._groups(rows, None)
         mark_each = not groups.many
         slots, runs_ids = [], []
-        given_back = []
         for (slot, _, runs_id), hosts in groups:
-            before = self._name_of[slot]
-            a, b, c = before[3]
+            a, b, c = self._name_of[slot][3]
             kept = []
             for run in self._runs_by_id[runs_id]:
                 vm, vms, demand = run
@@ -846,15 +838,11 @@ class StateClasses:
             after = afters.get(runs_id)
             if after is None:
                 after = afters[runs_id] = self._new_runs(tuple(kept))
-            now = self._move(slot, hosts, (a, b, c), runs_id, after, mark_each)
-            slots.append(now)
+            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, mark_each))
             runs_ids.append(after)
-            name = self._name_of[now]
-            given_back.append((*before[3:6], *name[3:6], len(hosts)))
         if not mark_each:
             self._mark(groups, slots, runs_ids)
         self._flush()
-        self.given_back = given_back
         return len(rows)
 
     def most_per_host(self, demand: tuple[float, ...]) -> int:

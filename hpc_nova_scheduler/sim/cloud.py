@@ -30,7 +30,6 @@ import numpy as np
 
 from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Plan
-from hpc_nova_scheduler.core.class_greedy import HostRoom
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import EPSILON
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
@@ -58,68 +57,6 @@ class Shortfall:
         """Whether the request may fit once jobs on ``hosts_freed`` hosts
         (a host once per job) have finished; if not, it is refused again."""
         return hosts_freed * self.per_host >= self.vms
-
-
-class GivenBack:
-    """What releases gave back, group by group (as
-    :attr:`StateClasses.given_back`), for refused requests to weigh: the
-    latest ``kept`` groups at least; a request that fell further behind can
-    no longer tell (and is tried again)."""
-
-    kept = 50_000
-
-    def __init__(self) -> None:
-        self._groups: list[tuple] = []
-        #: The position of the first group kept, counted from the first ever.
-        self._base = 0
-
-    @property
-    def end(self) -> int:
-        """The position after the last group given back."""
-        return self._base + len(self._groups)
-
-    def add(self, groups: list[tuple]) -> None:
-        self._groups.extend(groups)
-        if len(self._groups) > 2 * self.kept:
-            dropped = len(self._groups) - self.kept
-            del self._groups[:dropped]
-            self._base += dropped
-
-    def since(self, position: int) -> list[tuple] | None:
-        """The groups given back from ``position`` on; None if not kept."""
-        if position < self._base:
-            return None
-        return self._groups[position - self._base :]
-
-
-class RoomShortfall:
-    """A refused request's lack, weighed against what releases give back:
-    its room (of the place it may go) lacked ``vms`` of its VMs when
-    :attr:`GivenBack.end` was ``position``; each group of hosts released
-    since adds to it what :class:`~.class_greedy.HostRoom` says of their
-    state after less before, exactly (the counts are whole numbers).
-    Placements only take room away, so until the groups given back make
-    up the lack the request is refused again. Without an admission model
-    and under a packing whose refusal counts the room that way (not Nova's
-    weighers, which count VM by VM)."""
-
-    def __init__(self, vms: float, room_of: HostRoom, given_back: GivenBack, position: int) -> None:
-        self.vms = vms
-        self.room_of = room_of
-        self.given_back = given_back
-        self.position = position
-
-    def may_fit_after(self, hosts_freed: int) -> bool:
-        """Whether the request may fit now (``hosts_freed`` is not needed:
-        the groups given back tell more)."""
-        groups = self.given_back.since(self.position)
-        if groups is None:
-            return True
-        room_of = self.room_of
-        for free, cache, sync, *after, hosts in groups:
-            self.vms -= hosts * (room_of(*after) - room_of(free, cache, sync))
-        self.position = self.given_back.end
-        return self.vms <= 0
 
 
 def _cache_slots(
@@ -315,16 +252,11 @@ class StateClassedCloud(_IdleAnswers):
         self.classes = StateClasses(columns, scenario.policy, scenario.thresholds, judged)
         self._idle = StateClasses(columns, scenario.policy, scenario.thresholds)
         #: What the last refused request lacked, where known.
-        self.shortfall: Shortfall | RoomShortfall | None = None
-        #: What releases gave back, for refused plans to weigh.
-        self.given_back = GivenBack()
+        self.shortfall: Shortfall | None = None
         #: Hosts freed so far, counted once per finished job.
         self.hosts_freed = 0
         #: Per kind of request, the most of its VMs the idle cloud holds.
         self._most_on_empty: dict[tuple, int | None] = {}
-        #: Whether a refusal's room is what HostRoom adds up (Nova's
-        #: weighers count VM by VM: their refusals wait on freed hosts).
-        self._counts_room = scenario.policy.packing != algorithm.PACKING_NOVA_WEIGHERS
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
@@ -348,14 +280,6 @@ class StateClassedCloud(_IdleAnswers):
         except NoPlacement as refusal:
             # An interference model need not be monotone: a host may come to
             # admit a job after another joins it. The thresholds are.
-            if rule is None and refusal.room is not None and self._counts_room:
-                self.shortfall = RoomShortfall(
-                    request.count - refusal.room,
-                    HostRoom(request, self.scenario.policy, self.scenario.thresholds),
-                    self.given_back,
-                    self.given_back.end,
-                )
-                return False
             per_host = classes.most_per_host(request.demand.as_tuple())
             slots = _cache_slots(self.scenario, request)
             if slots is not None:
@@ -385,7 +309,6 @@ class StateClassedCloud(_IdleAnswers):
 
     def finish(self, application_id: str) -> None:
         self.hosts_freed += self.classes.release(application_id)
-        self.given_back.add(self.classes.given_back)
 
     def empty_rows(self) -> set[int]:
         return self.classes.empty_rows()

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from hpc_nova_scheduler.core import algorithm, host_classes
 from hpc_nova_scheduler.core.algorithm import Policy
-from hpc_nova_scheduler.core.class_greedy import HostRoom
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state_classes import StateClasses
@@ -124,12 +123,7 @@ class Recording(simulator.Simulator):
 
     def _try_start(self, job, score, arrival, now) -> bool:
         self.attempts = getattr(self, "attempts", 0) + 1
-        started = super()._try_start(job, score, arrival, now)
-        if not started and isinstance(self._cloud.shortfall, sim_cloud.RoomShortfall):
-            # Refused by the plan's room (not the precheck), on state classes.
-            self.refused_plans = getattr(self, "refused_plans", collections.Counter())
-            self.refused_plans[job.job_id] += 1
-        return started
+        return super()._try_start(job, score, arrival, now)
 
 
 def replay_both(test, shape, scenario, jobs, **options) -> list:
@@ -260,54 +254,6 @@ class TestRefusedJobs(testtools.TestCase):
         self.assertEqual(expected, placed)
         self.assertEqual(outcome_expected, outcome)
         self.assertLess(tried, tried_every * 0.9, (tried, tried_every))
-
-    def test_a_refused_plan_is_tried_again_only_once_it_fits(self) -> None:
-        """Weighing what each release gives back, exactly: on one processor
-        group with no required level, a head refused by its plan's room is
-        tried again only when its room holds it, so no job's plan is refused
-        twice; and the placements are plan()'s over every host."""
-        path = traces.trace(self, "no_memory/CTC-SP2-1996-3.1-cln.swf.gz")
-        report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
-        every = swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP)
-        jobs = list(itertools.islice(every, 3000, 4500))
-        shape = sim_settings.ClusterShape.from_total_cores(340, 4, 2048)
-        for policy in ("hpc-aware", "mdobp-cache"):
-            scenario = scenarios.build(policy, alpha=200, beta=60, runtime_factor=1.0)
-            sim = Recording(shape, scenario, cache_scores=(0, 30))
-            sim.placements = []
-            outcome = outcome_of(sim.run(jobs))
-            refused = getattr(sim, "refused_plans", collections.Counter())
-            self.assertGreater(len(refused), 10, policy)
-            self.assertEqual(1, max(refused.values()), (policy, refused.most_common(3)))
-            reference = Recording(shape, scenario, host_classes=False, cache_scores=(0, 30))
-            reference.placements = []
-            self.assertEqual(outcome_of(reference.run(jobs)), outcome, policy)
-            self.assertEqual(reference.placements, sim.placements, policy)
-
-    def test_what_releases_give_back_to_a_refused_plan(self) -> None:
-        """A refused plan's lack shrinks by what its HostRoom says of the
-        freed hosts, after less before; groups no longer kept say it may fit."""
-        request = algorithm.PlacementRequest(
-            ApplicationProfile(AppClass.SYNC_HPC, 25.0), Resources(1, 0, 0), 9, "a"
-        )
-        hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
-        room_of = HostRoom(request, hpc.policy, hpc.thresholds)
-        given_back = sim_cloud.GivenBack()
-        shortfall = sim_cloud.RoomShortfall(5, room_of, given_back, given_back.end)
-        # Hosts of 4 cores: one running 3 VMs (cache 75, SyncHPC) freed to
-        # idle adds 2 (beta 60 lets two VMs of 25 in), not 3 or 4; a freed
-        # host still running a SyncHPC VM of 50 adds 0.
-        given_back.add([((1.0, 0.0, 0.0), 75.0, True, (4.0, 0.0, 0.0), 0.0, False, 2)])
-        self.assertFalse(shortfall.may_fit_after(0))
-        self.assertEqual(1, shortfall.vms)
-        given_back.add([((2.0, 0.0, 0.0), 60.0, True, (3.0, 0.0, 0.0), 50.0, True, 7)])
-        self.assertFalse(shortfall.may_fit_after(0))
-        given_back.add([((1.0, 0.0, 0.0), 75.0, True, (4.0, 0.0, 0.0), 0.0, False, 1)])
-        self.assertTrue(shortfall.may_fit_after(0))
-        behind = sim_cloud.RoomShortfall(50, room_of, given_back, 0)
-        given_back.kept = 1
-        given_back.add([((4.0, 0.0, 0.0), 0.0, False, (4.0, 0.0, 0.0), 0.0, False, 1)] * 3)
-        self.assertTrue(behind.may_fit_after(0))
 
     def test_what_a_refusal_lacked(self) -> None:
         shortfall = sim_cloud.Shortfall(vms=5, per_host=2)
