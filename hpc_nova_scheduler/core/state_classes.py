@@ -88,12 +88,15 @@ class Groups:
     """Hosts grouped by (class, VMs taken, VM runs): group ``i`` is
     ``keys[i]`` and the hosts ``every[bounds[i]:bounds[i + 1]]``, ascending
     within it (``rows``: all of them, in that order, as an array; None
-    where they are few and recorded group by group)."""
+    where they are few and recorded group by group). ``every`` is None
+    where the hosts were grouped in numpy: the groups are then slices of
+    ``rows`` (a wide job's class mostly moves whole, and its hosts need
+    not be spelt out as a list)."""
 
     keys: list[tuple[int, int, int]]
     bounds: list[int]
     rows: np.ndarray | None
-    every: list[int]
+    every: list[int] | None
 
     #: From this many groups, the hosts' classes and VMs are best recorded
     #: all at once (:meth:`StateClasses._mark`): for fewer, numpy's cost per
@@ -105,8 +108,8 @@ class Groups:
         """Whether the hosts' classes and VMs are recorded all at once."""
         return self.rows is not None and len(self.keys) >= self.marked_at_once_from
 
-    def __iter__(self) -> Iterator[tuple[tuple[int, int, int], list[int]]]:
-        every, bounds = self.every, self.bounds
+    def __iter__(self) -> Iterator[tuple[tuple[int, int, int], list[int] | np.ndarray]]:
+        every, bounds = self.every if self.every is not None else self.rows, self.bounds
         for i, key in enumerate(self.keys):
             yield key, every[bounds[i] : bounds[i + 1]]
 
@@ -138,6 +141,8 @@ class StateClasses:
         self.names = list(columns.names)
         size = len(self.names)
         self._capacity: list[Vector] = [tuple(c) for c in columns.capacity.tolist()]
+        #: The same per host as arrays, for writing many classes at once.
+        self._host_capacity = np.array(columns.capacity, dtype=float)
         #: The hosts' distinct capacities, and per demand the most VMs of it one holds.
         # (From the tuples: numpy's unique over rows compares them as records,
         # a tenth of a second on CEA-Curie's 23,328 hosts.)
@@ -167,11 +172,24 @@ class StateClasses:
         self.group_names = sorted(set(columns.cpu_groups))
         code = {name: i for i, name in enumerate(self.group_names)}
         self._group = [code[g] for g in columns.cpu_groups]
+        self._host_rack = np.array(self._rack, dtype=np.int64)
+        self._host_group = np.array(self._group, dtype=np.int64)
         # Only what the policy reads splits classes.
         self._by_rack = policy.topology
         self.judged = judged
         self._by_group = policy.homogeneity or judged
         self._by_cache = policy.cache_criteria
+        #: Per host, what its class name reads of the host itself: its
+        #: processor group, rack (-1 where the policy reads neither) and
+        #: capacity.
+        self._host_part: list[tuple[int, int, Vector]] = [
+            (
+                self._group[row] if self._by_group else -1,
+                self._rack[row] if self._by_rack else -1,
+                self._capacity[row],
+            )
+            for row in range(size)
+        ]
         self._slot_of: dict[Name, int] = {}
         self._name_of: list[Name | None] = []
         self._members: list[list[int]] = []
@@ -249,6 +267,11 @@ class StateClasses:
     #: logs; numpy's cost per call outweighs so few); more in numpy. Both
     #: ways agree (the tests run both).
     few_hosts = 64
+    #: From a plan's hosts (counted once per segment) this many times
+    #: fewer than the cloud's, they are counted over every host (two
+    #: passes of bincount) rather than sorted: a wide job's hosts cost
+    #: less to count than to sort. Both ways agree (the tests run both).
+    counting_share = 8
     #: Up to this many classes, :meth:`_flush` writes the arrays class by
     #: class; more at once (numpy's cost per call outweighs a few).
     flush_one_by_one = 8
@@ -268,13 +291,7 @@ class StateClasses:
     def _name(self, row: int, free: Vector, runs_id: int) -> Name:
         """The class of host ``row`` with ``free`` resources left and the
         VMs of ``runs_id``."""
-        return (
-            self._group[row] if self._by_group else -1,
-            self._rack[row] if self._by_rack else -1,
-            self._capacity[row],
-            free,
-            *self._part(runs_id),
-        )
+        return (*self._host_part[row], free, *self._part(runs_id))
 
     def _part(self, runs_id: int) -> tuple[float, bool, tuple]:
         """:meth:`_part_of` the VMs of ``runs_id``, kept per id."""
@@ -337,25 +354,23 @@ class StateClasses:
                 self._s_rack[slot] = self._rack[row]
                 self._s_group[slot] = self._group[row]
         else:
-            # One table, one conversion: capacity, free, cache total,
-            # SyncHPC, rack, group (small integers, exact as floats).
-            rack, group, made = self._rack, self._group, self._fresh
-            table = np.array(
-                [
-                    (*name[2], *name[3], name[4], name[5], rack[row], group[row])
-                    for name, row in ((self._name_of[slot], made[slot]) for slot in fresh)
-                ]
-            )
+            # What a host's row gives (capacity, rack, group) is read from
+            # arrays by the rows the classes were made from; what the name
+            # alone tells (free, cache total, SyncHPC) in one table, one
+            # conversion.
+            names = [self._name_of[slot] for slot in fresh]
+            made = np.array([self._fresh[slot] for slot in fresh], dtype=np.int64)
+            table = np.array([(*name[3], name[4], name[5]) for name in names])
             at = np.array(fresh)
             self._s_stamp[at] = self._flushes
-            self._s_capacity[at] = table[:, 0:3]
-            self._s_free[at] = table[:, 3:6]
+            self._s_capacity[at] = self._host_capacity[made]
+            self._s_free[at] = table[:, 0:3]
             for memory, fits in self._one_core_fits.items():
-                fits[at] = np.maximum(_one_core_fit(table[:, 3:6], memory), 0.0)
-            self._s_cache[at] = table[:, 6]
-            self._s_sync[at] = table[:, 7] != 0
-            self._s_rack[at] = table[:, 8]
-            self._s_group[at] = table[:, 9]
+                fits[at] = np.maximum(_one_core_fit(table[:, 0:3], memory), 0.0)
+            self._s_cache[at] = table[:, 3]
+            self._s_sync[at] = table[:, 4] != 0
+            self._s_rack[at] = self._host_rack[made]
+            self._s_group[at] = self._host_group[made]
         self._fresh.clear()
         members = self._members
         if len(self._dirty) <= self.flush_one_by_one:
@@ -483,26 +498,42 @@ class StateClasses:
         return slot
 
     def _move(
-        self, slot: int, rows: list[int], free: Vector, runs_id: int, after: int, mark: bool
+        self,
+        slot: int,
+        rows: list[int] | np.ndarray,
+        free: Vector,
+        runs_id: int,
+        after: int,
+        mark: bool,
     ) -> int:
         """Move ``rows`` (ascending, all of class ``slot`` with the VMs of
-        ``runs_id``) to the state ``free`` with the VMs of ``after``, and
-        return their class now (``mark``: as :meth:`_join_block`)."""
-        self._leave_runs(runs_id, len(rows))
-        name = self._name(rows[0], free, after)
-        if len(rows) < len(self._members[slot]) or name in self._slot_of:
-            self._leave_block(slot, rows)
-            return self._join_block(rows, free, after, mark, name)
-        # The whole class moves to a state no class is in (a wide job takes
-        # whole racks): the class is renamed and keeps its list of hosts.
-        del self._slot_of[self._name_of[slot]]
-        self._name_of[slot] = name
-        self._slot_of[name] = slot
-        self._fresh[slot] = rows[0]
-        self._runs_hosts[after] += len(rows)
-        if mark:
-            self._row_runs[rows[0] if len(rows) == 1 else np.array(rows)] = after
-        return slot
+        ``runs_id``: a list, or a slice of an array where the hosts were
+        grouped in numpy) to the state ``free`` with the VMs of ``after``,
+        and return their class now (``mark``: as :meth:`_join_block`)."""
+        count = len(rows)
+        self._leave_runs(runs_id, count)
+        first = rows[0] if isinstance(rows, list) else rows.item(0)
+        name = (*self._host_part[first], free, *self._part(after))
+        slot_of = self._slot_of
+        if count == len(self._members[slot]):
+            # The whole class moves (a wide job takes whole racks): unless
+            # another class is in that state, it keeps its list of hosts.
+            # (One lookup that also claims the name if it is free.)
+            known = len(slot_of)
+            if slot_of.setdefault(name, slot) == slot:
+                if len(slot_of) > known:
+                    del slot_of[self._name_of[slot]]
+                    self._name_of[slot] = name
+                    self._fresh[slot] = first
+                # (Else the class's own state: a request of nothing.)
+                self._runs_hosts[after] += count
+                if mark:
+                    self._row_runs[first if count == 1 else np.asarray(rows)] = after
+                return slot
+        if not isinstance(rows, list):
+            rows = rows.tolist()
+        self._leave_block(slot, rows)
+        return self._join_block(rows, free, after, mark, name)
 
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
         """:meth:`_part_of` the VMs of ``runs_id`` and ``vms`` more of ``vm``:
@@ -729,7 +760,7 @@ class StateClasses:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        hosts, counts = _per_host(segments, self.few_hosts)
+        hosts, counts = _per_host(segments, self.few_hosts, len(self.names) / self.counting_share)
         # Hosts that ran the same VMs and take as many hold the same VMs
         # after, whatever their class: one id for them.
         afters: dict[tuple[int, int], int] = {}
@@ -799,7 +830,7 @@ class StateClasses:
         keys = zip(
             slots[starts].tolist(), counts[starts].tolist(), runs[starts].tolist(), strict=True
         )
-        return Groups(list(keys), [*starts, len(rows)], rows, rows.tolist())
+        return Groups(list(keys), [*starts, len(rows)], rows, None)
 
     def _mark(self, groups: Groups, slots: list[int], runs: list[int]) -> None:
         """Record each group's hosts' new class and VMs, all at once."""
@@ -882,11 +913,12 @@ class StateClasses:
 
 
 def _per_host(
-    segments: Segments, few: int
+    segments: Segments, few: int, counted_from: float
 ) -> tuple[np.ndarray, np.ndarray] | tuple[list[int], list[int]]:
     """The hosts of a plan's segments, ascending, and how many VMs each
     takes in all (a host may come back in later segments): as lists for up
-    to ``few`` hosts, else as arrays."""
+    to ``few`` hosts, else as arrays, counted over every host from
+    ``counted_from`` hosts in the segments on (else sorted)."""
     if sum(len(rows) for rows, _ in segments) <= few:
         vms_on: dict[int, int] = {}
         for rows, vms in segments:
@@ -896,16 +928,27 @@ def _per_host(
         return hosts, [vms_on[row] for row in hosts]
     if len(segments) == 1:
         rows, vms = segments[0]
-        hosts = np.asarray(rows, dtype=np.int64)
+        every = np.asarray(rows, dtype=np.int64)
         if len(rows) == 1:
-            return hosts, np.full(1, vms, dtype=np.int64)
-        hosts, counts = np.unique(hosts, return_counts=True)
+            return every, np.full(1, vms, dtype=np.int64)
+        each = None
+    else:
+        every = np.fromiter(
+            itertools.chain.from_iterable(rows for rows, _ in segments), dtype=np.int64
+        )
+        each = np.repeat(
+            np.fromiter((vms for _, vms in segments), dtype=np.int64, count=len(segments)),
+            np.fromiter((len(rows) for rows, _ in segments), dtype=np.int64, count=len(segments)),
+        )
+    if len(every) >= counted_from:
+        seen = np.bincount(every)
+        hosts = seen.nonzero()[0]
+        if each is None:
+            return hosts, seen[hosts] * vms
+        return hosts, np.bincount(every, weights=each)[hosts].astype(np.int64)
+    if each is None:
+        hosts, counts = np.unique(every, return_counts=True)
         return hosts, counts * vms
-    every = np.fromiter(itertools.chain.from_iterable(rows for rows, _ in segments), dtype=np.int64)
-    each = np.repeat(
-        np.fromiter((vms for _, vms in segments), dtype=np.int64, count=len(segments)),
-        np.fromiter((len(rows) for rows, _ in segments), dtype=np.int64, count=len(segments)),
-    )
     hosts, where = np.unique(every, return_inverse=True)
     return hosts, np.bincount(where, weights=each, minlength=len(hosts)).astype(np.int64)
 

@@ -89,14 +89,20 @@ requests = st.tuples(
 
 
 class TestSamePlans(testtools.TestCase):
-    def same_then_apply(self, cloud, classes, request, expected, rows, running, finish) -> None:
+    def same_then_apply(
+        self, cloud, classes, request, expected, rows, running, finish, segments=None
+    ) -> None:
         """The same hosts in the same order (or both refused); then the plan
-        applied to both, and with ``finish`` one running application released."""
+        applied to both (to the classes as ``segments`` where given), and
+        with ``finish`` one running application released."""
         got = None if rows is None else tuple(classes.names[r] for r in rows)
         self.assertEqual(None if expected is None else expected.hosts, got, request.application_id)
         if expected is not None:
             cloud.apply(expected, request)
-            classes.apply(rows, request)
+            if segments is not None:
+                classes.apply_segments(segments, request)
+            else:
+                classes.apply(rows, request)
             running.append(request.application_id)
         if finish and running:
             gone = running.pop(len(running) // 2)
@@ -128,17 +134,19 @@ class TestSamePlans(testtools.TestCase):
         st.sampled_from([1, 1000]),
         st.sampled_from([1, 1000]),
         st.sampled_from([0, 1000]),
+        st.booleans(),
     )
     def test_plans_and_hosts_agree(
-        self, cloud, policy, thresholds, steps, few, fill, merge, one_by_one
+        self, cloud, policy, thresholds, steps, few, fill, merge, one_by_one, segmented
     ) -> None:
         """Request by request, the same hosts in the same order, and the
         same free vectors and cache totals after every placement and release,
         with classes scored and hosts grouped in numpy (few = 0) or in Python, hosts that
         fill up planned at once (fill = 1) or VM by VM, hosts of equal keys
         merged at once (merge = 1) or one by one, and hosts joining and
-        leaving classes, cut into a plan's segments and written to the
-        classes' arrays one by one or in one pass (one_by_one = 0)."""
+        leaving classes, cut into a plan's segments, written to the
+        classes' arrays and counted over every host one by one or in one
+        pass (one_by_one = 0), plans applied as their segments or VM by VM."""
         if StateClasses.serves(policy):
             return  # a policy no request of it can plan on classes
         classes = StateClasses(cloud.columns(), policy, thresholds)
@@ -146,6 +154,7 @@ class TestSamePlans(testtools.TestCase):
         classes.filling_from = fill
         classes.merging_from = merge
         classes.one_by_one = classes.flush_one_by_one = one_by_one
+        classes.counting_share = 1e-9 if one_by_one else 1e9
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus, spec), finish) in enumerate(steps):
             request = PlacementRequest(
@@ -172,7 +181,8 @@ class TestSamePlans(testtools.TestCase):
                 rows = None
                 if refusal.room is not None:
                     self.room_is_the_most_that_fits(cloud, policy, thresholds, request, refusal)
-            self.same_then_apply(cloud, classes, request, expected, rows, running, finish)
+            segments = classes.plan_segments(request) if segmented and rows else None
+            self.same_then_apply(cloud, classes, request, expected, rows, running, finish, segments)
             columns = cloud.columns()
             for row in range(len(columns)):
                 self.assertEqual(tuple(columns.free[row].tolist()), classes.free_of(row))
@@ -276,6 +286,60 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual(len(loads) + 1, classes.class_count())
         classes.release("a")
         self.assertEqual(1, classes.class_count())
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(st.lists(st.integers(0, 40), min_size=1, max_size=12), st.integers(1, 5)),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    def test_a_plans_hosts_are_counted_alike_every_way(self, segments) -> None:
+        """A plan's hosts and the VMs each takes in all (a host may come
+        back in a segment or a later one): the same in Python, sorted in
+        numpy and counted over every host."""
+        expected: dict[int, int] = {}
+        for rows, vms in segments:
+            for row in rows:
+                expected[row] = expected.get(row, 0) + vms
+        for few, counted_from in ((1000, 0), (0, 1e9), (0, 0)):
+            hosts, counts = state_classes._per_host(segments, few, counted_from)
+            got = dict(zip(list(hosts), [int(c) for c in counts], strict=True))
+            self.assertEqual(sorted(expected), [int(h) for h in hosts], (few, counted_from))
+            self.assertEqual(expected, got, (few, counted_from))
+
+    def test_a_class_moved_whole_is_renamed_and_ids_no_host_holds_are_forgotten(self) -> None:
+        """A wide job takes a whole class: the class keeps its hosts under
+        its new state; a request of nothing leaves it in its own state; and
+        once the jobs finish, the VMs' ids no host holds are forgotten."""
+        cloud = ClusterState()
+        for row in range(8):
+            cloud.add_host(f"h{row}", Resources(4, 2048, 0), rack=f"r{row // 4}")
+        policy = Policy(classes=False, topology=True, cache_criteria=False, homogeneity=False)
+        classes = StateClasses(cloud.columns(), policy, Thresholds(200, 60))
+        self.assertEqual(2, classes.class_count())
+        slot = classes._row_slot[0]
+
+        def job(name: str, cores: float) -> PlacementRequest:
+            return PlacementRequest(
+                ApplicationProfile(AppClass.NON_HPC, 1.0), Resources(cores, 0, 0), 4, name
+            )
+
+        classes.apply_segments([([0, 1, 2, 3], 1)], job("wide", 1))
+        self.assertEqual(2, classes.class_count())
+        self.assertEqual(slot, classes._row_slot[0])
+        self.assertEqual([0, 1, 2, 3], classes._members[slot])
+        self.assertEqual((3.0, 2048.0, 0.0), classes.free_of(3))
+        classes.apply_segments([([0, 1, 2, 3], 1)], job("nothing", 0))
+        self.assertEqual(2, classes.class_count())
+        self.assertEqual(["wide", "nothing"], [vm.application_id for vm in classes.vms_on(2)])
+        self.assertEqual((3.0, 2048.0, 0.0), classes.free_of(2))
+        classes.release("wide")
+        classes.release("nothing")
+        self.assertEqual(2, classes.class_count())
+        self.assertEqual({0}, set(classes._runs_by_id))
+        self.assertEqual((4.0, 2048.0, 0.0), classes.free_of(0))
 
     def test_hosts_leave_a_long_class_in_every_way(self) -> None:
         """Hosts taken from one class of 256: a stretch, a few scattered
