@@ -448,14 +448,6 @@ class StateClasses:
         self._runs_hosts[self._last_runs_id] = 0
         return self._last_runs_id
 
-    def _leave_runs(self, runs_id: int, hosts: int) -> None:
-        left = self._runs_hosts[runs_id] - hosts
-        if left or not runs_id:
-            self._runs_hosts[runs_id] = left
-        else:
-            del self._runs_hosts[runs_id], self._runs_by_id[runs_id]
-            self._runs_part.pop(runs_id, None)
-
     def _join_block(
         self,
         rows: list[int],
@@ -504,16 +496,25 @@ class StateClasses:
         free: Vector,
         runs_id: int,
         after: int,
+        part: tuple[float, bool, tuple],
         mark: bool,
     ) -> int:
         """Move ``rows`` (ascending, all of class ``slot`` with the VMs of
         ``runs_id``: a list, or a slice of an array where the hosts were
-        grouped in numpy) to the state ``free`` with the VMs of ``after``,
-        and return their class now (``mark``: as :meth:`_join_block`)."""
+        grouped in numpy) to the state ``free`` with the VMs of ``after``
+        (``part``: what the class name reads of them), and return their
+        class now (``mark``: as :meth:`_join_block`)."""
         count = len(rows)
-        self._leave_runs(runs_id, count)
+        runs_hosts = self._runs_hosts
+        left = runs_hosts[runs_id] - count
+        if left or not runs_id:
+            runs_hosts[runs_id] = left
+        else:
+            # No host holds those VMs any more: their id is forgotten.
+            del runs_hosts[runs_id], self._runs_by_id[runs_id]
+            self._runs_part.pop(runs_id, None)
         first = rows[0] if isinstance(rows, list) else rows.item(0)
-        name = (*self._host_part[first], free, *self._part(after))
+        name = (*self._host_part[first], free, *part)
         slot_of = self._slot_of
         if count == len(self._members[slot]):
             # The whole class moves (a wide job takes whole racks): unless
@@ -526,7 +527,7 @@ class StateClasses:
                     self._name_of[slot] = name
                     self._fresh[slot] = first
                 # (Else the class's own state: a request of nothing.)
-                self._runs_hosts[after] += count
+                runs_hosts[after] += count
                 if mark:
                     self._row_runs[first if count == 1 else np.asarray(rows)] = after
                 return slot
@@ -763,22 +764,25 @@ class StateClasses:
         hosts, counts = _per_host(segments, self.few_hosts, len(self.names) / self.counting_share)
         # Hosts that ran the same VMs and take as many hold the same VMs
         # after, whatever their class: one id for them.
-        afters: dict[tuple[int, int], int] = {}
+        afters: dict[tuple[int, int], tuple[int, tuple]] = {}
         groups = self._groups(hosts, counts)
         mark_each = not groups.many
         slots, runs_ids = [], []
+        name_of, move = self._name_of, self._move
+        d0, d1, d2 = demand
         for (slot, vms, runs_id), rows in groups:
             # One VM at a time, as ClusterState does: the floats must agree.
-            a, b, c = self._name_of[slot][3]
+            a, b, c = name_of[slot][3]
             for _ in range(vms):
-                a, b, c = a - demand[0], b - demand[1], c - demand[2]
-            after = afters.get((runs_id, vms))
-            if after is None:
+                a, b, c = a - d0, b - d1, c - d2
+            known = afters.get((runs_id, vms))
+            if known is None:
                 runs = (*self._runs_by_id[runs_id], (vm, vms, demand))
-                after = afters[runs_id, vms] = self._new_runs(runs)
-                self._runs_part[after] = self._part_after(runs_id, vm, vms)
-            slots.append(self._move(slot, rows, (a, b, c), runs_id, after, mark_each))
-            runs_ids.append(after)
+                after = self._new_runs(runs)
+                part = self._runs_part[after] = self._part_after(runs_id, vm, vms)
+                known = afters[runs_id, vms] = (after, part)
+            slots.append(move(slot, rows, (a, b, c), runs_id, *known, mark_each))
+            runs_ids.append(known[0])
         if not mark_each:
             self._mark(groups, slots, runs_ids)
         self._flush()
@@ -851,25 +855,32 @@ class StateClasses:
         rows = self._rows_of.pop(application_id, None)
         if rows is None:
             return 0
-        afters: dict[int, int] = {}
+        #: Per VM runs met: the id and part of what is kept, and the
+        #: demands given back, one per VM in placement order.
+        afters: dict[int, tuple[int, tuple, list[tuple[float, float, float]]]] = {}
         groups = self._groups(rows, None)
         mark_each = not groups.many
         slots, runs_ids = [], []
+        name_of, move = self._name_of, self._move
         for (slot, _, runs_id), hosts in groups:
-            a, b, c = self._name_of[slot][3]
-            kept = []
-            for run in self._runs_by_id[runs_id]:
-                vm, vms, demand = run
-                if vm.application_id == application_id:
-                    for _ in range(vms):
-                        a, b, c = a + demand[0], b + demand[1], c + demand[2]
-                else:
-                    kept.append(run)
             # Hosts that ran the same VMs hold the same ones after.
-            after = afters.get(runs_id)
-            if after is None:
-                after = afters[runs_id] = self._new_runs(tuple(kept))
-            slots.append(self._move(slot, hosts, (a, b, c), runs_id, after, mark_each))
+            known = afters.get(runs_id)
+            if known is None:
+                kept, freed = [], []
+                for run in self._runs_by_id[runs_id]:
+                    vm, vms, demand = run
+                    if vm.application_id == application_id:
+                        freed += [demand] * vms
+                    else:
+                        kept.append(run)
+                after = self._new_runs(tuple(kept))
+                known = afters[runs_id] = (after, self._part(after), freed)
+            after, part, freed = known
+            # One VM at a time, as ClusterState does: the floats must agree.
+            a, b, c = name_of[slot][3]
+            for d0, d1, d2 in freed:
+                a, b, c = a + d0, b + d1, c + d2
+            slots.append(move(slot, hosts, (a, b, c), runs_id, after, part, mark_each))
             runs_ids.append(after)
         if not mark_each:
             self._mark(groups, slots, runs_ids)
