@@ -681,8 +681,13 @@ class ClassGreedy:
                 # Chains at one key: their classes' hosts merged by row (no
                 # more than ``left`` of each: each host takes a VM at least).
                 group = [members[slots[i]][:left] for i in index[first:last]]
-                rows = np.concatenate([np.asarray(m, dtype=np.int64) for m in group])
-                each = np.array(length[first:last]).repeat([len(m) for m in group])
+                sizes = [len(m) for m in group]
+                # (One pass over the lists, not an array per class: chains
+                # at one key are often many short ones.)
+                rows = np.fromiter(
+                    itertools.chain.from_iterable(group), dtype=np.int64, count=sum(sizes)
+                )
+                each = np.array(length[first:last]).repeat(sizes)
                 by_row = rows.argsort(kind="stable")
                 rows, each = rows[by_row], each[by_row]
                 total = each.cumsum()
