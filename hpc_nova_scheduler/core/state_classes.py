@@ -218,8 +218,13 @@ class StateClasses:
         #: changed since the arrays above were last written (:meth:`_flush`).
         self._fresh: dict[int, int] = {}
         self._dirty: set[int] = set()
+        # The idle hosts by class, each class joined at once (classes made
+        # in the order of their first hosts, as one by one would).
+        idle: dict[Name, list[int]] = {}
         for row in range(size):
-            self._join_block([row], self._capacity[row], 0)
+            idle.setdefault(self._name(row, self._capacity[row], 0), []).append(row)
+        for name, rows in idle.items():
+            self._join_block(rows, name[3], 0, name=name)
         self._flush()
 
     @staticmethod
