@@ -148,6 +148,8 @@ class StateClasses:
         # a tenth of a second on CEA-Curie's 23,328 hosts.)
         self._capacities = np.array(sorted(set(self._capacity)), dtype=float)
         self._most_per_host: dict[tuple[float, ...], int] = {}
+        #: Per memory, the most one-core VMs of it a host holds.
+        self._most_one_core: dict[float, float] = {}
         #: Per host, the id of its VMs as runs (VM, how many, demand) in
         #: placement order: an application's VMs on a host arrive together,
         #: as one run. Hosts that ran the same VMs share one id (0: none),
@@ -615,7 +617,12 @@ class StateClasses:
     def most_one_core(self, memory_mb: float) -> float:
         """The most one-core VMs of ``memory_mb`` an idle host holds: all
         that a host can come to add to :meth:`one_core_room`."""
-        return max(float(_one_core_fit(self._capacities, memory_mb).max()), 0.0)
+        most = self._most_one_core.get(memory_mb)
+        if most is None:
+            # Asked at every refused precheck, of the few memories jobs ask.
+            most = max(float(_one_core_fit(self._capacities, memory_mb).max()), 0.0)
+            self._most_one_core[memory_mb] = most
+        return most
 
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of ``request``'s VMs, in placement order, as
