@@ -174,7 +174,7 @@ class StateClasses:
         self.group_names = sorted(set(columns.cpu_groups))
         code = {name: i for i, name in enumerate(self.group_names)}
         self._group = [code[g] for g in columns.cpu_groups]
-        self._host_rack = np.array(self._rack, dtype=np.int64)
+        self._host_rack = np.array(columns.rack, dtype=np.int64)
         self._host_group = np.array(self._group, dtype=np.int64)
         # Only what the policy reads splits classes.
         self._by_rack = policy.topology
@@ -373,7 +373,7 @@ class StateClasses:
             self._s_capacity[at] = self._host_capacity[made]
             self._s_free[at] = table[:, 0:3]
             for memory, fits in self._one_core_fits.items():
-                fits[at] = np.maximum(_one_core_fit(table[:, 0:3], memory), 0.0)
+                fits[at] = _one_core_fit(table[:, 0:3], memory)
             self._s_cache[at] = table[:, 3]
             self._s_sync[at] = table[:, 4] != 0
             self._s_rack[at] = self._host_rack[made]
@@ -610,7 +610,7 @@ class StateClasses:
             if len(self._one_core_fits) >= self.kept_memories:
                 del self._one_core_fits[next(iter(self._one_core_fits))]
             fits = np.zeros(len(self._s_hosts))
-            fits[:used] = np.maximum(_one_core_fit(self._s_free[:used], memory_mb), 0.0)
+            fits[:used] = _one_core_fit(self._s_free[:used], memory_mb)
             self._one_core_fits[memory_mb] = fits
         return float(np.dot(fits[:used], self._s_hosts[:used]))
 
@@ -620,7 +620,7 @@ class StateClasses:
         most = self._most_one_core.get(memory_mb)
         if most is None:
             # Asked at every refused precheck, of the few memories jobs ask.
-            most = max(float(_one_core_fit(self._capacities, memory_mb).max()), 0.0)
+            most = float(_one_core_fit(self._capacities, memory_mb).max())
             self._most_one_core[memory_mb] = most
         return most
 
@@ -977,15 +977,16 @@ def _per_host(
 
 
 def _one_core_fit(free: np.ndarray, memory_mb: float) -> np.ndarray:
-    """How many one-core VMs of ``memory_mb`` each row's free resources hold."""
+    """How many one-core VMs of ``memory_mb`` each row's free resources
+    hold (none below 0: a host short of room holds none)."""
     fit = np.floor(free[:, 0] + 1e-9)
     if memory_mb > 0:
         fit = np.minimum(fit, np.floor((free[:, 1] + 1e-9) / memory_mb))
-    return fit
+    return np.maximum(fit, 0.0)
 
 
 def _one_core_fit_one(free: Sequence[float], memory_mb: float) -> float:
-    """:func:`_one_core_fit` for one row, none below 0, in Python floats, to the bit."""
+    """:func:`_one_core_fit` for one row, in Python floats, to the bit."""
     fit = math.floor(free[0] + 1e-9)
     if memory_mb > 0:
         fit = min(fit, math.floor((free[1] + 1e-9) / memory_mb))
@@ -999,7 +1000,7 @@ def one_core_vms(free: np.ndarray, memory_mb: float, hosts: np.ndarray | None = 
     fit = _one_core_fit(free, memory_mb)
     if hosts is not None:
         fit = fit * hosts
-    return float(fit[fit > 0].sum())
+    return float(fit.sum())
 
 
 __all__ = ["StateClasses", "one_core_vms"]
