@@ -152,10 +152,12 @@ class StateClasses:
         self._most_one_core: dict[float, float] = {}
         #: Per host, the id of its VMs as runs (VM, how many, demand) in
         #: placement order: an application's VMs on a host arrive together,
-        #: as one run. Hosts that ran the same VMs share one id (0: none),
-        #: so that a wide job's hosts are grouped in numpy, not one by one.
+        #: as one run. Hosts that run the same VMs share one id (0: none),
+        #: however they came to, so that a wide job's hosts are grouped in
+        #: numpy, not one by one, and hosts alike move together.
         self._row_runs = np.zeros(size, dtype=np.int64)
         self._runs_by_id: dict[int, tuple[Run, ...]] = {0: ()}
+        self._id_of_runs: dict[tuple[Run, ...], int] = {(): 0}
         #: Per id, what the class name reads of those VMs (:meth:`_runs_part`).
         self._runs_part: dict[int, tuple[float, bool, tuple]] = {}
         #: How many hosts hold each id: an id no host holds is forgotten.
@@ -446,12 +448,22 @@ class StateClasses:
         self._name_of[slot] = None
         self._spare.append(slot)
 
-    def _new_runs(self, runs: tuple[Run, ...]) -> int:
-        """An id for hosts that now hold ``runs`` (0 for none)."""
-        if not runs:
-            return 0
+    def _runs_id(self, runs: tuple[Run, ...]) -> int:
+        """The id of hosts that hold ``runs`` (0 for none): the one hosts
+        already holding them have, else a new one.
+
+        One id per set of VMs, not one per placement that led to it:
+        otherwise hosts that came to run the same VMs by different ways
+        (a job placed over several classes, then another released from
+        them) would keep apart, and every later placement or release would
+        move them group by group (on LLNL-Thunder, three times the moves).
+        """
+        known = self._id_of_runs.get(runs)
+        if known is not None:
+            return known
         self._last_runs_id += 1
         self._runs_by_id[self._last_runs_id] = runs
+        self._id_of_runs[runs] = self._last_runs_id
         self._runs_hosts[self._last_runs_id] = 0
         return self._last_runs_id
 
@@ -518,7 +530,7 @@ class StateClasses:
             runs_hosts[runs_id] = left
         else:
             # No host holds those VMs any more: their id is forgotten.
-            del runs_hosts[runs_id], self._runs_by_id[runs_id]
+            del runs_hosts[runs_id], self._id_of_runs[self._runs_by_id.pop(runs_id)]
             self._runs_part.pop(runs_id, None)
         first = rows[0] if isinstance(rows, list) else rows.item(0)
         name = (*self._host_part[first], free, *part)
@@ -790,8 +802,10 @@ class StateClasses:
             known = afters.get((runs_id, vms))
             if known is None:
                 runs = (*self._runs_by_id[runs_id], (vm, vms, demand))
-                after = self._new_runs(runs)
-                part = self._runs_part[after] = self._part_after(runs_id, vm, vms)
+                after = self._runs_id(runs)
+                part = self._runs_part.get(after)
+                if part is None:
+                    part = self._runs_part[after] = self._part_after(runs_id, vm, vms)
                 known = afters[runs_id, vms] = (after, part)
             slots.append(move(slot, rows, (a, b, c), runs_id, *known, mark_each))
             runs_ids.append(known[0])
@@ -885,7 +899,7 @@ class StateClasses:
                         freed += [demand] * vms
                     else:
                         kept.append(run)
-                after = self._new_runs(tuple(kept))
+                after = self._runs_id(tuple(kept))
                 known = afters[runs_id] = (after, self._part(after), freed)
             after, part, freed = known
             # One VM at a time, as ClusterState does: the floats must agree.

@@ -341,6 +341,32 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual({0}, set(classes._runs_by_id))
         self.assertEqual((4.0, 2048.0, 0.0), classes.free_of(0))
 
+    def test_hosts_that_come_to_run_the_same_vms_share_their_id(self) -> None:
+        """A job placed over two classes, then the job that made them
+        differ released: both hosts now run the same VMs and hold one id,
+        so that the next release moves them as one group."""
+        cloud = ClusterState()
+        for row in range(4):
+            cloud.add_host(f"h{row}", Resources(4, 2048, 0), rack="r0")
+        classes = StateClasses(cloud.columns(), Policy(), Thresholds(200, 60))
+
+        def job(name: str, score: float) -> PlacementRequest:
+            return PlacementRequest(
+                ApplicationProfile(AppClass.NON_HPC, score), Resources(1, 0, 0), 1, name
+            )
+
+        classes.apply_segments([([0], 1)], job("first", 5.0))
+        classes.apply_segments([([0, 1], 1)], job("second", 7.0))
+        self.assertNotEqual(classes._row_runs[0], classes._row_runs[1])
+        classes.release("first")
+        self.assertEqual(classes._row_runs[0], classes._row_runs[1])
+        self.assertEqual(classes._row_slot[0], classes._row_slot[1])
+        self.assertEqual(1, len(classes._groups([0, 1], None).keys))
+        classes.release("second")
+        self.assertEqual({0}, set(classes._runs_by_id))
+        self.assertEqual({(): 0}, classes._id_of_runs)
+        self.assertEqual(1, classes.class_count())
+
     def test_hosts_leave_a_long_class_in_every_way(self) -> None:
         """Hosts taken from one class of 256: a stretch, a few scattered
         ones, many scattered ones (bisected out, or filtered once most of
