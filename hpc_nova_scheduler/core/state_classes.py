@@ -157,7 +157,10 @@ class StateClasses:
         #: numpy, not one by one, and hosts alike move together.
         self._row_runs = np.zeros(size, dtype=np.int64)
         self._runs_by_id: dict[int, tuple[Run, ...]] = {0: ()}
-        self._id_of_runs: dict[tuple[Run, ...], int] = {(): 0}
+        #: Per id, its runs as (application id, how many, demand): what
+        #: tells them apart, and hashes cheaply (a VM's hash is Python's).
+        self._runs_key: dict[int, tuple[tuple[str, int, Vector], ...]] = {0: ()}
+        self._id_of_runs: dict[tuple[tuple[str, int, Vector], ...], int] = {(): 0}
         #: Per id, what the class name reads of those VMs (:meth:`_runs_part`).
         self._runs_part: dict[int, tuple[float, bool, tuple]] = {}
         #: How many hosts hold each id: an id no host holds is forgotten.
@@ -448,9 +451,10 @@ class StateClasses:
         self._name_of[slot] = None
         self._spare.append(slot)
 
-    def _runs_id(self, runs: tuple[Run, ...]) -> int:
-        """The id of hosts that hold ``runs`` (0 for none): the one hosts
-        already holding them have, else a new one.
+    def _runs_id(self, runs: tuple[Run, ...], key: tuple) -> int:
+        """The id of hosts that hold ``runs`` (``key``: as
+        :attr:`_runs_key`; 0 for none): the one hosts already holding them
+        have, else a new one.
 
         One id per set of VMs, not one per placement that led to it:
         otherwise hosts that came to run the same VMs by different ways
@@ -458,12 +462,13 @@ class StateClasses:
         them) would keep apart, and every later placement or release would
         move them group by group (on LLNL-Thunder, three times the moves).
         """
-        known = self._id_of_runs.get(runs)
+        known = self._id_of_runs.get(key)
         if known is not None:
             return known
         self._last_runs_id += 1
         self._runs_by_id[self._last_runs_id] = runs
-        self._id_of_runs[runs] = self._last_runs_id
+        self._runs_key[self._last_runs_id] = key
+        self._id_of_runs[key] = self._last_runs_id
         self._runs_hosts[self._last_runs_id] = 0
         return self._last_runs_id
 
@@ -530,7 +535,8 @@ class StateClasses:
             runs_hosts[runs_id] = left
         else:
             # No host holds those VMs any more: their id is forgotten.
-            del runs_hosts[runs_id], self._id_of_runs[self._runs_by_id.pop(runs_id)]
+            del runs_hosts[runs_id], self._runs_by_id[runs_id]
+            del self._id_of_runs[self._runs_key.pop(runs_id)]
             self._runs_part.pop(runs_id, None)
         first = rows[0] if isinstance(rows, list) else rows.item(0)
         name = (*self._host_part[first], free, *part)
@@ -802,7 +808,8 @@ class StateClasses:
             known = afters.get((runs_id, vms))
             if known is None:
                 runs = (*self._runs_by_id[runs_id], (vm, vms, demand))
-                after = self._runs_id(runs)
+                key = (*self._runs_key[runs_id], (request.application_id, vms, demand))
+                after = self._runs_id(runs, key)
                 part = self._runs_part.get(after)
                 if part is None:
                     part = self._runs_part[after] = self._part_after(runs_id, vm, vms)
@@ -892,14 +899,16 @@ class StateClasses:
             # Hosts that ran the same VMs hold the same ones after.
             known = afters.get(runs_id)
             if known is None:
-                kept, freed = [], []
-                for run in self._runs_by_id[runs_id]:
+                kept, kept_key, freed = [], [], []
+                runs, key = self._runs_by_id[runs_id], self._runs_key[runs_id]
+                for run, run_key in zip(runs, key, strict=True):
                     vm, vms, demand = run
                     if vm.application_id == application_id:
                         freed += [demand] * vms
                     else:
                         kept.append(run)
-                after = self._runs_id(tuple(kept))
+                        kept_key.append(run_key)
+                after = self._runs_id(tuple(kept), tuple(kept_key))
                 known = afters[runs_id] = (after, self._part(after), freed)
             after, part, freed = known
             # One VM at a time, as ClusterState does: the floats must agree.

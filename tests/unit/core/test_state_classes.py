@@ -365,6 +365,7 @@ class TestSamePlans(testtools.TestCase):
         classes.release("second")
         self.assertEqual({0}, set(classes._runs_by_id))
         self.assertEqual({(): 0}, classes._id_of_runs)
+        self.assertEqual({0: ()}, classes._runs_key)
         self.assertEqual(1, classes.class_count())
 
     def test_hosts_leave_a_long_class_in_every_way(self) -> None:
