@@ -158,7 +158,9 @@ class StateClasses:
         self._row_runs = np.zeros(size, dtype=np.int64)
         self._runs_by_id: dict[int, tuple[Run, ...]] = {0: ()}
         #: Per id, its runs as (application id, how many, demand): what
-        #: tells them apart, and hashes cheaply (a VM's hash is Python's).
+        #: tells them apart, since an application is placed once (plan
+        #: refuses one that runs; :attr:`_rows_of` keeps one placement per
+        #: id), and hashes cheaply (a VM's hash is Python's).
         self._runs_key: dict[int, tuple[tuple[str, int, Vector], ...]] = {0: ()}
         self._id_of_runs: dict[tuple[tuple[str, int, Vector], ...], int] = {(): 0}
         #: Per id, what the class name reads of those VMs (:meth:`_runs_part`).
