@@ -215,6 +215,9 @@ class StateClasses:
         #: Per memory asked of :meth:`one_core_room` lately, per class, the
         #: one-core VMs of it a host holds: kept as classes are written.
         self._one_core_fits: dict[float, np.ndarray] = {}
+        #: Per (free resources, memory), those fits: a cloud's hosts come
+        #: to few distinct free vectors.
+        self._fit_of: dict[tuple[Vector, float], float] = {}
         #: Per class, the write (:meth:`_flush`) that gave it its state: the
         #: packing keys kept for it are good while this has not changed.
         self._s_stamp = np.zeros(slots, dtype=np.int64)
@@ -262,9 +265,12 @@ class StateClasses:
     #: From this many VMs that reach as many classes (or classes of equal
     #: keys), the greedy plans from every reached class's chains at once, in
     #: numpy (:meth:`.ClassGreedy.filled`): below that, a few chains cost
-    #: less than the numpy calls that would replace them. Both ways agree to
-    #: the bit (the tests run both).
-    filling_from = 8
+    #: less than the numpy calls that would replace them (each chain's
+    #: trajectory is a dozen numpy calls per VM a host takes). At 64 rather
+    #: than 8, SDSC-SP2's first 8,000 jobs on 128 cores cost 6.5% fewer
+    #: instructions and CEA-Curie's wide jobs under hpc-aware about 1% more.
+    #: Both ways agree to the bit (the tests run both).
+    filling_from = 64
     #: From this many VMs left, hosts of classes with equal keys that the
     #: greedy merges by row are taken at once, in numpy, not one by one.
     #: Both ways agree to the bit (the tests run both).
@@ -293,6 +299,8 @@ class StateClasses:
     kept_demands = 4
     #: Memories whose one-core fits are kept (the oldest is dropped).
     kept_memories = 2
+    #: Fits per (free resources, memory) kept before they are forgotten.
+    kept_fits = 4096
 
     def __len__(self) -> int:
         return len(self.names)
@@ -321,8 +329,13 @@ class StateClasses:
         applications and their VMs where a judge reads them."""
         cache, sync = 0.0, False
         if self._by_cache:
-            cache = ordered_sum(vm.cache_score for vm, vms, _ in runs for _ in range(vms))
-            sync = any(vm.app_class is AppClass.SYNC_HPC for vm, _, _ in runs)
+            # (ordered_sum's left-to-right sum, without a generator per host:
+            # releases on a small cloud work this out for most hosts they free.)
+            for vm, vms, _ in runs:
+                score = vm.cache_score
+                for _ in range(vms):
+                    cache += score
+                sync = sync or vm.app_class is AppClass.SYNC_HPC
         # In the order plan() describes them to a judge (applications in the
         # order they came).
         judged = tuple((vm.app_name, vms) for vm, vms, _ in runs) if self.judged else ()
@@ -356,13 +369,19 @@ class StateClasses:
         if fresh:
             self._flushes += 1
         if len(fresh) <= self.flush_one_by_one:
+            fit_of = self._fit_of
+            if len(fit_of) > self.kept_fits:
+                fit_of.clear()
             for slot in fresh:
                 self._s_stamp[slot] = self._flushes
                 name, row = self._name_of[slot], self._fresh[slot]
                 self._s_capacity[slot] = name[2]
                 self._s_free[slot] = name[3]
                 for memory, fits in self._one_core_fits.items():
-                    fits[slot] = _one_core_fit_one(name[3], memory)
+                    fit = fit_of.get((name[3], memory))
+                    if fit is None:
+                        fit = fit_of[name[3], memory] = _one_core_fit_one(name[3], memory)
+                    fits[slot] = fit
                 self._s_cache[slot] = name[4]
                 self._s_sync[slot] = name[5]
                 self._s_rack[slot] = self._rack[row]
