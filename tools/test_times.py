@@ -29,6 +29,8 @@ import subunit
 import testtools
 from stestr import utils as stestr_utils
 
+from hpc_nova_scheduler.atomicfile import open_replacing
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The durations, relative to the tree's root.
 TIMES = Path("tools", "test-times.json")
@@ -54,13 +56,24 @@ def _stream(times: dict[str, float]) -> bytes:
     return buffer.getvalue()
 
 
+def _durations(value: object) -> dict[str, float]:
+    """The file's content as test id -> seconds; ValueError naming the
+    first entry that is not one."""
+    if not isinstance(value, dict):
+        raise ValueError("not an object of test ids and seconds")
+    for test_id, seconds in value.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ValueError(f"{test_id}: {seconds!r} is not a duration in seconds")
+    return value
+
+
 def seed(root: Path = ROOT) -> int:
     """Give the tree's new ``.stestr`` the durations of the file; leave one
     that exists alone (its own durations are better)."""
     if (root / ".stestr").exists():
         return 0
     try:
-        times = json.loads((root / TIMES).read_text())
+        times = _durations(json.loads((root / TIMES).read_text()))
     except (OSError, ValueError) as error:
         print(f"{TIMES}: {error}; tests are dealt out in turn")
         return 0
@@ -96,7 +109,9 @@ def record(root: Path = ROOT) -> int:
     result.startTestRun()
     subunit.ByteStreamToStreamResult(io.BytesIO(last.stdout), non_subunit_name="stdout").run(result)
     result.stopTestRun()
-    (root / TIMES).write_text(json.dumps(dict(sorted(times.items())), indent=0) + "\n")
+    # Whole or not at all: a half-written file would leave the next clone unbalanced.
+    with open_replacing(str(root / TIMES)) as stream:
+        stream.write(json.dumps(dict(sorted(times.items())), indent=0) + "\n")
     print(f"{TIMES}: {len(times)} tests of {SHORTEST} s or more")
     return 0
 

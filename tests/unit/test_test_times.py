@@ -66,6 +66,21 @@ class TestTestTimes(testtools.TestCase):
         self.assertIn("tools/test-times.json", said)
         self.assertFalse((self.root / ".stestr").exists())
 
+    def test_entries_that_are_not_durations_leave_the_tests_dealt_out_in_turn(self) -> None:
+        for content, named in (
+            ('["pkg.TestA.test_long"]', "not an object"),
+            ('{"pkg.TestA.test_long": "slow"}', "pkg.TestA.test_long: 'slow'"),
+            ('{"pkg.TestA.test_long": -1}', "pkg.TestA.test_long: -1"),
+            ('{"pkg.TestA.test_long": true}', "pkg.TestA.test_long: True"),
+            ('{"pkg.TestA.test_long": 2', "tools/test-times.json: Expecting"),
+        ):
+            (self.root / test_times.TIMES).write_text(content)
+            code, said = self._quietly(test_times.seed)
+            self.assertEqual(0, code)
+            self.assertIn(named, said)
+            self.assertEqual(1, len(said.splitlines()), said)
+            self.assertFalse((self.root / ".stestr").exists())
+
     def test_record_keeps_the_tests_of_a_second_or_more(self) -> None:
         stream = test_times._stream(
             {"pkg.TestA.test_long": 250.04, "pkg.TestA.test_quick": 0.5, "pkg.TestB.test_s": 1.0}
