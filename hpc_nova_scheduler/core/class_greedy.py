@@ -76,6 +76,8 @@ class StateClasses(Protocol):
 
     def packing_keys(self, slots: np.ndarray, demand: tuple[float, ...]) -> tuple: ...
 
+    def listed_packing_keys(self, slots: list[int], demand: tuple[float, ...]) -> list[tuple]: ...
+
 
 class ClassGreedy:
     """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
@@ -220,8 +222,19 @@ class ClassGreedy:
     def listed_keys(self, at: np.ndarray) -> list[tuple]:
         """:meth:`keys` as one tuple of Python floats per class, for
         sorting a few classes in Python."""
-        columns = [column.tolist() for column in self.keys(at)]
-        return list(zip(*columns, strict=True)) if columns else [()] * len(at)
+        classes = self.classes
+        slots = self.slots[at].tolist()
+        packing = classes.listed_packing_keys(slots, self.demand_tuple)
+        if not self.ranked:
+            return packing
+        # Ranked, the classes are split by rack: their name holds it.
+        name_of, rank = classes._name_of, self.rack_rank
+        only_residual = self.policy.packing == PACKING_COSINE and self.topology_aware
+        positions = self.within_rack[at].tolist()
+        return [
+            (rank.item(name_of[slot][1]), *(key[1:] if only_residual else key), position)
+            for slot, key, position in zip(slots, packing, positions, strict=True)
+        ]
 
     def _ranked(self, at: np.ndarray, packing_keys: tuple) -> tuple[np.ndarray, ...]:
         """The classes' packing keys (``blind_keys``) with the rack's rank

@@ -59,6 +59,7 @@ from hpc_nova_scheduler.core.algorithm import (
     _cosine_keys,
     _depth,
     best_group,
+    blind_key_one,
     blind_keys,
     first_domain_holding,
     fits_many,
@@ -224,6 +225,10 @@ class StateClasses:
         self._flushes = 0
         #: demand -> per class, its packing keys and the stamp they are of.
         self._packing_keys: dict[tuple, tuple[np.ndarray, list[np.ndarray]]] = {}
+        #: Per (free resources, total, demand), the cosine packing keys as
+        #: Python floats: what a plan over a few classes reads (a small
+        #: cloud's classes come to few distinct states).
+        self._key_of: dict[tuple[Vector, Vector, tuple], tuple[float, float]] = {}
         #: Per host, its class.
         self._row_slot = np.zeros(size, dtype=np.int64)
         #: Classes made (class -> a host of it) and classes whose hosts
@@ -303,6 +308,9 @@ class StateClasses:
     kept_memories = 2
     #: Fits per (free resources, memory) kept before they are forgotten.
     kept_fits = 4096
+    #: Packing keys per (free resources, total, demand) kept before they
+    #: are forgotten.
+    kept_keys = 4096
 
     def __len__(self) -> int:
         return len(self.names)
@@ -638,6 +646,24 @@ class StateClasses:
                     column[slot] = value
         stamps[stale] = self._s_stamp[stale]
         return tuple(column[slots] for column in keys)
+
+    def listed_packing_keys(self, slots: list[int], demand: tuple[float, ...]) -> list[tuple]:
+        """:meth:`packing_keys` of a few classes as tuples of Python floats,
+        to the bit: no numpy call, whose cost would outweigh so few."""
+        packing, name_of = self.policy.packing, self._name_of
+        if packing != PACKING_COSINE:
+            return [blind_key_one(packing, name_of[s][3], name_of[s][2], demand) for s in slots]
+        key_of = self._key_of
+        if len(key_of) > self.kept_keys:
+            key_of.clear()
+        keys = []
+        for slot in slots:
+            _, _, capacity, free, *_ = name_of[slot]
+            key = key_of.get((free, capacity, demand))
+            if key is None:
+                key = key_of[free, capacity, demand] = _cosine_key_one(free, capacity, demand)
+            keys.append(key)
+        return keys
 
     def one_core_room(self, memory_mb: float) -> float:
         """How many one-core VMs of ``memory_mb`` fit in all: one_core_vms()
