@@ -111,15 +111,15 @@ class ClassGreedy:
         self.cache_rule = None
         if policy.cache_criteria and rule is None:
             self.cache_rule = CacheRule(classes.thresholds, self.score, self.sync_request)
-        #: Per class, what placing VMs never changes: the judge's admission.
-        self.fixed_ok = np.ones(len(slots), dtype=bool) if admitted is None else admitted[slots]
+        #: Per class, what placing VMs never changes: the judge's admission
+        #: (None: no judge, every class).
+        self.fixed_ok = None if admitted is None else admitted[slots]
         #: The judge's admission per class (None: no judge).
         self.admitted = admitted
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
         self.slots = slots
         self.free = classes._s_free[slots]
-        self.capacity = classes._s_capacity[slots]
         self.cache = classes._s_cache[slots]
         self.sync = classes._s_sync[slots]
         self.hosts = classes._s_hosts[slots]
@@ -270,7 +270,10 @@ class ClassGreedy:
         # what is left of admissible() is the cache thresholds.
         ok = self.fixed_ok
         if self.cache_rule is not None:
-            ok = ok & self.cache_rule.admits_many(self.cache, self.sync)
+            admits = self.cache_rule.admits_many(self.cache, self.sync)
+            ok = admits if ok is None else ok & admits
+        elif ok is None:
+            ok = np.ones(len(self.slots), dtype=bool)
         if self.policy.packing == PACKING_NOVA_WEIGHERS:
             self._rank_racks()
             return self.weighed(ok)
@@ -372,8 +375,10 @@ class ClassGreedy:
         classes = self.classes
         position_of = np.zeros(len(classes._name_of))
         position_of[self.slots] = self.within_rack
-        fixed_of = np.zeros(len(classes._name_of), dtype=bool)
-        fixed_of[self.slots] = self.fixed_ok
+        fixed_of = None
+        if self.fixed_ok is not None:
+            fixed_of = np.zeros(len(classes._name_of), dtype=bool)
+            fixed_of[self.slots] = self.fixed_ok
         demand, score, sync_request = self.demand_tuple, self.score, self.sync_request
         # Hosts that took VMs: one by one (tag -1, state in ``touched``) or
         # in blocks of hosts alike (tag: the block's number in ``blocks``).
@@ -397,7 +402,8 @@ class ClassGreedy:
             are part of the class)."""
             slot = classes._row_slot[row]
             name = classes._name_of[slot]
-            return [list(name[3]), name[4], name[5], float(position_of[slot]), bool(fixed_of[slot])]
+            fixed = fixed_of is None or bool(fixed_of[slot])
+            return [list(name[3]), name[4], name[5], float(position_of[slot]), fixed]
 
         def settle(rows: list[int], load: list, after: tuple | None) -> None:
             """Hosts that took VMs alike and now stand at ``after`` (None:
@@ -587,7 +593,7 @@ class ClassGreedy:
         ranked = self.ranked
         key = whole[1:-1] if ranked else whole
         packing = self.policy.packing
-        capacity = self.capacity[at]
+        capacity = self.classes._s_capacity[self.slots[at]]
         cosine_keys = CosineKeys(capacity, self.demand) if packing == PACKING_COSINE else None
         length = np.zeros(size, dtype=np.int64)
         active = np.ones(size, dtype=bool)

@@ -235,6 +235,9 @@ class StateClasses:
         #: changed since the arrays above were last written (:meth:`_flush`).
         self._fresh: dict[int, int] = {}
         self._dirty: set[int] = set()
+        #: Classes renamed whole (their hosts moved to a new state together)
+        #: since: their capacity, rack and group, which are their hosts', stay.
+        self._renamed: set[int] = set()
         # The idle hosts by class, each class joined at once (classes made
         # in the order of their first hosts, as one by one would).
         idle: dict[Name, list[int]] = {}
@@ -375,17 +378,26 @@ class StateClasses:
         a wide job moving hundreds of groups pays a few numpy calls, not a
         dozen per group."""
         # (Index arrays, not lists: numpy reads a list index far slower.)
-        fresh = [slot for slot in self._fresh if self._name_of[slot] is not None]
-        if fresh:
+        name_of = self._name_of
+        fresh = [slot for slot in self._fresh if name_of[slot] is not None]
+        renamed = [
+            slot for slot in self._renamed if name_of[slot] is not None and slot not in self._fresh
+        ]
+        self._renamed.clear()
+        if fresh or renamed:
             self._flushes += 1
-        if len(fresh) <= self.flush_one_by_one:
+        if len(fresh) + len(renamed) <= self.flush_one_by_one:
             fit_of = self._fit_of
             if len(fit_of) > self.kept_fits:
                 fit_of.clear()
             for slot in fresh:
+                row = self._fresh[slot]
+                self._s_capacity[slot] = name_of[slot][2]
+                self._s_rack[slot] = self._rack[row]
+                self._s_group[slot] = self._group[row]
+            for slot in itertools.chain(fresh, renamed):
                 self._s_stamp[slot] = self._flushes
-                name, row = self._name_of[slot], self._fresh[slot]
-                self._s_capacity[slot] = name[2]
+                name = name_of[slot]
                 self._s_free[slot] = name[3]
                 for memory, fits in self._one_core_fits.items():
                     fit = fit_of.get((name[3], memory))
@@ -394,9 +406,12 @@ class StateClasses:
                     fits[slot] = fit
                 self._s_cache[slot] = name[4]
                 self._s_sync[slot] = name[5]
-                self._s_rack[slot] = self._rack[row]
-                self._s_group[slot] = self._group[row]
         else:
+            # (A renamed class's hosts give its capacity, rack and group as
+            # a made one's do.)
+            for slot in renamed:
+                self._fresh[slot] = self._members[slot][0]
+            fresh += renamed
             # What a host's row gives (capacity, rack, group) is read from
             # arrays by the rows the classes were made from; what the name
             # alone tells (free, cache total, SyncHPC) in one table, one
@@ -581,7 +596,7 @@ class StateClasses:
                 if len(slot_of) > known:
                     del slot_of[self._name_of[slot]]
                     self._name_of[slot] = name
-                    self._fresh[slot] = first
+                    self._renamed.add(slot)
                 # (Else the class's own state: a request of nothing.)
                 runs_hosts[after] += count
                 if mark:
