@@ -302,7 +302,12 @@ def fits_many(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
 def fits_one(free: Sequence[float], demand: Sequence[float]) -> bool:
     """:func:`fits_many` for one host in Python floats, to the bit."""
-    return all(d <= f + _SLACK for d, f in zip(demand, free, strict=True) if d > 0)
+    # (A loop, not all() over a generator: the greedy asks this for every
+    # VM it places.)
+    for d, f in zip(demand, free, strict=True):  # noqa: SIM110
+        if d > 0 and not d <= f + _SLACK:
+            return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -380,6 +380,7 @@ class ClassGreedy:
             fixed_of = np.zeros(len(classes._name_of), dtype=bool)
             fixed_of[self.slots] = self.fixed_ok
         demand, score, sync_request = self.demand_tuple, self.score, self.sync_request
+        d0, d1, d2 = demand
         # Hosts that took VMs: one by one (tag -1, state in ``touched``) or
         # in blocks of hosts alike (tag: the block's number in ``blocks``).
         touched: dict[int, list] = {}
@@ -391,7 +392,8 @@ class ClassGreedy:
 
         def one_more(load: list) -> bool:
             """Place a VM on a host's load; whether it admits another."""
-            load[0] = [f - d for f, d in zip(load[0], demand, strict=True)]
+            a, b, c = load[0]
+            load[0] = [a - d0, b - d1, c - d2]
             load[1] += score
             load[2] = load[2] or sync_request
             return load[4] and self.admits_one(load[0], load[1], load[2])
