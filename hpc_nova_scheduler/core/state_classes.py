@@ -475,10 +475,10 @@ class StateClasses:
         elif count <= self.one_by_one:
             for row in rows:
                 del members[bisect.bisect_left(members, row)]
-        elif count * 8 < len(members) - start:
-            # Hosts scattered over a long list (Nova's weighers spread VMs
-            # over the idle class): the stretches between them are kept,
-            # each end found by bisection from the last.
+        elif count * 8 < (stop := bisect.bisect_right(members, rows[-1], start)) - start:
+            # Hosts scattered over a long stretch of the list (Nova's
+            # weighers spread VMs over the idle class): the stretches between
+            # them are kept, each end found by bisection from the last.
             kept = members[:start]
             at = start
             for row in rows:
@@ -488,8 +488,10 @@ class StateClasses:
             kept += members[at:]
             self._members[slot] = members = kept
         else:
+            # Many of the hosts between the first and the last leave: that
+            # stretch is filtered, the rest of the list kept as it is.
             gone = set(rows)
-            members[:] = [row for row in members if row not in gone]
+            members[start:stop] = [row for row in members[start:stop] if row not in gone]
         self._dirty.add(slot)
         if members:
             return
