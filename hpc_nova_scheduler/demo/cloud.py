@@ -202,9 +202,6 @@ class HpcCloud(NovaCloud):
     def stop(self) -> None:
         self.doCleanups()
 
-    def runTest(self) -> None:
-        """Nothing: a cloud driven by hand, not a test."""
-
     def server_group(self, policy: str = "affinity") -> str:
         # Seed 003's application identity: any policy works; soft-affinity
         # keeps Nova's own group filters out of the way.
