@@ -77,13 +77,18 @@ class TestSameAsPlan(testtools.TestCase):
         streams,
         st.sampled_from(algorithm.BLIND_PACKINGS),
         st.sampled_from([0, HostClasses.few_slots]),
+        st.sampled_from([0, HostClasses.counting_share, 10**6]),
     )
-    def test_same_plans_and_free_vectors(self, capacities, stream, packing, few_slots) -> None:
+    def test_same_plans_and_free_vectors(
+        self, capacities, stream, packing, few_slots, counting_share
+    ) -> None:
         policy = Policy.nova_like(packing)
         self.assertTrue(policy.blind)
         cluster = cluster_of(capacities)
         classes = HostClasses([c.as_tuple() for c in capacities], packing)
         classes.few_slots = few_slots  # score classes with numpy (0) or in Python
+        # A release's hosts sorted (0), counted over every host (10**6), or as chosen.
+        classes.counting_share = counting_share
         index = cluster.columns().index
         running: list[tuple[str, list, Resources]] = []
         for i, (demand, count, release) in enumerate(stream):
