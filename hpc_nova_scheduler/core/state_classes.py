@@ -655,11 +655,8 @@ class StateClasses:
             for column, values in zip(keys, computed, strict=True):
                 column[stale] = values
         else:
-            for slot in stale.tolist():
-                name = self._name_of[slot]
-                for column, value in zip(
-                    keys, _cosine_key_one(name[3], name[2], demand), strict=True
-                ):
+            for slot, key in zip(stale, self._cosine_keys_of(stale.tolist(), demand), strict=True):
+                for column, value in zip(keys, key, strict=True):
                     column[slot] = value
         stamps[stale] = self._s_stamp[stale]
         return tuple(column[slots] for column in keys)
@@ -670,12 +667,17 @@ class StateClasses:
         packing, name_of = self.policy.packing, self._name_of
         if packing != PACKING_COSINE:
             return [blind_key_one(packing, name_of[s][3], name_of[s][2], demand) for s in slots]
+        return self._cosine_keys_of(slots, demand)
+
+    def _cosine_keys_of(self, slots: list[int], demand: tuple[float, ...]) -> list[tuple]:
+        """The cosine keys of the classes ``slots`` one by one, in Python
+        floats (:func:`_cosine_key_one`), kept per (free, total, demand)."""
         key_of = self._key_of
         if len(key_of) > self.kept_keys:
             key_of.clear()
         keys = []
         for slot in slots:
-            _, _, capacity, free, *_ = name_of[slot]
+            _, _, capacity, free, *_ = self._name_of[slot]
             key = key_of.get((free, capacity, demand))
             if key is None:
                 key = key_of[free, capacity, demand] = _cosine_key_one(free, capacity, demand)
