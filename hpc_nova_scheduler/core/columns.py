@@ -213,3 +213,25 @@ def ordered_sum(values: Iterable[float]) -> float:
     for value in values:
         total += value
     return total
+
+
+def counted_rows(
+    every: np.ndarray, weights: np.ndarray | None, counted: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``every``, ascending, and each one's summed
+    ``weights`` (None: how many times it comes), as int64.
+
+    ``counted``: over every row, one bincount and no sort (a wide job's
+    hosts, some share of the cloud's, cost less to count than to sort);
+    else sorted. Both ways agree.
+    """
+    if counted:
+        seen = np.bincount(every)
+        rows = seen.nonzero()[0]
+        if weights is None:
+            return rows, seen[rows]
+        return rows, np.bincount(every, weights=weights)[rows].astype(np.int64)
+    if weights is None:
+        return np.unique(every, return_counts=True)
+    rows, where = np.unique(every, return_inverse=True)
+    return rows, np.bincount(where, weights=weights, minlength=len(rows)).astype(np.int64)

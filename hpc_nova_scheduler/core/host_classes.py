@@ -40,6 +40,7 @@ from hpc_nova_scheduler.core.algorithm import (
     blind_key_one,
     blind_keys,
 )
+from hpc_nova_scheduler.core.columns import counted_rows
 
 Vector = tuple[float, float, float]
 #: Floating-point slack when checking that a demand fits (as the planner does).
@@ -392,15 +393,10 @@ class HostClasses:
         else:
             every = np.concatenate([b for b, _ in blocks])
             weights = np.concatenate([np.full(len(b), v) for b, v in blocks])
-            if len(every) * self.counting_share >= len(self._row_slot):
-                # A wide job's hosts: counted over every host, not sorted
-                # (on CEA-Curie, sorting them was a quarter of MDOBP's replay).
-                counts = np.bincount(every, weights=weights)
-                rows = counts.nonzero()[0]
-                counts = counts[rows].astype(np.int64)
-            else:
-                rows, inverse = np.unique(every, return_inverse=True)
-                counts = np.bincount(inverse, weights=weights).astype(np.int64)
+            # (On CEA-Curie, sorting a wide job's hosts was a quarter of
+            # MDOBP's replay: from a share of the cloud's, they are counted.)
+            counted = len(every) * self.counting_share >= len(self._row_slot)
+            rows, counts = counted_rows(every, weights, counted)
         slots = self._row_slot[rows].astype(np.int64)
         if counts is None and slots.min() == slots.max():
             slot = int(slots[0])

@@ -67,7 +67,7 @@ from hpc_nova_scheduler.core.algorithm import (
 )
 from hpc_nova_scheduler.core.class_greedy import ClassGreedy
 from hpc_nova_scheduler.core.cluster import RunningVM
-from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
+from hpc_nova_scheduler.core.columns import HostColumns, counted_rows, ordered_sum
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge, Resident
 from hpc_nova_scheduler.core.profile import AppClass
@@ -1054,17 +1054,8 @@ def _per_host(
             np.fromiter((vms for _, vms in segments), dtype=np.int64, count=len(segments)),
             np.fromiter((len(rows) for rows, _ in segments), dtype=np.int64, count=len(segments)),
         )
-    if len(every) >= counted_from:
-        seen = np.bincount(every)
-        hosts = seen.nonzero()[0]
-        if each is None:
-            return hosts, seen[hosts] * vms
-        return hosts, np.bincount(every, weights=each)[hosts].astype(np.int64)
-    if each is None:
-        hosts, counts = np.unique(every, return_counts=True)
-        return hosts, counts * vms
-    hosts, where = np.unique(every, return_inverse=True)
-    return hosts, np.bincount(where, weights=each, minlength=len(hosts)).astype(np.int64)
+    hosts, counts = counted_rows(every, each, len(every) >= counted_from)
+    return hosts, (counts * vms if each is None else counts)
 
 
 def _one_core_fit(free: np.ndarray, memory_mb: float) -> np.ndarray:
