@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +63,12 @@ def _durations(value: object) -> dict[str, float]:
     if not isinstance(value, dict):
         raise ValueError("not an object of test ids and seconds")
     for test_id, seconds in value.items():
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
             raise ValueError(f"{test_id}: {seconds!r} is not a duration in seconds")
     return value
 

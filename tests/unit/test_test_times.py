@@ -72,6 +72,8 @@ class TestTestTimes(testtools.TestCase):
             ('{"pkg.TestA.test_long": "slow"}', "pkg.TestA.test_long: 'slow'"),
             ('{"pkg.TestA.test_long": -1}', "pkg.TestA.test_long: -1"),
             ('{"pkg.TestA.test_long": true}', "pkg.TestA.test_long: True"),
+            ('{"pkg.TestA.test_long": NaN}', "pkg.TestA.test_long: nan"),
+            ('{"pkg.TestA.test_long": Infinity}', "pkg.TestA.test_long: inf"),
             ('{"pkg.TestA.test_long": 2', "tools/test-times.json: Expecting"),
         ):
             (self.root / test_times.TIMES).write_text(content)
