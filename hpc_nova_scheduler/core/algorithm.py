@@ -338,7 +338,9 @@ class CacheRule:
         """``room`` (VMs per host) less what the thresholds leave."""
         score = self.score
         if score <= 0:
-            return room
+            # Its VMs add nothing to a host's total: a host holds all its
+            # room, or none where the total already breaks a threshold.
+            return np.where(self.admits_many(cache, sync), room, 0.0)
         if self.sync_request and self.thresholds.beta <= self.thresholds.alpha:
             # Beta holds on every host, and no looser than alpha: alone it binds.
             beta = np.floor((self.thresholds.beta + EPSILON - cache) / score)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import numpy as np
 import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -423,6 +424,33 @@ class TestInvariants(testtools.TestCase):
                 for b, app_b in names:
                     if app_a != app_b:
                         self.assertFalse(table.conflicts(a, b), host)
+
+
+class TestCacheRule(testtools.TestCase):
+    """A host's room under the thresholds is the VMs it admits one by one."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.sampled_from([Thresholds(200, 60), Thresholds(40, 30), Thresholds(30, 40)]),
+        st.sampled_from([0.0, 7.5, 15.0, 29.9, 30.0]),
+        st.booleans(),
+        st.lists(
+            st.tuples(st.sampled_from([0.0, 29.9, 45.0, 59.8, 60.0, 89.7, 250.0]), st.booleans()),
+            min_size=1,
+            max_size=8,
+        ),
+        st.integers(0, 6),
+    )
+    def test_room_is_what_one_by_one_admits(self, limits, score, sync_request, hosts, copies):
+        rule = algorithm.CacheRule(limits, score, sync_request)
+        cache = np.array([total for total, _ in hosts])
+        sync = np.array([held for _, held in hosts])
+        room = rule.room(np.full(len(hosts), float(copies)), cache, sync)
+        for (total, held), got in zip(hosts, room.tolist(), strict=True):
+            admitted = 0
+            while admitted < copies and rule.admits_one(total + admitted * score, held):
+                admitted += 1
+            self.assertEqual(admitted, got, (total, held))
 
 
 class TestNovaWeighers(testtools.TestCase):
