@@ -527,11 +527,13 @@ class StateClasses:
         runs_id: int,
         mark: bool = True,
         name: Name | None = None,
+        array: np.ndarray | None = None,
     ) -> int:
         """Put ``rows`` (ascending, all in the same state now: ``free``
         resources left and the VMs of ``runs_id``; ``name``: that class, if
-        known) in their class, and return it. ``mark`` False: the caller
-        records each host's class and VMs itself (for many groups at once)."""
+        known; ``array``: the same rows as an array, if the caller has one)
+        in their class, and return it. ``mark`` False: the caller records
+        each host's class and VMs itself (for many groups at once)."""
         self._runs_hosts[runs_id] += len(rows)
         if name is None:
             name = self._name(rows[0], free, runs_id)
@@ -556,7 +558,7 @@ class StateClasses:
             self._row_slot[rows[0]] = slot
             self._row_runs[rows[0]] = runs_id
         else:
-            at = np.array(rows)
+            at = np.array(rows) if array is None else array
             self._row_slot[at] = slot
             self._row_runs[at] = runs_id
         return slot
@@ -604,10 +606,11 @@ class StateClasses:
                 if mark:
                     self._row_runs[first if count == 1 else np.asarray(rows)] = after
                 return slot
+        array = None
         if not isinstance(rows, list):
-            rows = rows.tolist()
+            array, rows = rows, rows.tolist()
         self._leave_block(slot, rows)
-        return self._join_block(rows, free, after, mark, name)
+        return self._join_block(rows, free, after, mark, name, array)
 
     def _part_after(self, runs_id: int, vm: RunningVM, vms: int) -> tuple[float, bool, tuple]:
         """:meth:`_part_of` the VMs of ``runs_id`` and ``vms`` more of ``vm``:
