@@ -910,6 +910,15 @@ class StateClasses:
             at = np.array(rows)
             slots = self._row_slot[at].tolist()
             runs = self._row_runs[at].tolist()
+            size = len(rows)
+            if (
+                slots.count(slots[0]) == size
+                and runs.count(runs[0]) == size
+                and counts.count(counts[0]) == size
+            ):
+                # One class's hosts that ran and take the same VMs (a job
+                # spread over hosts alike): one group, in the rows' order.
+                return Groups([(slots[0], counts[0], runs[0])], [0, size], None, rows)
             keys: list[tuple[int, int, int]] = []
             bounds, every = [], []
             for slot, count, runs_id, row in sorted(zip(slots, counts, runs, rows, strict=True)):
