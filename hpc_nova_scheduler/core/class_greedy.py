@@ -78,6 +78,8 @@ class StateClasses(Protocol):
 
     def listed_packing_keys(self, slots: list[int], demand: tuple[float, ...]) -> list[tuple]: ...
 
+    def kept_copies(self, demand: tuple[float, ...]) -> np.ndarray | None: ...
+
 
 class ClassGreedy:
     """One request's MDOBP (or Nova weighing) over the classes of one processor group."""
@@ -136,7 +138,8 @@ class ClassGreedy:
     def copies(self) -> np.ndarray:
         """How many VMs of the request fit in a host of each class."""
         if self._copies is None:
-            self._copies = vm_copies(self.free, self.demand)
+            kept = self.classes.kept_copies(self.demand_tuple)
+            self._copies = vm_copies(self.free, self.demand) if kept is None else kept[self.slots]
         return self._copies
 
     @property

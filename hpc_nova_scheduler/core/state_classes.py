@@ -216,6 +216,11 @@ class StateClasses:
         #: Per memory asked of :meth:`one_core_room` lately, per class, the
         #: one-core VMs of it a host holds: kept as classes are written.
         self._one_core_fits: dict[float, np.ndarray] = {}
+        #: Per kind of request (application class, topology constraints),
+        #: why it is not served (:meth:`serves`); per constraints, the
+        #: depth of the required level.
+        self._reasons: dict[tuple, str] = {}
+        self._depths: dict[topo.TopologySpec, int | None] = {}
         #: Per (free resources, memory), those fits: a cloud's hosts come
         #: to few distinct free vectors.
         self._fit_of: dict[tuple[Vector, float], float] = {}
@@ -374,9 +379,13 @@ class StateClasses:
 
     def _flush(self) -> None:
         """Write the per-class arrays the planner reads where classes were
-        made or their hosts changed: once per placement or release, so that
-        a wide job moving hundreds of groups pays a few numpy calls, not a
-        dozen per group."""
+        made or their hosts changed: once before they are read next (a plan,
+        the precheck, the free cores), so that a wide job moving hundreds of
+        groups pays a few numpy calls, not a dozen per group, and releases
+        and placements with no plan between them (a job that starts, jobs
+        that end at once) are written together."""
+        if not (self._fresh or self._renamed or self._dirty):
+            return
         # (Index arrays, not lists: numpy reads a list index far slower.)
         name_of = self._name_of
         fresh = [slot for slot in self._fresh if name_of[slot] is not None]
@@ -692,6 +701,7 @@ class StateClasses:
         on the classes, whole cores kept per class. Fewer than a request's
         VMs refuse it: the necessary condition the simulator checks before
         planning."""
+        self._flush()
         used = len(self._name_of)
         fits = self._one_core_fits.get(memory_mb)
         if fits is None:
@@ -744,24 +754,31 @@ class StateClasses:
         :meth:`apply_segments`: a wide job's plan is not spelt out VM by VM."""
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
-        reason = self.serves(self.policy, request.app_class, request.topology)
+        self._flush()
+        kind = (request.app_class, request.topology)
+        reason = self._reasons.get(kind)
+        if reason is None:
+            # Asked once per kind of request: a replay asks a few kinds thousands of times.
+            reason = self._reasons[kind] = self.serves(self.policy, *kind)
         if request.application_id in self._rows_of or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
         if rule is not None and not self.judged:
             reason = "classes built without co-runners cannot be judged by a model"
         if reason:
             raise ValueError(reason)
-        required = None
-        if self.policy.topology:
-            # A level this cloud lacks refuses the request before any judge is asked.
-            required = _depth(topo.SPEC_REQUIRED, request.topology.required, self.levels)
-            _depth(topo.SPEC_PREFERRED, request.topology.preferred, self.levels)
+        # A level this cloud lacks refuses the request before any judge is asked.
+        required = self._required_depth(request.topology)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
         admitted = None if rule is None else self._admitted(request, rule, live.nonzero()[0])
         # Classes whose hosts take no VM of the request add nothing to a
         # rack's or domain's room and are never admissible: left out.
-        live &= fits_many(self._s_free[:used], np.array(request.demand.as_tuple(), dtype=float))
+        demand = request.demand.as_tuple()
+        copies = self.kept_copies(demand)
+        if copies is None:
+            live &= fits_many(self._s_free[:used], np.array(demand, dtype=float))
+        else:
+            live &= copies[:used] >= 1
         homogeneous = self.policy.homogeneity and request.app_class.needs_homogeneity
         if not homogeneous or len(self.group_names) == 1:
             return self._plan_slots(request, live.nonzero()[0], required, rule, admitted)
@@ -815,6 +832,33 @@ class StateClasses:
         except NoPlacement as refusal:
             refusal.room = round(largest_room())
             raise
+
+    def _required_depth(self, spec: topo.TopologySpec) -> int | None:
+        """The depth of the level ``spec`` requires (None: none, or a
+        policy without topology), kept per spec; raise
+        :class:`NoPlacement` for a level this cloud lacks."""
+        if spec in self._depths:
+            return self._depths[spec]
+        required = None
+        if self.policy.topology:
+            required = _depth(topo.SPEC_REQUIRED, spec.required, self.levels)
+            _depth(topo.SPEC_PREFERRED, spec.preferred, self.levels)
+        self._depths[spec] = required
+        return required
+
+    def kept_copies(self, demand: tuple[float, ...]) -> np.ndarray | None:
+        """Per class (slot), how many VMs of ``demand`` a host holds
+        (:func:`~hpc_nova_scheduler.core.algorithm.vm_copies` to the bit),
+        where the classes keep it: the one-core fits of a memory
+        :meth:`one_core_room` was asked of lately, for a VM of one core and
+        no disk. None otherwise. Entries of classes no host is in are stale.
+
+        (The same floats: a core's floor((free + 1e-9) / 1) is floor(free +
+        1e-9), the memory's the same division, their minimum at least 0.)
+        """
+        if demand[0] != 1 or demand[2] != 0:
+            return None
+        return self._one_core_fits.get(demand[1])
 
     def _admitted(self, request: PlacementRequest, rule: HostJudge, live: np.ndarray) -> np.ndarray:
         """Per class, whether ``rule`` admits the request's application there
@@ -889,7 +933,6 @@ class StateClasses:
             runs_ids.append(known[0])
         if not mark_each:
             self._mark(groups, slots, runs_ids)
-        self._flush()
         self._rows_of[request.application_id] = hosts
 
     def _groups(
@@ -999,7 +1042,6 @@ class StateClasses:
             runs_ids.append(after)
         if not mark_each:
             self._mark(groups, slots, runs_ids)
-        self._flush()
         return len(rows)
 
     def most_per_host(self, demand: tuple[float, ...]) -> int:
@@ -1034,6 +1076,7 @@ class StateClasses:
         return ordered_sum(vm.cache_score for vm in self.vms_on(row))
 
     def free_cores(self) -> float:
+        self._flush()
         used = len(self._name_of)
         return float((self._s_free[:used, 0] * self._s_hosts[:used]).sum())
 
