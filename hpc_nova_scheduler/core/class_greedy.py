@@ -121,10 +121,10 @@ class ClassGreedy:
         self.demand_tuple = request.demand.as_tuple()
         self.demand = np.array(self.demand_tuple, dtype=float)
         self.slots = slots
-        self.free = classes._s_free[slots]
         self.cache = classes._s_cache[slots]
         self.sync = classes._s_sync[slots]
         self.hosts = classes._s_hosts[slots]
+        self._free: np.ndarray | None = None
         self._copies: np.ndarray | None = None
         self._rooms: np.ndarray | None = None
         self.top = top
@@ -133,6 +133,14 @@ class ClassGreedy:
         #: by :meth:`run` (a caller may want only :attr:`room`).
         self.rack_rank: np.ndarray | None = None
         self._within_rack: np.ndarray | None = None
+
+    @property
+    def free(self) -> np.ndarray:
+        """Each class's free resources (read only where the kept copies do
+        not do: a plan that fits in a few chains never reads them)."""
+        if self._free is None:
+            self._free = self.classes._s_free[self.slots]
+        return self._free
 
     @property
     def copies(self) -> np.ndarray:
@@ -283,7 +291,8 @@ class ClassGreedy:
         count = self.request.count
         # A request the admissible classes cannot hold is refused before
         # any ranking: most failed attempts on a busy cloud end here.
-        room = float((self.room[ok] * self.hosts[ok]).sum()) if count > 1 else float(ok.any())
+        # (A dot product of whole numbers: exact, and two numpy calls, not four.)
+        room = float(self.room @ (self.hosts * ok)) if count > 1 else float(ok.any())
         if room < count:
             # Every host takes VMs until it admits no more: so many, then none.
             raise self.short_of(int(room))

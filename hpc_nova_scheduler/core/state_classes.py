@@ -217,10 +217,8 @@ class StateClasses:
         #: one-core VMs of it a host holds: kept as classes are written.
         self._one_core_fits: dict[float, np.ndarray] = {}
         #: Per kind of request (application class, topology constraints),
-        #: why it is not served (:meth:`serves`); per constraints, the
-        #: depth of the required level.
-        self._reasons: dict[tuple, str] = {}
-        self._depths: dict[topo.TopologySpec, int | None] = {}
+        #: what :meth:`_check` tells of it.
+        self._checks: dict[tuple, tuple[str, int | None, str]] = {}
         #: Per (free resources, memory), those fits: a cloud's hosts come
         #: to few distinct free vectors.
         self._fit_of: dict[tuple[Vector, float], float] = {}
@@ -756,18 +754,20 @@ class StateClasses:
             raise NoPlacement("a request needs at least one VM")
         self._flush()
         kind = (request.app_class, request.topology)
-        reason = self._reasons.get(kind)
-        if reason is None:
-            # Asked once per kind of request: a replay asks a few kinds thousands of times.
-            reason = self._reasons[kind] = self.serves(self.policy, *kind)
+        checked = self._checks.get(kind)
+        if checked is None:
+            # Once per kind of request: a replay asks a few kinds thousands of times.
+            checked = self._checks[kind] = self._check(*kind)
+        reason, required, unknown = checked
         if request.application_id in self._rows_of or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
         if rule is not None and not self.judged:
             reason = "classes built without co-runners cannot be judged by a model"
         if reason:
             raise ValueError(reason)
-        # A level this cloud lacks refuses the request before any judge is asked.
-        required = self._required_depth(request.topology)
+        if unknown:
+            # A level this cloud lacks refuses the request before any judge is asked.
+            raise NoPlacement(unknown)
         used = len(self._name_of)
         live = self._s_hosts[:used] > 0
         admitted = None if rule is None else self._admitted(request, rule, live.nonzero()[0])
@@ -833,18 +833,20 @@ class StateClasses:
             refusal.room = round(largest_room())
             raise
 
-    def _required_depth(self, spec: topo.TopologySpec) -> int | None:
-        """The depth of the level ``spec`` requires (None: none, or a
-        policy without topology), kept per spec; raise
-        :class:`NoPlacement` for a level this cloud lacks."""
-        if spec in self._depths:
-            return self._depths[spec]
-        required = None
-        if self.policy.topology:
+    def _check(self, app_class: AppClass, spec: topo.TopologySpec) -> tuple[str, int | None, str]:
+        """Why requests of ``app_class`` with constraints ``spec`` are not
+        planned here (:meth:`serves`; empty if they are), the depth of the
+        level they require (None: none, or a policy without topology), and
+        why that level is refused (a level this cloud lacks; empty if none)."""
+        reason = self.serves(self.policy, app_class, spec)
+        if not self.policy.topology:
+            return reason, None, ""
+        try:
             required = _depth(topo.SPEC_REQUIRED, spec.required, self.levels)
             _depth(topo.SPEC_PREFERRED, spec.preferred, self.levels)
-        self._depths[spec] = required
-        return required
+        except NoPlacement as refusal:
+            return reason, None, refusal.reason
+        return reason, required, ""
 
     def kept_copies(self, demand: tuple[float, ...]) -> np.ndarray | None:
         """Per class (slot), how many VMs of ``demand`` a host holds
