@@ -871,7 +871,12 @@ class StateClasses:
         ones once, in the same order.
         """
         admitted = np.zeros(len(self._name_of), dtype=bool)
-        copies = vm_copies(self._s_free[live], np.array(request.demand.as_tuple(), dtype=float))
+        demand = request.demand.as_tuple()
+        kept = self.kept_copies(demand)
+        if kept is None:
+            copies = vm_copies(self._s_free[live], np.array(demand, dtype=float))
+        else:
+            copies = kept[live]
         asked = live[copies > 0]
         copies = copies[copies > 0]
         order = np.argsort(self._s_first[asked], kind="stable")
