@@ -66,11 +66,16 @@ TARGET_OVER_MDOBP = 2.0
 #: The policies held to TARGET_OVER_MDOBP.
 HELD_TO_MDOBP = ("mdobp-cache", "hpc-aware")
 ENGINE_NOTE = (
-    "blind: classes of identical hosts; state: classes of hosts in the same state; "
-    "host: plan() over every host"
+    "blind: classes of identical hosts; compiled: every host scored by the compiled kernel; "
+    "state: classes of hosts in the same state; host: plan() over every host"
 )
 #: Simulator.engine -> the label printed.
-LABELS = {"blind classes": "blind", "state classes": "state", "hosts": "host"}
+LABELS = {
+    "blind classes": "blind",
+    "compiled hosts": "compiled",
+    "state classes": "state",
+    "hosts": "host",
+}
 
 
 @dataclasses.dataclass

@@ -15,6 +15,11 @@ Two implementations of one placement, chosen by the scenario:
   :class:`~hpc_nova_scheduler.core.state_classes.StateClasses`: hosts in
   classes by cache total, SyncHPC, rack, processor group and, under an
   admission model, co-runners as well.
+* :class:`CompiledCloud` serves what of that the compiled kernel serves
+  (cosine packing with the rack as the only level, no tenant constraints,
+  no admission model) with :class:`~hpc_nova_scheduler.core.host_arrays.HostArrays`:
+  every host scored in compiled code, which costs less than the classes'
+  bookkeeping where part-full hosts make classes many.
 
 The plans are the same to the bit (tests replay logs through the engines
 and hold them together job by job).
@@ -32,6 +37,7 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import EPSILON
+from hpc_nova_scheduler.core.host_arrays import HostArrays
 from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.state_classes import StateClasses, one_core_vms
@@ -248,15 +254,22 @@ class StateClassedCloud(_IdleAnswers):
             raise ValueError(f"scenario {scenario.name}: {reason}")
         self.scenario = scenario
         columns = shape.build(flat=scenario.flat).columns()
-        judged = scenario.admission is not None
-        self.classes = StateClasses(columns, scenario.policy, scenario.thresholds, judged)
-        self._idle = StateClasses(columns, scenario.policy, scenario.thresholds)
+        self.classes, self._idle = self._engines(columns, scenario)
         #: What the last refused request lacked, where known.
         self.shortfall: Shortfall | None = None
         #: Hosts freed so far, counted once per finished job.
         self.hosts_freed = 0
         #: Per kind of request, the most of its VMs the idle cloud holds.
         self._most_on_empty: dict[tuple, int | None] = {}
+
+    @staticmethod
+    def _engines(columns, scenario: Scenario) -> tuple[StateClasses, StateClasses]:
+        """The cloud's hosts, and the idle cloud's (what plans on it)."""
+        judged = scenario.admission is not None
+        policy, thresholds = scenario.policy, scenario.thresholds
+        return StateClasses(columns, policy, thresholds, judged), StateClasses(
+            columns, policy, thresholds
+        )
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
@@ -330,3 +343,25 @@ class StateClassedCloud(_IdleAnswers):
 
     def free_cores(self) -> int:
         return round(self.classes.free_cores())
+
+
+class CompiledCloud(StateClassedCloud):
+    """Seed 003's policies through HostArrays: every host scored by the
+    compiled kernel, where it serves the scenario."""
+
+    @staticmethod
+    def _engines(columns, scenario: Scenario) -> tuple[HostArrays, HostArrays]:
+        policy, thresholds = scenario.policy, scenario.thresholds
+        return HostArrays(columns, policy, thresholds), HostArrays(columns, policy, thresholds)
+
+    @staticmethod
+    def refusal(shape: ClusterShape, scenario: Scenario) -> str:
+        """Why the scenario cannot replay on the compiled kernel; empty if it can."""
+        levels = shape.levels[-1:] if scenario.flat else shape.levels
+        return StateClassedCloud.refusal(shape, scenario) or HostArrays.serves(
+            scenario.policy,
+            levels,
+            scenario.app_class,
+            scenario.topology,
+            scenario.admission is not None,
+        )

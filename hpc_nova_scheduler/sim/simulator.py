@@ -48,7 +48,13 @@ from hpc_nova_scheduler.interference.base import (
 from hpc_nova_scheduler.interference.rule import ModelRule
 from hpc_nova_scheduler.planners.base import BatchApp
 from hpc_nova_scheduler.sim import batches as batching
-from hpc_nova_scheduler.sim.cloud import ClassedCloud, PlannedCloud, Shortfall, StateClassedCloud
+from hpc_nova_scheduler.sim.cloud import (
+    ClassedCloud,
+    CompiledCloud,
+    PlannedCloud,
+    Shortfall,
+    StateClassedCloud,
+)
 from hpc_nova_scheduler.sim.interference import NoInterference, SlowdownModel
 from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 from hpc_nova_scheduler.sim.swf import Job
@@ -189,8 +195,9 @@ class Simulator:
     one by one, so batches replay on state classes or host by host.
 
     ``host_classes``: None picks the fastest engine that replays the
-    scenario exactly (blind classes, then state classes, else plan() over
-    every host); False forces plan() over every host (the reference).
+    scenario exactly (blind classes, then the compiled kernel over every
+    host, then state classes, else plan() over every host); False forces
+    plan() over every host (the reference).
 
     ``spans`` counts, for every job, the domains of each level of the
     shape's topology its VMs were in (from the hosts it got, as the shape
@@ -265,6 +272,8 @@ class Simulator:
         self.engine = "hosts"
         if self.host_classes:
             self.engine = "blind classes" if blind_fit else "state classes"
+            if not blind_fit and not CompiledCloud.refusal(shape, scenario):
+                self.engine = "compiled hosts"
 
     def run(self, jobs: Iterable[Job], until: float | None = None) -> Result:
         """Replay ``jobs``; stop at simulated time ``until`` if given."""
@@ -274,6 +283,7 @@ class Simulator:
         engine = {
             "blind classes": ClassedCloud,
             "state classes": StateClassedCloud,
+            "compiled hosts": CompiledCloud,
             "hosts": PlannedCloud,
         }[self.engine]
         self._cloud = engine(self.shape, self.scenario)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import testtools
@@ -9,6 +10,7 @@ import testtools
 from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.core.algorithm import PACKING_MOST_FREE_PES, Policy
 from hpc_nova_scheduler.core.records import ProfileRecord
+from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.planners import planner_registry
 from hpc_nova_scheduler.planners.base import Batch, BatchApp
 from hpc_nova_scheduler.sim import batches, scenarios, settings, simulator
@@ -243,20 +245,25 @@ class TestReplay(testtools.TestCase):
         self.assertIn("batch planner ils reads sllc_score", str(error))
         self.assertIn("profiles", str(error))
 
-    def test_batches_replay_on_state_classes_as_host_by_host(self) -> None:
-        """The online part on state classes, the batches applied to them:
-        the same hosts job by job as plan() over every host."""
+    def test_batches_replay_on_the_fast_engines_as_host_by_host(self) -> None:
+        """The online part on the compiled kernel or on state classes, the
+        batches applied to them: the same hosts job by job as plan() over
+        every host."""
         shape = settings.ClusterShape(hosts=12, cores=4, ram_mb=4096, hosts_per_rack=4)
-        for name in ("mdobp", "hpc-aware"):
-            scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
+        hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        for scenario, engine in (
+            (scenarios.build("mdobp", alpha=200, beta=60, runtime_factor=1.0), "compiled hosts"),
+            (hpc, "compiled hosts"),
+            (dataclasses.replace(hpc, topology=TopologySpec(preferred="rack")), "state classes"),
+        ):
             for seed in range(4):
                 jobs = random_jobs(seed, 60, submit_span=900.0)
                 sim = simulator.Simulator(shape, scenario, batches=arrivals())
-                self.assertEqual("state classes", sim.engine)
+                self.assertEqual(engine, sim.engine)
                 placed = test_cloud.replay_both(
                     self, shape, scenario, jobs, batches=arrivals(), cache_scores=(0, 30)
                 )
-                self.assertGreater(len(placed), 40, (name, seed))
+                self.assertGreater(len(placed), 40, (scenario.name, seed))
 
     def test_ffd_batches_use_no_more_hosts_than_spreading_online(self) -> None:
         # Everything arrives at once on more hosts than the jobs need. Online

@@ -270,15 +270,25 @@ class TestChoice(testtools.TestCase):
             scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
             self.assertTrue(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
 
-    def test_the_papers_policies_use_state_classes(self) -> None:
-        for name in ("nova-default", "mdobp-cache", "hpc-aware"):
+    def test_the_papers_policies_use_the_kernel_or_state_classes(self) -> None:
+        """Cosine packing on one rack level runs on the compiled kernel;
+        Nova's weighers on state classes."""
+        for name, engine in (
+            ("nova-default", "state classes"),
+            ("mdobp-cache", "compiled hosts"),
+            ("hpc-aware", "compiled hosts"),
+        ):
             scenario = scenarios.build(name, alpha=200, beta=60, runtime_factor=1.0)
-            self.assertEqual("state classes", simulator.Simulator(self.SHAPE, scenario).engine)
+            self.assertEqual(engine, simulator.Simulator(self.SHAPE, scenario).engine, name)
         mdobp = scenarios.build("mdobp", alpha=200, beta=60, runtime_factor=1.0)
         slowed = simulator.Simulator(
             self.SHAPE, mdobp, interference=interference.CachePressure(0.01)
         )
-        self.assertEqual("state classes", slowed.engine)
+        self.assertEqual("compiled hosts", slowed.engine)
+        # A tenant's constraints are planned on state classes.
+        hpc = scenarios.build("hpc-aware", alpha=200, beta=60, runtime_factor=1.0)
+        constrained = dataclasses.replace(hpc, topology=TopologySpec(required="rack"))
+        self.assertEqual("state classes", simulator.Simulator(self.SHAPE, constrained).engine)
         reference = simulator.Simulator(self.SHAPE, mdobp, host_classes=False)
         self.assertEqual("hosts", reference.engine)
 

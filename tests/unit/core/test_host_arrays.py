@@ -1,0 +1,177 @@
+"""Host arrays and their compiled kernel (core/host_kernel.py) plan exactly
+what plan() plans over every host."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import testtools
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core.algorithm import (
+    PACKING_COSINE,
+    PACKING_LEAST_FREE_PES,
+    NoPlacement,
+    PlacementRequest,
+    Policy,
+)
+from hpc_nova_scheduler.core.cluster import Resources
+from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.host_arrays import HostArrays
+from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
+from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.core.topology import TopologySpec
+
+#: The policies the kernel serves: cosine packing, with or without the
+#: classes, racks, processor groups and thresholds.
+POLICIES = [
+    Policy(),
+    Policy(homogeneity=False),
+    Policy(cache_criteria=False),
+    Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
+    Policy.nova_like(PACKING_COSINE),
+    Policy(topology=False),
+]
+
+
+@st.composite
+def clouds(draw) -> ClusterState:
+    """A few racks of hosts of several shapes, in one or two processor groups."""
+    state = ClusterState(("rack",))
+    racks = draw(st.integers(1, 5))
+    groups = draw(st.integers(1, 2))
+    row = 0
+    for rack in range(racks):
+        for _ in range(draw(st.integers(1, 5))):
+            cores = draw(st.sampled_from([2, 4, 4, 8]))
+            ram = draw(st.sampled_from([2048.0, 4096.0, 8192.0]))
+            state.add_host(
+                f"h{row:03d}",
+                Resources(cores, ram, 20),
+                rack=f"r{rack}",
+                cpu_group=f"g{(rack + row) % groups}",
+            )
+            row += 1
+    return state
+
+
+requests = st.tuples(
+    st.sampled_from([AppClass.SYNC_HPC, AppClass.ASYNC_HPC, AppClass.NON_HPC]),
+    st.integers(1, 14),
+    st.sampled_from([0.0, 100.0, 512.0, 700.5, 1500.0]),
+    st.sampled_from([0.0, 7.5, 15.0, 29.9, 30.0, 0.1 + 0.2]),
+    st.sampled_from([1.0, 1.0, 2.0]),
+    st.sampled_from([0.0, 0.5]),
+)
+
+
+class TestSamePlans(testtools.TestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(
+        clouds(),
+        st.sampled_from(POLICIES),
+        st.sampled_from(
+            [
+                Thresholds(200, 60),
+                Thresholds(40, 30),
+                Thresholds(1e9, 1e9),
+                Thresholds(math.inf, math.inf),
+            ]
+        ),
+        st.lists(st.tuples(requests, st.booleans()), min_size=1, max_size=25),
+    )
+    def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps) -> None:
+        """Request by request, the same hosts in the same order (or both
+        refused, the refusal's room the most VMs that fit), then the same
+        free vectors, cache totals and VMs on every host after every
+        placement and release."""
+        arrays = HostArrays(cloud.columns(), policy, thresholds)
+        running: list[str] = []
+        for number, ((app_class, count, memory, score, vcpus, disk), finish) in enumerate(steps):
+            request = PlacementRequest(
+                ApplicationProfile(app_class, score, f"app{number % 3}"),
+                Resources(vcpus, memory, disk),
+                count,
+                f"job{number}",
+            )
+            try:
+                expected = algorithm.plan(request, cloud.columns(), thresholds, policy=policy)
+            except NoPlacement:
+                expected = None
+            most = arrays.most_vms(request)
+            if most is not None:
+                self.assertEqual(expected is not None, count <= most, (count, most))
+            try:
+                rows = arrays.plan(request)
+            except NoPlacement as refusal:
+                rows = None
+                self.room_is_the_most_that_fits(cloud, policy, thresholds, request, refusal)
+            got = None if rows is None else tuple(arrays.names[r] for r in rows)
+            self.assertEqual(None if expected is None else expected.hosts, got, number)
+            if expected is not None:
+                cloud.apply(expected, request)
+                arrays.apply_segments(arrays.plan_segments(request), request)
+                running.append(request.application_id)
+            if finish and running:
+                gone = running.pop(len(running) // 2)
+                cloud.release([gone])
+                self.assertEqual(len(cloud.rows_of(gone)) or None, None)
+                arrays.release(gone)
+            columns = cloud.columns()
+            for row in range(len(columns)):
+                self.assertEqual(tuple(columns.free[row].tolist()), arrays.free_of(row))
+                self.assertEqual(float(columns.cache_total[row]), arrays.cache_of(row))
+                self.assertEqual(
+                    [(vm.application_id, vm.cache_score) for vm in cloud.vms_on(row)],
+                    [(vm.application_id, vm.cache_score) for vm in arrays.vms_on(row)],
+                )
+            self.assertEqual(float(columns.free[:, 0].sum()), arrays.free_cores())
+            self.assertEqual(
+                {row for row in range(len(columns)) if not cloud.vms_on(row)}, arrays.empty_rows()
+            )
+
+    def room_is_the_most_that_fits(self, cloud, policy, thresholds, request, refusal) -> None:
+        """A refusal's room: plan() holds that many VMs and refuses one more."""
+        for count, fits in ((refusal.room, True), (refusal.room + 1, False)):
+            if count < 1:
+                continue
+            asked = dataclasses.replace(request, count=count)
+            try:
+                algorithm.plan(asked, cloud.columns(), thresholds, policy=policy)
+                planned = True
+            except NoPlacement:
+                planned = False
+            self.assertEqual(fits, planned, (count, refusal.reason))
+
+    def test_what_the_kernel_does_not_serve(self) -> None:
+        cloud = ClusterState(("block", "rack"))
+        cloud.add_host("h0", Resources(4, 2048, 0), rack="r0", outer=("b0",))
+        self.assertIn("several topology levels", HostArrays.serves(Policy(), ("block", "rack")))
+        self.assertRaises(ValueError, HostArrays, cloud.columns(), Policy(), Thresholds(200, 60))
+        flat = ("rack",)
+        self.assertIn("cosine", HostArrays.serves(Policy(packing=PACKING_LEAST_FREE_PES), flat))
+        self.assertIn("judge", HostArrays.serves(Policy(), flat, judged=True))
+        self.assertIn("ExtremeHPC", HostArrays.serves(Policy(), flat, AppClass.EXTREME_HPC))
+        spec = TopologySpec(required="rack")
+        self.assertIn("constraints", HostArrays.serves(Policy(), flat, AppClass.SYNC_HPC, spec))
+        # Blind to racks, a tenant's constraints are ignored as plan() ignores them.
+        self.assertEqual("", HostArrays.serves(Policy(topology=False), flat, spec=spec))
+        self.assertEqual("", HostArrays.serves(Policy(), flat, AppClass.SYNC_HPC))
+
+    def test_a_running_application_and_an_empty_request_are_refused(self) -> None:
+        cloud = ClusterState(("rack",))
+        cloud.add_host("h0", Resources(4, 2048, 0), rack="r0")
+        arrays = HostArrays(cloud.columns(), Policy(), Thresholds(200, 60))
+        request = PlacementRequest(
+            ApplicationProfile(AppClass.SYNC_HPC, 10.0), Resources(1, 100, 0), 2, "a"
+        )
+        arrays.apply_segments(arrays.plan_segments(request), request)
+        self.assertEqual([0], arrays.rows_of("a"))
+        self.assertRaises(ValueError, arrays.plan_segments, request)
+        self.assertRaises(NoPlacement, arrays.plan, dataclasses.replace(request, count=0))
+        self.assertEqual(1, arrays.release("a"))
+        self.assertEqual(0, arrays.release("a"))
+        self.assertEqual({0}, arrays.empty_rows())
