@@ -17,7 +17,7 @@ total of what stays afresh, in that order, as ClusterState does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -42,6 +42,21 @@ Vector = tuple[float, float, float]
 Segments = list[tuple[list[int], int]]
 
 
+@dataclasses.dataclass(frozen=True)
+class PlannedRows:
+    """A plan: each VM's host (row), in placement order. Iterated, its runs
+    of one host as segments ([row], VMs), as StateClasses plans them."""
+
+    chosen: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[list[int], int]]:
+        rows = np.zeros(len(self.chosen), dtype=np.int64)
+        vms = np.zeros(len(self.chosen), dtype=np.int64)
+        count = host_kernel.runs(self.chosen, len(self.chosen), rows, vms)
+        for row, taken in zip(rows[:count].tolist(), vms[:count].tolist(), strict=True):
+            yield [row], taken
+
+
 class HostArrays:
     """The hosts of one cloud as arrays; rows are the positions of
     ``columns`` (an idle cloud's). Nothing but :meth:`apply_segments` and
@@ -60,24 +75,31 @@ class HostArrays:
         self._capacity = np.array(columns.capacity, dtype=float)
         self._free = self._capacity.copy()
         self._cache = np.zeros(size)
-        #: Per host, how many SyncHPC VMs it runs, and whether any.
+        #: Per host, how many SyncHPC VMs it runs.
         self._sync_vms = np.zeros(size, dtype=np.int64)
-        self._sync = np.zeros(size, dtype=np.bool_)
         self._rack = np.array(columns.rack, dtype=np.int64)
         self._racks = len(columns.rack_names)
         self.group_names = sorted(set(columns.cpu_groups))
         code = {name: i for i, name in enumerate(self.group_names)}
         self._group = np.array([code[g] for g in columns.cpu_groups], dtype=np.int64)
         self._capacities = np.unique(self._capacity, axis=0)
-        #: Per host, its VMs as runs (VM, how many, demand) in placement order.
-        self._runs: list[list[tuple[RunningVM, int, Vector]]] = [[] for _ in range(size)]
-        #: application id -> its hosts, ascending.
-        self._rows_of: dict[str, list[int]] = {}
+        #: Per host, its VMs as runs of one application, in placement order:
+        #: the application's number and its VMs (a run per column, as many
+        #: as ``_run_count``; the columns widen when a host needs more).
+        self._run_app = np.zeros((size, 4), dtype=np.int64)
+        self._run_vms = np.zeros((size, 4), dtype=np.int64)
+        self._run_count = np.zeros(size, dtype=np.int64)
+        self._tally = np.zeros(size, dtype=np.int64)
+        #: Running applications by number (numbers of finished ones are
+        #: reused): its VM, demand and cache score; and by id, its number
+        #: and hosts (ascending).
+        self._apps: list[tuple[RunningVM, Vector] | None] = []
+        self._spare: list[int] = []
+        self._app_score = np.zeros(8)
+        self._running: dict[str, tuple[int, np.ndarray]] = {}
         self._scratch = host_kernel.scratch_for(size, max(self._racks, 1))
-        #: Each VM's host in the last plan, and that plan as runs of one host.
+        #: Each VM's host in the last plan.
         self._chosen = np.zeros(0, dtype=np.int64)
-        self._run_rows = np.zeros(0, dtype=np.int64)
-        self._run_vms = np.zeros(0, dtype=np.int64)
         self._most_per_host: dict[tuple[float, ...], int] = {}
         self._most_one_core: dict[float, float] = {}
 
@@ -112,16 +134,19 @@ class HostArrays:
     def plan(self, request: PlacementRequest, rule: HostJudge | None = None) -> list[int]:
         """The rows of the request's VMs in placement order, as
         :func:`~hpc_nova_scheduler.core.algorithm.plan` would choose them."""
-        return [row for rows, vms in self.plan_segments(request, rule) for row in rows * vms]
+        return self.plan_segments(request, rule).chosen.tolist()
 
-    def plan_segments(self, request: PlacementRequest, rule: HostJudge | None = None) -> Segments:
-        """:meth:`plan` as segments (a host, the VMs it takes in a row)."""
+    def plan_segments(
+        self, request: PlacementRequest, rule: HostJudge | None = None
+    ) -> PlannedRows:
+        """:meth:`plan` for :meth:`apply_segments`, as an array (a wide
+        job's plan is not spelt out in Python)."""
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
         reason = self.serves(
             self.policy, ("rack",), request.app_class, request.topology, rule is not None
         )
-        if request.application_id in self._rows_of or any(request.held_domains):
+        if request.application_id in self._running or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
         if reason:
             raise ValueError(reason)
@@ -150,7 +175,7 @@ class HostArrays:
             self._free,
             self._capacity,
             self._cache,
-            self._sync,
+            self._sync_vms,
             self._rack,
             self._group,
             group,
@@ -174,19 +199,9 @@ class HostArrays:
             )
         return placed
 
-    def _segments(self, placed: int, chosen: np.ndarray | None = None) -> Segments:
-        """The plan's hosts in placement order, runs of one host as one segment."""
-        chosen = self._chosen if chosen is None else chosen
-        if len(self._run_rows) < placed:
-            self._run_rows = np.zeros(len(self._chosen), dtype=np.int64)
-            self._run_vms = np.zeros(len(self._chosen), dtype=np.int64)
-        count = host_kernel.runs(chosen, placed, self._run_rows, self._run_vms)
-        return [
-            ([row], vms)
-            for row, vms in zip(
-                self._run_rows[:count].tolist(), self._run_vms[:count].tolist(), strict=True
-            )
-        ]
+    def _segments(self, placed: int, chosen: np.ndarray | None = None) -> PlannedRows:
+        """The plan: its first ``placed`` VMs' hosts, kept as an array."""
+        return PlannedRows((self._chosen if chosen is None else chosen)[:placed].copy())
 
     def most_vms(self, request: PlacementRequest, rule: HostJudge | None = None) -> int | None:
         """The most VMs of the request's kind a plan holds now (every count
@@ -229,12 +244,20 @@ class HostArrays:
 
     def apply(self, rows: Sequence[int], request: PlacementRequest) -> None:
         """Place the request's VMs on ``rows`` (one per VM, as planned)."""
-        self.apply_segments([([row], 1) for row in rows], request)
+        self._place(np.array(rows, dtype=np.int64), request)
 
     def apply_segments(self, segments: Segments, request: PlacementRequest) -> None:
         """Place ``vms`` VMs on each host of ``rows``, for each (rows, vms)."""
+        if isinstance(segments, PlannedRows):
+            self._place(segments.chosen, request)
+            return
+        self._place(
+            np.array([row for rows, vms in segments for row in rows for _ in range(vms)]),
+            request,
+        )
+
+    def _place(self, chosen: np.ndarray, request: PlacementRequest) -> None:
         profile = request.profile
-        demand = request.demand.as_tuple()
         vm = RunningVM(
             uuid=f"{request.application_id}#",
             app_class=profile.app_class,
@@ -242,73 +265,82 @@ class HostArrays:
             app_name=profile.app_name,
             application_id=request.application_id,
         )
-        hosts: list[int] = []
-        counts: list[int] = []
-        on: dict[int, int] = {}
-        for rows, vms in segments:
-            for row in rows:
-                hosts.append(row)
-                counts.append(vms)
-                on[row] = on.get(row, 0) + vms
-        host_kernel.place(
-            self._free,
-            self._cache,
-            np.array(hosts, dtype=np.int64),
-            np.array(counts, dtype=np.int64),
-            np.array(demand, dtype=float),
-            float(profile.cache_score),
-        )
-        sync = profile.app_class is AppClass.SYNC_HPC
-        runs = self._runs
-        for row, vms in on.items():
-            # One run per host: an application's VMs on a host arrive together.
-            runs[row].append((vm, vms, demand))
-            if sync:
-                self._sync_vms[row] += vms
-                self._sync[row] = True
-        self._rows_of[request.application_id] = sorted(on)
+        demand = request.demand.as_tuple()
+        if self._spare:
+            app = self._spare.pop()
+            self._apps[app] = (vm, demand)
+        else:
+            app = len(self._apps)
+            self._apps.append((vm, demand))
+            if app == len(self._app_score):
+                self._app_score = np.concatenate([self._app_score, np.zeros(app)])
+        self._app_score[app] = profile.cache_score
+        while True:
+            hosts = host_kernel.place(
+                self._free,
+                self._cache,
+                self._sync_vms,
+                self._run_app,
+                self._run_vms,
+                self._run_count,
+                self._tally,
+                self._scratch[host_kernel.KEYED],
+                chosen.astype(np.int64, copy=False),
+                len(chosen),
+                app,
+                np.array(demand, dtype=float),
+                float(profile.cache_score),
+                profile.app_class is AppClass.SYNC_HPC,
+            )
+            if len(hosts) or not len(chosen):
+                break
+            # A host has as many runs as the columns hold: twice as many.
+            self._run_app = np.concatenate([self._run_app, np.zeros_like(self._run_app)], axis=1)
+            self._run_vms = np.concatenate([self._run_vms, np.zeros_like(self._run_vms)], axis=1)
+        self._running[request.application_id] = (app, hosts)
 
     def release(self, application_id: str) -> int:
         """Remove every VM of the application; return how many hosts it ran on."""
-        rows = self._rows_of.pop(application_id, None)
-        if rows is None:
+        known = self._running.pop(application_id, None)
+        if known is None:
             return 0
-        freed: list[int] = []
-        demand: Vector = (0.0, 0.0, 0.0)
-        for row in rows:
-            kept = []
-            for run in self._runs[row]:
-                vm, vms, demand_of = run
-                if vm.application_id == application_id:
-                    freed.append(vms)
-                    demand = demand_of
-                    if vm.app_class is AppClass.SYNC_HPC:
-                        self._sync_vms[row] -= vms
-                        self._sync[row] = self._sync_vms[row] > 0
-                else:
-                    kept.append(run)
-            self._runs[row] = kept
-            # Summed afresh in placement order, as ClusterState does.
-            total = 0.0
-            for vm, vms, _ in kept:
-                for _ in range(vms):
-                    total += vm.cache_score
-            self._cache[row] = total
-        host_kernel.give_back(
+        app, hosts = known
+        vm, demand = self._apps[app]
+        host_kernel.release(
             self._free,
-            np.array(rows, dtype=np.int64),
-            np.array(freed, dtype=np.int64),
+            self._cache,
+            self._sync_vms,
+            self._run_app,
+            self._run_vms,
+            self._run_count,
+            self._scratch[host_kernel.KEYED],
+            self._app_score,
+            hosts,
+            app,
             np.array(demand, dtype=float),
+            vm.app_class is AppClass.SYNC_HPC,
         )
-        return len(rows)
+        self._apps[app] = None
+        self._spare.append(app)
+        return len(hosts)
 
     # -- what the simulator reads of hosts -----------------------------------
 
     def rows_of(self, application_id: str) -> list[int]:
-        return list(self._rows_of.get(application_id, []))
+        known = self._running.get(application_id)
+        return [] if known is None else known[1].tolist()
 
     def vms_on(self, row: int) -> list[RunningVM]:
-        return [vm for vm, vms, _ in self._runs[row] for _ in range(vms)]
+        apps = self._apps
+        return [
+            apps[app][0]
+            for app, vms in zip(
+                self._run_app[row, : self._run_count[row]].tolist(),
+                self._run_vms[row, : self._run_count[row]].tolist(),
+                strict=True,
+            )
+            for _ in range(vms)
+        ]
 
     def free_of(self, row: int) -> Vector:
         return tuple(self._free[row].tolist())
@@ -321,7 +353,7 @@ class HostArrays:
 
     def empty_rows(self) -> set[int]:
         """The hosts no VM runs on."""
-        return {row for row, runs in enumerate(self._runs) if not runs}
+        return set(np.flatnonzero(self._run_count == 0).tolist())
 
     def free_cores(self) -> float:
         return float(self._free[:, 0].sum())

@@ -91,24 +91,24 @@ def _before(keys: np.ndarray, a: int, b: int) -> bool:
 
 
 @njit(cache=True)
-def _sift_down(heap: np.ndarray, size: int, at: int, keys: np.ndarray) -> None:
+def _sift_down(heap: np.ndarray, size: int, at: int, keys: np.ndarray, largest: bool) -> None:
+    """Restore the heap below ``at``: smallest key first (``largest``: largest)."""
     while True:
         child = 2 * at + 1
         if child >= size:
             return
-        if child + 1 < size and _before(keys, heap[child + 1], heap[child]):
+        if child + 1 < size and _before(keys, heap[child + 1], heap[child]) != largest:
             child += 1
-        if not _before(keys, heap[child], heap[at]):
+        if _before(keys, heap[child], heap[at]) == largest:
             return
         heap[at], heap[child] = heap[child], heap[at]
         at = child
 
 
 @njit(cache=True)
-def _keys_of(keys, i, row, rank, f0, f1, c0, c1, d0, d1, ranked, copies):
+def _keys_of(keys, i, row, rank, cosine, residual, ranked, copies):
     """Candidate ``i``'s sort key: ranked (seed 003's rack order), (rack
     rank, residual, more VMs first, row); else (-cosine, residual, row)."""
-    cosine, residual = cosine_key(f0, f1, c0, c1, d0, d1)
     if ranked:
         keys[i, 0] = rank
         keys[i, 1] = residual
@@ -126,7 +126,7 @@ def plan(
     free: np.ndarray,
     capacity: np.ndarray,
     cache: np.ndarray,
-    sync: np.ndarray,
+    sync_vms: np.ndarray,
     rack: np.ndarray,
     group: np.ndarray,
     in_group: int,
@@ -150,22 +150,27 @@ def plan(
     nothing but ``chosen`` and ``scratch`` (per host: keys, candidates,
     heap, per rack: room and rank, per candidate: its load).
     """
-    keys, candidates, heap, rack_room, rack_rank, load, load_cache, load_sync = scratch
+    keys, candidates, heap, rack_room, rack_rank, rack_held = scratch[:6]
+    load, load_cache, load_sync, host_keys, keyed, keyed_for = scratch[6:]
     d0, d1, d2 = demand[0], demand[1], demand[2]
     hosts = free.shape[0]
     racks = rack_room.shape[0]
     rack_room[:] = 0.0
+    rack_held[:] = 0.0
     room = 0.0
     admissible = 0
     for row in range(hosts):
         if in_group >= 0 and group[row] != in_group:
             continue
+        # A host that fits no VM adds nothing to its rack's room (comparisons
+        # alone tell: a busy cloud's full hosts cost no division).
+        if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
+            continue
         copies = copies_of(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2)
         # Seed 003 orders racks by what they could take, thresholds aside.
         rack_room[rack[row]] += copies
-        if copies < 1:
-            continue
-        if cache_rule and not admits(cache[row], sync[row], score, sync_request, alpha, beta):
+        sync = sync_vms[row] > 0
+        if cache_rule and not admits(cache[row], sync, score, sync_request, alpha, beta):
             continue
         held = copies
         if cache_rule and score > 0:
@@ -174,44 +179,80 @@ def plan(
                 held = min(held, max(np.floor((beta + EPSILON - cache[row]) / score), 0.0))
             else:
                 held = min(held, max(np.floor((alpha + EPSILON - cache[row]) / score), 0.0))
-                if sync[row] or sync_request:
+                if sync or sync_request:
                     held = min(held, max(np.floor((beta + EPSILON - cache[row]) / score), 0.0))
         room += held
+        # (A request of one VM reaches the first rack with an admissible host.)
+        rack_held[rack[row]] += 1.0 if count == 1 else held
         candidates[admissible] = row
         keys[admissible, 2] = copies
         admissible += 1
     if count > 1 and room < count:
         return 0, int(room)
+    last_rank = racks
     if ranked:
-        # Most room first, then the rack's number (a stable sort).
+        # Most room first, then the rack's number (a stable sort). The rack
+        # rank leads every host's key, so the greedy fills racks in rank
+        # order, each until its hosts admit no more: the racks after the
+        # first whose rooms so far hold the request are never reached.
         order = np.argsort(-rack_room, kind="mergesort")
+        held_so_far = 0.0
         for position in range(racks):
             rack_rank[order[position]] = position
+            held_so_far += rack_held[order[position]]
+            if last_rank == racks and held_so_far >= count:
+                last_rank = position
+    if keyed_for[0] != d0 or keyed_for[1] != d1 or keyed_for[2] != d2:
+        # Each host's cosine key is kept until the host changes (the
+        # caller clears ``keyed``) or a plan asks for another demand.
+        keyed[:] = False
+        keyed_for[0], keyed_for[1], keyed_for[2] = d0, d1, d2
+    kept = 0
     for i in range(admissible):
         row = candidates[i]
+        if ranked and rack_rank[rack[row]] > last_rank:
+            continue
+        candidates[kept] = row
+        if not keyed[row]:
+            cosine, residual = cosine_key(
+                free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1], d0, d1
+            )
+            host_keys[row, 0] = cosine
+            host_keys[row, 1] = residual
+            keyed[row] = True
         _keys_of(
             keys,
-            i,
+            kept,
             row,
             rack_rank[rack[row]],
-            free[row, 0],
-            free[row, 1],
-            capacity[row, 0],
-            capacity[row, 1],
-            d0,
-            d1,
+            host_keys[row, 0],
+            host_keys[row, 1],
             ranked,
             keys[i, 2],
         )
+        kept += 1
+    # The greedy takes the untouched hosts in key order, at most one per
+    # VM: only the ``count`` smallest keys can be reached. Kept in a
+    # bounded heap of the largest first, then made the greedy's heap.
+    size = min(kept, count)
+    for i in range(size):
         heap[i] = i
+    for at in range(size // 2 - 1, -1, -1):
+        _sift_down(heap, size, at, keys, True)
+    for i in range(size, kept):
+        if _before(keys, i, heap[0]):
+            heap[0] = i
+            _sift_down(heap, size, 0, keys, True)
+    for at in range(size // 2 - 1, -1, -1):
+        _sift_down(heap, size, at, keys, False)
+    for at in range(size):
+        i = heap[at]
+        row = candidates[i]
         load[i, 0] = free[row, 0]
         load[i, 1] = free[row, 1]
         load[i, 2] = free[row, 2]
         load_cache[i] = cache[row]
-        load_sync[i] = sync[row]
-    size = admissible
-    for at in range(size // 2 - 1, -1, -1):
-        _sift_down(heap, size, at, keys)
+        load_sync[i] = sync_vms[row] > 0
     placed = 0
     while placed < count:
         if size == 0:
@@ -241,7 +282,7 @@ def plan(
         else:
             size -= 1
             heap[0] = heap[size]
-        _sift_down(heap, size, 0, keys)
+        _sift_down(heap, size, 0, keys, False)
     return placed, int(room)
 
 
@@ -261,27 +302,110 @@ def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> 
 
 
 @njit(cache=True)
-def place(free, cache, rows, vms, demand, score) -> None:
-    """``vms[i]`` VMs of ``demand`` on host ``rows[i]``, one at a time (the
-    floats of ClusterState's apply): free resources less, cache totals more."""
-    for i in range(rows.shape[0]):
-        row = rows[i]
-        for _ in range(vms[i]):
-            free[row, 0] -= demand[0]
-            free[row, 1] -= demand[1]
-            free[row, 2] -= demand[2]
-            cache[row] += score
+def place(
+    free,
+    cache,
+    sync_vms,
+    run_app,
+    run_vms,
+    run_count,
+    tally,
+    keyed,
+    chosen,
+    placed,
+    app,
+    demand,
+    score,
+    sync_request,
+):
+    """Place the VMs of application ``app`` on ``chosen[:placed]`` (a host
+    per VM, in placement order): free resources less and cache totals more
+    one VM at a time (ClusterState's floats), and on each host one run of
+    the application's VMs after the runs already there. Returns its hosts,
+    ascending; empty, changing nothing, where a host has no run left
+    (``run_app``'s columns): the caller widens the arrays and asks again."""
+    hosts = np.empty(placed, dtype=np.int64)
+    count = 0
+    for i in range(placed):
+        row = chosen[i]
+        if tally[row] == 0:
+            hosts[count] = row
+            count += 1
+        tally[row] += 1
+    full = False
+    for i in range(count):
+        if run_count[hosts[i]] >= run_app.shape[1]:
+            full = True
+    if full:
+        for i in range(count):
+            tally[hosts[i]] = 0
+        return hosts[:0]
+    for i in range(placed):
+        row = chosen[i]
+        free[row, 0] -= demand[0]
+        free[row, 1] -= demand[1]
+        free[row, 2] -= demand[2]
+        cache[row] += score
+    for i in range(count):
+        row = hosts[i]
+        at = run_count[row]
+        run_app[row, at] = app
+        run_vms[row, at] = tally[row]
+        run_count[row] = at + 1
+        keyed[row] = False
+        if sync_request:
+            sync_vms[row] += tally[row]
+        tally[row] = 0
+    return np.sort(hosts[:count])
 
 
 @njit(cache=True)
-def give_back(free, rows, vms, demand) -> None:
-    """``vms[i]`` VMs of ``demand`` leave host ``rows[i]``, one at a time."""
-    for i in range(rows.shape[0]):
-        row = rows[i]
-        for _ in range(vms[i]):
+def release(
+    free,
+    cache,
+    sync_vms,
+    run_app,
+    run_vms,
+    run_count,
+    keyed,
+    app_score,
+    hosts,
+    app,
+    demand,
+    sync_request,
+) -> None:
+    """Take application ``app``'s VMs off ``hosts``: free resources more one
+    VM at a time, its run gone, and each host's cache total summed afresh
+    over the runs that stay, in placement order (as ClusterState does)."""
+    for i in range(hosts.shape[0]):
+        row = hosts[i]
+        runs_here = run_count[row]
+        at = 0
+        while run_app[row, at] != app:
+            at += 1
+        vms = run_vms[row, at]
+        for _ in range(vms):
             free[row, 0] += demand[0]
             free[row, 1] += demand[1]
             free[row, 2] += demand[2]
+        if sync_request:
+            sync_vms[row] -= vms
+        for later in range(at + 1, runs_here):
+            run_app[row, later - 1] = run_app[row, later]
+            run_vms[row, later - 1] = run_vms[row, later]
+        run_count[row] = runs_here - 1
+        keyed[row] = False
+        total = 0.0
+        for kept in range(runs_here - 1):
+            score = app_score[run_app[row, kept]]
+            for _ in range(run_vms[row, kept]):
+                total += score
+        cache[row] = total
+
+
+#: Where in the scratch arrays :func:`plan` keeps which hosts' keys are
+#: current: :func:`place` and :func:`release` clear a host's.
+KEYED = 10
 
 
 def scratch_for(hosts: int, racks: int) -> tuple:
@@ -292,7 +416,11 @@ def scratch_for(hosts: int, racks: int) -> tuple:
         np.zeros(hosts, dtype=np.int64),
         np.zeros(racks),
         np.zeros(racks),
+        np.zeros(racks),
         np.zeros((hosts, 3)),
         np.zeros(hosts),
         np.zeros(hosts, dtype=np.bool_),
+        np.zeros((hosts, 2)),
+        np.zeros(hosts, dtype=np.bool_),
+        np.full(3, np.nan),
     )

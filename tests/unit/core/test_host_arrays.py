@@ -175,3 +175,31 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual(1, arrays.release("a"))
         self.assertEqual(0, arrays.release("a"))
         self.assertEqual({0}, arrays.empty_rows())
+
+    def test_a_host_of_many_applications_keeps_them_in_order(self) -> None:
+        """More applications on a host than its runs' first columns hold:
+        they widen, and a release sums what stays in placement order."""
+        cloud = ClusterState(("rack",))
+        cloud.add_host("h0", Resources(24, 16384, 0), rack="r0")
+        thresholds = Thresholds(math.inf, math.inf)
+        arrays = HostArrays(cloud.columns(), Policy(), thresholds)
+        for number in range(12):
+            request = PlacementRequest(
+                ApplicationProfile(AppClass.ASYNC_HPC, 0.1 * (number + 1), f"app{number}"),
+                Resources(1, 100, 0),
+                1 + number % 2,
+                f"job{number}",
+            )
+            plan = algorithm.plan(request, cloud.columns(), thresholds, policy=Policy())
+            cloud.apply(plan, request)
+            arrays.apply_segments(arrays.plan_segments(request), request)
+        for gone in ("job3", "job0", "job11", "job7"):
+            cloud.release([gone])
+            self.assertEqual(1, arrays.release(gone))
+            self.assertEqual(float(cloud.columns().cache_total[0]), arrays.cache_of(0))
+            self.assertEqual(tuple(cloud.columns().free[0].tolist()), arrays.free_of(0))
+            self.assertEqual(
+                [vm.application_id for vm in cloud.vms_on(0)],
+                [vm.application_id for vm in arrays.vms_on(0)],
+            )
+        self.assertEqual(8, len({vm.application_id for vm in arrays.vms_on(0)}))
