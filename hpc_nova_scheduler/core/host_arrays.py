@@ -97,7 +97,7 @@ class HostArrays:
         self._spare: list[int] = []
         self._app_score = np.zeros(8)
         self._running: dict[str, tuple[int, np.ndarray]] = {}
-        self._scratch = host_kernel.scratch_for(size, max(self._racks, 1))
+        self._scratch = host_kernel.scratch_for(self._rack, max(self._racks, 1))
         #: Each VM's host in the last plan.
         self._chosen = np.zeros(0, dtype=np.int64)
         self._most_per_host: dict[tuple[float, ...], int] = {}
@@ -225,6 +225,12 @@ class HostArrays:
 
     def one_core_room(self, memory_mb: float) -> float:
         """How many one-core VMs of ``memory_mb`` fit in all (the simulator's precheck)."""
+        kept_for = self._scratch[host_kernel.COPIES_FOR]
+        if kept_for[0] == 1.0 and kept_for[1] == max(memory_mb, 0.0) and kept_for[2] == 0.0:
+            # The kernel keeps each rack's copies of the last demand a plan
+            # asked over every host: for a VM of one core and this memory,
+            # these very fits, summed (whole numbers: exact in any order).
+            return float(self._scratch[host_kernel.RACK_COPIES].sum())
         fit = np.floor(self._free[:, 0] + 1e-9)
         if memory_mb > 0:
             fit = np.minimum(fit, np.floor((self._free[:, 1] + 1e-9) / memory_mb))
@@ -284,7 +290,8 @@ class HostArrays:
                 self._run_vms,
                 self._run_count,
                 self._tally,
-                self._scratch[host_kernel.KEYED],
+                self._scratch,
+                self._rack,
                 chosen.astype(np.int64, copy=False),
                 len(chosen),
                 app,
@@ -313,7 +320,8 @@ class HostArrays:
             self._run_app,
             self._run_vms,
             self._run_count,
-            self._scratch[host_kernel.KEYED],
+            self._scratch,
+            self._rack,
             self._app_score,
             hosts,
             app,

@@ -150,15 +150,39 @@ def plan(
     nothing but ``chosen`` and ``scratch`` (per host: keys, candidates,
     heap, per rack: room and rank, per candidate: its load).
     """
-    keys, candidates, heap, rack_room, rack_rank, rack_held = scratch[:6]
-    load, load_cache, load_sync, host_keys, keyed, keyed_for = scratch[6:]
+    keys, candidates, rack_room, rack_held = scratch[0], scratch[1], scratch[3], scratch[5]
+    host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
     d0, d1, d2 = demand[0], demand[1], demand[2]
     hosts = free.shape[0]
     racks = rack_room.shape[0]
+    kept_copies = copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2
+    if ranked and in_group < 0 and kept_copies:
+        return _plan_ranked(
+            free,
+            capacity,
+            cache,
+            sync_vms,
+            rack,
+            demand,
+            count,
+            score,
+            sync_request,
+            cache_rule,
+            alpha,
+            beta,
+            chosen,
+            scratch,
+        )
     rack_room[:] = 0.0
     rack_held[:] = 0.0
     room = 0.0
     admissible = 0
+    # Every host's copies are kept for this demand where the pass sees
+    # every host (place and release keep them).
+    keep = in_group < 0
+    if keep:
+        copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
+        host_copies[:] = 0.0
     for row in range(hosts):
         if in_group >= 0 and group[row] != in_group:
             continue
@@ -167,29 +191,27 @@ def plan(
         if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
             continue
         copies = copies_of(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2)
+        if keep:
+            host_copies[row] = copies
         # Seed 003 orders racks by what they could take, thresholds aside.
         rack_room[rack[row]] += copies
-        sync = sync_vms[row] > 0
-        if cache_rule and not admits(cache[row], sync, score, sync_request, alpha, beta):
+        held = _held(
+            copies, cache[row], sync_vms[row] > 0, score, sync_request, cache_rule, alpha, beta
+        )
+        if held < 0:
             continue
-        held = copies
-        if cache_rule and score > 0:
-            # CacheRule.room: what the thresholds leave.
-            if sync_request and beta <= alpha:
-                held = min(held, max(np.floor((beta + EPSILON - cache[row]) / score), 0.0))
-            else:
-                held = min(held, max(np.floor((alpha + EPSILON - cache[row]) / score), 0.0))
-                if sync or sync_request:
-                    held = min(held, max(np.floor((beta + EPSILON - cache[row]) / score), 0.0))
         room += held
         # (A request of one VM reaches the first rack with an admissible host.)
         rack_held[rack[row]] += 1.0 if count == 1 else held
         candidates[admissible] = row
         keys[admissible, 2] = copies
         admissible += 1
+    if keep:
+        rack_copies[:] = rack_room
     if count > 1 and room < count:
         return 0, int(room)
     last_rank = racks
+    rack_rank = scratch[4]
     if ranked:
         # Most room first, then the rack's number (a stable sort). The rack
         # rank leads every host's key, so the greedy fills racks in rank
@@ -202,6 +224,147 @@ def plan(
             held_so_far += rack_held[order[position]]
             if last_rank == racks and held_so_far >= count:
                 last_rank = position
+    return _greedy(
+        free,
+        capacity,
+        cache,
+        sync_vms,
+        rack,
+        demand,
+        count,
+        score,
+        sync_request,
+        cache_rule,
+        alpha,
+        beta,
+        ranked,
+        chosen,
+        scratch,
+        admissible,
+        last_rank,
+        room,
+    )
+
+
+@njit(cache=True)
+def _held(copies, cache, sync, score, sync_request, cache_rule, alpha, beta) -> float:
+    """How many VMs of the request a host that fits ``copies`` takes within
+    the thresholds (CacheRule.room); -1 where they admit none."""
+    if cache_rule and not admits(cache, sync, score, sync_request, alpha, beta):
+        return -1.0
+    held = copies
+    if cache_rule and score > 0:
+        if sync_request and beta <= alpha:
+            held = min(held, max(np.floor((beta + EPSILON - cache) / score), 0.0))
+        else:
+            held = min(held, max(np.floor((alpha + EPSILON - cache) / score), 0.0))
+            if sync or sync_request:
+                held = min(held, max(np.floor((beta + EPSILON - cache) / score), 0.0))
+    return held
+
+
+@njit(cache=True)
+def _plan_ranked(
+    free,
+    capacity,
+    cache,
+    sync_vms,
+    rack,
+    demand,
+    count,
+    score,
+    sync_request,
+    cache_rule,
+    alpha,
+    beta,
+    chosen,
+    scratch,
+):
+    """:func:`plan` of a ranked request over every host, with each rack's
+    room kept for its demand: the racks in rank order, each host of a rack
+    read only until the racks so far hold the request (on a cloud of
+    hundreds of racks, a few of them)."""
+    keys, candidates = scratch[0], scratch[1]
+    rack_rank = scratch[4]
+    rack_copies, rack_first, rack_hosts = scratch[13], scratch[15], scratch[16]
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    racks = rack_copies.shape[0]
+    order = np.argsort(-rack_copies, kind="mergesort")
+    room = 0.0
+    reached = 0.0
+    admissible = 0
+    last_rank = racks
+    for position in range(racks):
+        at = order[position]
+        rack_rank[at] = position
+        for slot in range(rack_first[at], rack_first[at + 1]):
+            row = rack_hosts[slot]
+            if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
+                continue
+            copies = copies_of(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2)
+            held = _held(
+                copies, cache[row], sync_vms[row] > 0, score, sync_request, cache_rule, alpha, beta
+            )
+            if held < 0:
+                continue
+            room += held
+            reached += 1.0 if count == 1 else held
+            candidates[admissible] = row
+            keys[admissible, 2] = copies
+            admissible += 1
+        if reached >= count:
+            last_rank = position
+            break
+    if count > 1 and room < count:
+        return 0, int(room)
+    return _greedy(
+        free,
+        capacity,
+        cache,
+        sync_vms,
+        rack,
+        demand,
+        count,
+        score,
+        sync_request,
+        cache_rule,
+        alpha,
+        beta,
+        True,
+        chosen,
+        scratch,
+        admissible,
+        last_rank,
+        room,
+    )
+
+
+@njit(cache=True)
+def _greedy(
+    free,
+    capacity,
+    cache,
+    sync_vms,
+    rack,
+    demand,
+    count,
+    score,
+    sync_request,
+    cache_rule,
+    alpha,
+    beta,
+    ranked,
+    chosen,
+    scratch,
+    admissible,
+    last_rank,
+    room,
+):
+    """The greedy over the ``admissible`` candidates (racks up to rank
+    ``last_rank`` where ranked); ``room``: theirs, told on a refusal."""
+    keys, candidates, heap, rack_rank = scratch[0], scratch[1], scratch[2], scratch[4]
+    load, load_cache, load_sync, host_keys, keyed, keyed_for = scratch[6:12]
+    d0, d1, d2 = demand[0], demand[1], demand[2]
     if keyed_for[0] != d0 or keyed_for[1] != d1 or keyed_for[2] != d2:
         # Each host's cosine key is kept until the host changes (the
         # caller clears ``keyed``) or a plan asks for another demand.
@@ -302,6 +465,29 @@ def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> 
 
 
 @njit(cache=True)
+def _changed(scratch, rack, free, row) -> None:
+    """Host ``row``'s free resources changed: its kept cosine key is stale,
+    and its copies (and its rack's room) for the kept demand move."""
+    scratch[10][row] = False
+    host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
+    if copies_for[0] == copies_for[0]:  # (NaN: none kept yet)
+        copies = 0.0
+        if fits(
+            free[row, 0], free[row, 1], free[row, 2], copies_for[0], copies_for[1], copies_for[2]
+        ):
+            copies = copies_of(
+                free[row, 0],
+                free[row, 1],
+                free[row, 2],
+                copies_for[0],
+                copies_for[1],
+                copies_for[2],
+            )
+        rack_copies[rack[row]] += copies - host_copies[row]
+        host_copies[row] = copies
+
+
+@njit(cache=True)
 def place(
     free,
     cache,
@@ -310,7 +496,8 @@ def place(
     run_vms,
     run_count,
     tally,
-    keyed,
+    scratch,
+    rack,
     chosen,
     placed,
     app,
@@ -352,7 +539,7 @@ def place(
         run_app[row, at] = app
         run_vms[row, at] = tally[row]
         run_count[row] = at + 1
-        keyed[row] = False
+        _changed(scratch, rack, free, row)
         if sync_request:
             sync_vms[row] += tally[row]
         tally[row] = 0
@@ -367,7 +554,8 @@ def release(
     run_app,
     run_vms,
     run_count,
-    keyed,
+    scratch,
+    rack,
     app_score,
     hosts,
     app,
@@ -394,7 +582,7 @@ def release(
             run_app[row, later - 1] = run_app[row, later]
             run_vms[row, later - 1] = run_vms[row, later]
         run_count[row] = runs_here - 1
-        keyed[row] = False
+        _changed(scratch, rack, free, row)
         total = 0.0
         for kept in range(runs_here - 1):
             score = app_score[run_app[row, kept]]
@@ -403,13 +591,19 @@ def release(
         cache[row] = total
 
 
-#: Where in the scratch arrays :func:`plan` keeps which hosts' keys are
-#: current: :func:`place` and :func:`release` clear a host's.
-KEYED = 10
+#: Where the scratch arrays keep each rack's copies of the kept demand, and
+#: that demand (NaN: none yet).
+RACK_COPIES = 13
+COPIES_FOR = 14
 
 
-def scratch_for(hosts: int, racks: int) -> tuple:
-    """The working arrays :func:`plan` needs for a cloud of this size."""
+def scratch_for(rack: np.ndarray, racks: int) -> tuple:
+    """The working arrays :func:`plan` needs for hosts in racks ``rack``
+    (each host's rack number, of ``racks``), with each rack's hosts."""
+    hosts = len(rack)
+    rack_hosts = np.argsort(rack, kind="stable").astype(np.int64)
+    rack_first = np.zeros(racks + 1, dtype=np.int64)
+    rack_first[1:] = np.cumsum(np.bincount(rack, minlength=racks))
     return (
         np.zeros((hosts, KEY_COLUMNS)),
         np.zeros(hosts, dtype=np.int64),
@@ -423,4 +617,9 @@ def scratch_for(hosts: int, racks: int) -> tuple:
         np.zeros((hosts, 2)),
         np.zeros(hosts, dtype=np.bool_),
         np.full(3, np.nan),
+        np.zeros(hosts),
+        np.zeros(racks),
+        np.full(3, np.nan),
+        rack_first,
+        rack_hosts,
     )

@@ -10,7 +10,7 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm
+from hpc_nova_scheduler.core import algorithm, state_classes
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
@@ -86,8 +86,8 @@ class TestSamePlans(testtools.TestCase):
     def test_plans_and_hosts_agree(self, cloud, policy, thresholds, steps) -> None:
         """Request by request, the same hosts in the same order (or both
         refused, the refusal's room the most VMs that fit), then the same
-        free vectors, cache totals and VMs on every host after every
-        placement and release."""
+        free vectors, cache totals, VMs on every host and one-core room
+        after every placement and release."""
         arrays = HostArrays(cloud.columns(), policy, thresholds)
         running: list[str] = []
         for number, ((app_class, count, memory, score, vcpus, disk), finish) in enumerate(steps):
@@ -129,6 +129,12 @@ class TestSamePlans(testtools.TestCase):
                     [(vm.application_id, vm.cache_score) for vm in arrays.vms_on(row)],
                 )
             self.assertEqual(float(columns.free[:, 0].sum()), arrays.free_cores())
+            # The simulator's precheck (for one-core VMs of the memory just
+            # planned, from the copies the kernel keeps).
+            for need in (memory, 0.0, 1500.0):
+                self.assertEqual(
+                    state_classes.one_core_vms(columns.free, need), arrays.one_core_room(need)
+                )
             self.assertEqual(
                 {row for row in range(len(columns)) if not cloud.vms_on(row)}, arrays.empty_rows()
             )
