@@ -252,8 +252,9 @@ class HostArrays:
         """Place the request's VMs on ``rows`` (one per VM, as planned)."""
         self._place(np.array(rows, dtype=np.int64), request)
 
-    def apply_segments(self, segments: Segments, request: PlacementRequest) -> None:
-        """Place ``vms`` VMs on each host of ``rows``, for each (rows, vms)."""
+    def apply_segments(self, segments: PlannedRows | Segments, request: PlacementRequest) -> None:
+        """Place the request's VMs as :meth:`plan_segments` planned them, or
+        ``vms`` VMs on each host of ``rows`` for each (rows, vms) given."""
         if isinstance(segments, PlannedRows):
             self._place(segments.chosen, request)
             return

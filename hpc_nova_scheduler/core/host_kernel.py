@@ -147,8 +147,9 @@ def plan(
     Returns (VMs placed, room): all ``count`` placed; or fewer with room the
     most VMs those hosts hold (the request is refused: its room fell short
     before any packing, or the greedy ran out of admissible hosts). Changes
-    nothing but ``chosen`` and ``scratch`` (per host: keys, candidates,
-    heap, per rack: room and rank, per candidate: its load).
+    nothing but ``chosen`` and ``scratch`` (:func:`scratch_for`: working
+    arrays, and what is kept between plans: each host's cosine key and
+    copies of the last demand, each rack's room for it).
     """
     keys, candidates, rack_room, rack_held = scratch[0], scratch[1], scratch[3], scratch[5]
     host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
@@ -156,6 +157,22 @@ def plan(
     hosts = free.shape[0]
     racks = rack_room.shape[0]
     kept_copies = copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2
+    if count == 1 and not ranked:
+        return _plan_one(
+            free,
+            capacity,
+            cache,
+            sync_vms,
+            group,
+            in_group,
+            demand,
+            score,
+            sync_request,
+            cache_rule,
+            alpha,
+            beta,
+            chosen,
+        )
     if ranked and in_group < 0 and kept_copies:
         return _plan_ranked(
             free,
@@ -183,6 +200,7 @@ def plan(
     if keep:
         copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
         host_copies[:] = 0.0
+    last0 = last1 = last2 = last_copies = np.nan
     for row in range(hosts):
         if in_group >= 0 and group[row] != in_group:
             continue
@@ -190,7 +208,12 @@ def plan(
         # alone tell: a busy cloud's full hosts cost no division).
         if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
             continue
-        copies = copies_of(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2)
+        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+        if not (f0 == last0 and f1 == last1 and f2 == last2):
+            # (Hosts alike lie together: the last host's copies are often these.)
+            last_copies = copies_of(f0, f1, f2, d0, d1, d2)
+            last0, last1, last2 = f0, f1, f2
+        copies = last_copies
         if keep:
             host_copies[row] = copies
         # Seed 003 orders racks by what they could take, thresholds aside.
@@ -244,6 +267,60 @@ def plan(
         last_rank,
         room,
     )
+
+
+@njit(cache=True)
+def _plan_one(
+    free,
+    capacity,
+    cache,
+    sync_vms,
+    group,
+    in_group,
+    demand,
+    score,
+    sync_request,
+    cache_rule,
+    alpha,
+    beta,
+    chosen,
+):
+    """:func:`plan` of one VM, unranked: the admissible host with the
+    smallest (-cosine, residual, row). A host in the same state as the
+    last one read (hosts alike lie together) is passed over: it is
+    admitted as that one was, with the same key and a later row."""
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    best_row = -1
+    best_cosine = best_residual = np.inf
+    last = np.full(7, np.nan)
+    for row in range(free.shape[0]):
+        if in_group >= 0 and group[row] != in_group:
+            continue
+        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+        c0, c1, total, sync = capacity[row, 0], capacity[row, 1], cache[row], sync_vms[row] > 0
+        if (
+            f0 == last[0]
+            and f1 == last[1]
+            and f2 == last[2]
+            and c0 == last[3]
+            and c1 == last[4]
+            and total == last[5]
+            and sync == (last[6] == 1.0)
+        ):
+            continue
+        last[0], last[1], last[2], last[3], last[4], last[5] = f0, f1, f2, c0, c1, total
+        last[6] = 1.0 if sync else 0.0
+        if not fits(f0, f1, f2, d0, d1, d2):
+            continue
+        if cache_rule and not admits(total, sync, score, sync_request, alpha, beta):
+            continue
+        cosine, residual = cosine_key(f0, f1, c0, c1, d0, d1)
+        if cosine < best_cosine or (cosine == best_cosine and residual < best_residual):
+            best_row, best_cosine, best_residual = row, cosine, residual
+    if best_row < 0:
+        return 0, 0
+    chosen[0] = best_row
+    return 1, 1
 
 
 @njit(cache=True)
@@ -371,17 +448,21 @@ def _greedy(
         keyed[:] = False
         keyed_for[0], keyed_for[1], keyed_for[2] = d0, d1, d2
     kept = 0
+    last0 = last1 = last_c0 = last_c1 = last_cosine = last_residual = np.nan
     for i in range(admissible):
         row = candidates[i]
         if ranked and rack_rank[rack[row]] > last_rank:
             continue
         candidates[kept] = row
         if not keyed[row]:
-            cosine, residual = cosine_key(
-                free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1], d0, d1
-            )
-            host_keys[row, 0] = cosine
-            host_keys[row, 1] = residual
+            f0, f1, c0, c1 = free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1]
+            if not (f0 == last0 and f1 == last1 and c0 == last_c0 and c1 == last_c1):
+                # (Equal floats give equal keys, 0.0 and -0.0 alike; hosts
+                # alike lie together, so the last key is often this one.)
+                last_cosine, last_residual = cosine_key(f0, f1, c0, c1, d0, d1)
+                last0, last1, last_c0, last_c1 = f0, f1, c0, c1
+            host_keys[row, 0] = last_cosine
+            host_keys[row, 1] = last_residual
             keyed[row] = True
         _keys_of(
             keys,
@@ -605,21 +686,21 @@ def scratch_for(rack: np.ndarray, racks: int) -> tuple:
     rack_first = np.zeros(racks + 1, dtype=np.int64)
     rack_first[1:] = np.cumsum(np.bincount(rack, minlength=racks))
     return (
-        np.zeros((hosts, KEY_COLUMNS)),
-        np.zeros(hosts, dtype=np.int64),
-        np.zeros(hosts, dtype=np.int64),
-        np.zeros(racks),
-        np.zeros(racks),
-        np.zeros(racks),
-        np.zeros((hosts, 3)),
-        np.zeros(hosts),
-        np.zeros(hosts, dtype=np.bool_),
-        np.zeros((hosts, 2)),
-        np.zeros(hosts, dtype=np.bool_),
-        np.full(3, np.nan),
-        np.zeros(hosts),
-        np.zeros(racks),
-        np.full(3, np.nan),
-        rack_first,
-        rack_hosts,
+        np.zeros((hosts, KEY_COLUMNS)),  # 0: per candidate, its sort key
+        np.zeros(hosts, dtype=np.int64),  # 1: the candidates' rows
+        np.zeros(hosts, dtype=np.int64),  # 2: the greedy's heap
+        np.zeros(racks),  # 3: per rack, its room (copies)
+        np.zeros(racks),  # 4: per rack, its rank
+        np.zeros(racks),  # 5: per rack, what the thresholds let it hold
+        np.zeros((hosts, 3)),  # 6: per candidate, its free resources
+        np.zeros(hosts),  # 7: ... its cache total
+        np.zeros(hosts, dtype=np.bool_),  # 8: ... whether it runs SyncHPC
+        np.zeros((hosts, 2)),  # 9: kept: per host, its cosine key
+        np.zeros(hosts, dtype=np.bool_),  # 10: kept: whether it is current
+        np.full(3, np.nan),  # 11: kept: the demand of those keys
+        np.zeros(hosts),  # 12: kept: per host, its copies
+        np.zeros(racks),  # 13 (RACK_COPIES): kept: per rack, their sum
+        np.full(3, np.nan),  # 14 (COPIES_FOR): kept: the demand of those
+        rack_first,  # 15: where each rack's hosts start in 16
+        rack_hosts,  # 16: the hosts by rack, ascending within each
     )

@@ -209,3 +209,36 @@ class TestSamePlans(testtools.TestCase):
                 [vm.application_id for vm in arrays.vms_on(0)],
             )
         self.assertEqual(8, len({vm.application_id for vm in arrays.vms_on(0)}))
+
+    def test_hosts_alike_but_for_their_cache_are_judged_apart(self) -> None:
+        """One VM, unranked: hosts read in a row that differ only by their
+        cache total (or by SyncHPC) are each judged by the thresholds."""
+        thresholds = Thresholds(40, 30)
+        for runs in (
+            ((AppClass.ASYNC_HPC, 30.0), (AppClass.ASYNC_HPC, 5.0)),
+            ((AppClass.SYNC_HPC, 5.0), (AppClass.ASYNC_HPC, 5.0)),
+        ):
+            cloud = ClusterState(("rack",))
+            for row in range(4):
+                cloud.add_host(f"h{row}", Resources(4, 4096, 0), rack="r0")
+            arrays = HostArrays(cloud.columns(), Policy(), thresholds)
+            # A VM on h0 and one on h1: the same free resources, not the same
+            # VMs; shaped so that the cosine packing prefers them to idle hosts.
+            for row, (app_class, score) in enumerate(runs):
+                request = PlacementRequest(
+                    ApplicationProfile(app_class, score, f"app{row}"),
+                    Resources(1, 3000, 0),
+                    1,
+                    f"job{row}",
+                )
+                cloud.apply(algorithm.Plan((f"h{row}",), "", ("r0",)), request)
+                arrays.apply_segments([([row], 1)], request)
+            for app_class, score in ((AppClass.ASYNC_HPC, 30.0), (AppClass.NON_HPC, 30.0)):
+                request = PlacementRequest(
+                    ApplicationProfile(app_class, score, "c"), Resources(1, 300, 0), 1, "c"
+                )
+                expected = algorithm.plan(request, cloud.columns(), thresholds, policy=Policy())
+                got = tuple(arrays.names[row] for row in arrays.plan(request))
+                self.assertEqual(expected.hosts, got, (runs, score))
+                # The host that takes it is h1: h0 is refused by a threshold.
+                self.assertEqual(("h1",), got)
