@@ -231,10 +231,7 @@ class HostArrays:
             # asked over every host: for a VM of one core and this memory,
             # these very fits, summed (whole numbers: exact in any order).
             return float(self._scratch[host_kernel.RACK_COPIES].sum())
-        fit = np.floor(self._free[:, 0] + 1e-9)
-        if memory_mb > 0:
-            fit = np.minimum(fit, np.floor((self._free[:, 1] + 1e-9) / memory_mb))
-        return float(np.maximum(fit, 0.0).sum())
+        return host_kernel.one_core_room(self._free, max(float(memory_mb), 0.0))
 
     def most_one_core(self, memory_mb: float) -> float:
         """The most one-core VMs of ``memory_mb`` an idle host holds."""

@@ -531,6 +531,22 @@ def _greedy(
 
 
 @njit(cache=True)
+def one_core_room(free: np.ndarray, memory: float) -> float:
+    """How many VMs of one core and ``memory`` (none: 0) fit in all: each
+    host's copies of them, summed (whole numbers: exact in any order)."""
+    room = 0.0
+    last0 = last1 = last2 = copies = np.nan
+    for row in range(free.shape[0]):
+        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+        if not (f0 == last0 and f1 == last1 and f2 == last2):
+            # (Hosts alike lie together: the last host's copies are often these.)
+            copies = copies_of(f0, f1, f2, 1.0, memory, 0.0)
+            last0, last1, last2 = f0, f1, f2
+        room += copies
+    return room
+
+
+@njit(cache=True)
 def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> int:
     """The first ``placed`` VMs of a plan as runs of one host: each run's
     host to ``rows``, its VMs to ``vms``, in placement order; how many runs."""

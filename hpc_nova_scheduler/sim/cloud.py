@@ -350,9 +350,12 @@ class CompiledCloud(StateClassedCloud):
     compiled kernel, where it serves the scenario."""
 
     @staticmethod
-    def _engines(columns, scenario: Scenario) -> tuple[HostArrays, HostArrays]:
+    def _engines(columns, scenario: Scenario) -> tuple[HostArrays, StateClasses]:
+        # The idle cloud stays in classes (one per rack): what it holds of
+        # each kind of request is a plan over a few classes there, not a
+        # pass over every host.
         policy, thresholds = scenario.policy, scenario.thresholds
-        return HostArrays(columns, policy, thresholds), HostArrays(columns, policy, thresholds)
+        return HostArrays(columns, policy, thresholds), StateClasses(columns, policy, thresholds)
 
     @staticmethod
     def refusal(shape: ClusterShape, scenario: Scenario) -> str:
