@@ -281,12 +281,7 @@ class HostArrays:
         self._app_score[app] = profile.cache_score
         while True:
             hosts = host_kernel.place(
-                self._free,
-                self._cache,
-                self._sync_vms,
-                self._run_app,
-                self._run_vms,
-                self._run_count,
+                self._state(),
                 self._tally,
                 self._scratch,
                 self._rack,
@@ -312,12 +307,7 @@ class HostArrays:
         app, hosts = known
         vm, demand = self._apps[app]
         host_kernel.release(
-            self._free,
-            self._cache,
-            self._sync_vms,
-            self._run_app,
-            self._run_vms,
-            self._run_count,
+            self._state(),
             self._scratch,
             self._rack,
             self._app_score,
@@ -329,6 +319,17 @@ class HostArrays:
         self._apps[app] = None
         self._spare.append(app)
         return len(hosts)
+
+    def _state(self) -> tuple:
+        """Per host, what placing and releasing change (host_kernel.place)."""
+        return (
+            self._free,
+            self._cache,
+            self._sync_vms,
+            self._run_app,
+            self._run_vms,
+            self._run_count,
+        )
 
     # -- what the simulator reads of hosts -----------------------------------
 

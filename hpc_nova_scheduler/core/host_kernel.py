@@ -157,39 +157,13 @@ def plan(
     hosts = free.shape[0]
     racks = rack_room.shape[0]
     kept_copies = copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2
+    # The hosts' state and the request, as the helpers below read them.
+    cloud = (free, capacity, cache, sync_vms, rack)
+    asked = (demand, count, score, sync_request, cache_rule, alpha, beta)
     if count == 1 and not ranked:
-        return _plan_one(
-            free,
-            capacity,
-            cache,
-            sync_vms,
-            group,
-            in_group,
-            demand,
-            score,
-            sync_request,
-            cache_rule,
-            alpha,
-            beta,
-            chosen,
-        )
+        return _plan_one(cloud, group, in_group, asked, chosen)
     if ranked and in_group < 0 and kept_copies:
-        return _plan_ranked(
-            free,
-            capacity,
-            cache,
-            sync_vms,
-            rack,
-            demand,
-            count,
-            score,
-            sync_request,
-            cache_rule,
-            alpha,
-            beta,
-            chosen,
-            scratch,
-        )
+        return _plan_ranked(cloud, asked, chosen, scratch)
     rack_room[:] = 0.0
     rack_held[:] = 0.0
     room = 0.0
@@ -247,48 +221,17 @@ def plan(
             held_so_far += rack_held[order[position]]
             if last_rank == racks and held_so_far >= count:
                 last_rank = position
-    return _greedy(
-        free,
-        capacity,
-        cache,
-        sync_vms,
-        rack,
-        demand,
-        count,
-        score,
-        sync_request,
-        cache_rule,
-        alpha,
-        beta,
-        ranked,
-        chosen,
-        scratch,
-        admissible,
-        last_rank,
-        room,
-    )
+    return _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room)
 
 
 @njit(cache=True)
-def _plan_one(
-    free,
-    capacity,
-    cache,
-    sync_vms,
-    group,
-    in_group,
-    demand,
-    score,
-    sync_request,
-    cache_rule,
-    alpha,
-    beta,
-    chosen,
-):
+def _plan_one(cloud, group, in_group, asked, chosen):
     """:func:`plan` of one VM, unranked: the admissible host with the
     smallest (-cosine, residual, row). A host in the same state as the
     last one read (hosts alike lie together) is passed over: it is
     admitted as that one was, with the same key and a later row."""
+    free, capacity, cache, sync_vms, _ = cloud
+    demand, _, score, sync_request, cache_rule, alpha, beta = asked
     d0, d1, d2 = demand[0], demand[1], demand[2]
     best_row = -1
     best_cosine = best_residual = np.inf
@@ -341,26 +284,13 @@ def _held(copies, cache, sync, score, sync_request, cache_rule, alpha, beta) -> 
 
 
 @njit(cache=True)
-def _plan_ranked(
-    free,
-    capacity,
-    cache,
-    sync_vms,
-    rack,
-    demand,
-    count,
-    score,
-    sync_request,
-    cache_rule,
-    alpha,
-    beta,
-    chosen,
-    scratch,
-):
+def _plan_ranked(cloud, asked, chosen, scratch):
     """:func:`plan` of a ranked request over every host, with each rack's
     room kept for its demand: the racks in rank order, each host of a rack
     read only until the racks so far hold the request (on a cloud of
     hundreds of racks, a few of them)."""
+    free, _, cache, sync_vms, _ = cloud
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
     keys, candidates = scratch[0], scratch[1]
     rack_rank = scratch[4]
     rack_copies, rack_first, rack_hosts = scratch[13], scratch[15], scratch[16]
@@ -394,51 +324,15 @@ def _plan_ranked(
             break
     if count > 1 and room < count:
         return 0, int(room)
-    return _greedy(
-        free,
-        capacity,
-        cache,
-        sync_vms,
-        rack,
-        demand,
-        count,
-        score,
-        sync_request,
-        cache_rule,
-        alpha,
-        beta,
-        True,
-        chosen,
-        scratch,
-        admissible,
-        last_rank,
-        room,
-    )
+    return _greedy(cloud, asked, True, chosen, scratch, admissible, last_rank, room)
 
 
 @njit(cache=True)
-def _greedy(
-    free,
-    capacity,
-    cache,
-    sync_vms,
-    rack,
-    demand,
-    count,
-    score,
-    sync_request,
-    cache_rule,
-    alpha,
-    beta,
-    ranked,
-    chosen,
-    scratch,
-    admissible,
-    last_rank,
-    room,
-):
+def _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room):
     """The greedy over the ``admissible`` candidates (racks up to rank
     ``last_rank`` where ranked); ``room``: theirs, told on a refusal."""
+    free, capacity, cache, sync_vms, rack = cloud
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
     keys, candidates, heap, rack_rank = scratch[0], scratch[1], scratch[2], scratch[4]
     load, load_cache, load_sync, host_keys, keyed, keyed_for = scratch[6:12]
     d0, d1, d2 = demand[0], demand[1], demand[2]
@@ -585,29 +479,17 @@ def _changed(scratch, rack, free, row) -> None:
 
 
 @njit(cache=True)
-def place(
-    free,
-    cache,
-    sync_vms,
-    run_app,
-    run_vms,
-    run_count,
-    tally,
-    scratch,
-    rack,
-    chosen,
-    placed,
-    app,
-    demand,
-    score,
-    sync_request,
-):
+def place(state, tally, scratch, rack, chosen, placed, app, demand, score, sync_request):
     """Place the VMs of application ``app`` on ``chosen[:placed]`` (a host
     per VM, in placement order): free resources less and cache totals more
     one VM at a time (ClusterState's floats), and on each host one run of
     the application's VMs after the runs already there. Returns its hosts,
     ascending; empty, changing nothing, where a host has no run left
-    (``run_app``'s columns): the caller widens the arrays and asks again."""
+    (``run_app``'s columns): the caller widens the arrays and asks again.
+
+    ``state``: per host, free resources, cache total, SyncHPC VMs, and its
+    runs (applications, VMs, how many runs)."""
+    free, cache, sync_vms, run_app, run_vms, run_count = state
     hosts = np.empty(placed, dtype=np.int64)
     count = 0
     for i in range(placed):
@@ -644,24 +526,12 @@ def place(
 
 
 @njit(cache=True)
-def release(
-    free,
-    cache,
-    sync_vms,
-    run_app,
-    run_vms,
-    run_count,
-    scratch,
-    rack,
-    app_score,
-    hosts,
-    app,
-    demand,
-    sync_request,
-) -> None:
+def release(state, scratch, rack, app_score, hosts, app, demand, sync_request) -> None:
     """Take application ``app``'s VMs off ``hosts``: free resources more one
     VM at a time, its run gone, and each host's cache total summed afresh
-    over the runs that stay, in placement order (as ClusterState does)."""
+    over the runs that stay, in placement order (as ClusterState does).
+    ``state``: as :func:`place`'s."""
+    free, cache, sync_vms, run_app, run_vms, run_count = state
     for i in range(hosts.shape[0]):
         row = hosts[i]
         runs_here = run_count[row]
