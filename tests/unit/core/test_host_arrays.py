@@ -242,3 +242,34 @@ class TestSamePlans(testtools.TestCase):
                 self.assertEqual(expected.hosts, got, (runs, score))
                 # The host that takes it is h1: h0 is refused by a threshold.
                 self.assertEqual(("h1",), got)
+
+    def test_few_and_many_reachable_hosts_plan_alike(self) -> None:
+        """On a cloud of many hosts, requests reaching a few of them (their
+        keys selected in a bounded heap) and many (all heaped) plan as
+        plan() does, part-full hosts among idle ones."""
+        cloud = ClusterState(("rack",))
+        for row in range(96):
+            cloud.add_host(f"h{row:03d}", Resources(4, 4096, 0), rack=f"r{row // 16}")
+        thresholds = Thresholds(200, 60)
+        for policy in (Policy(), Policy(classes=False, topology=False, homogeneity=False)):
+            arrays = HostArrays(cloud.columns(), policy, thresholds)
+            reference = ClusterState(("rack",))
+            for row in range(96):
+                reference.add_host(f"h{row:03d}", Resources(4, 4096, 0), rack=f"r{row // 16}")
+            for number, count in enumerate((3, 40, 2, 70, 5, 1, 30, 2)):
+                request = PlacementRequest(
+                    ApplicationProfile(AppClass.SYNC_HPC, 7.5 * (number % 4), f"app{number}"),
+                    Resources(1, 300 + 700 * (number % 3), 0),
+                    count,
+                    f"job{number}",
+                )
+                expected = algorithm.plan(request, reference.columns(), thresholds, policy=policy)
+                planned = arrays.plan_segments(request)
+                got = tuple(arrays.names[row] for row in planned.chosen.tolist())
+                self.assertEqual(expected.hosts, got, (policy, number))
+                reference.apply(expected, request)
+                arrays.apply_segments(planned, request)
+                if number % 3 == 2:
+                    gone = f"job{number - 1}"
+                    reference.release([gone])
+                    arrays.release(gone)
