@@ -162,7 +162,9 @@ def plan(
     asked = (demand, count, score, sync_request, cache_rule, alpha, beta)
     if count == 1 and not ranked:
         return _plan_one(cloud, group, in_group, asked, chosen)
-    if ranked and in_group < 0 and kept_copies:
+    if ranked and in_group < 0:
+        if not kept_copies:
+            _keep_copies(free, rack, demand, scratch)
         return _plan_ranked(cloud, asked, chosen, scratch)
     rack_room[:] = 0.0
     rack_held[:] = 0.0
@@ -222,6 +224,28 @@ def plan(
             if last_rank == racks and held_so_far >= count:
                 last_rank = position
     return _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room)
+
+
+@njit(cache=True)
+def _keep_copies(free, rack, demand, scratch) -> None:
+    """Keep every host's copies of ``demand``, and each rack's sum of them
+    (what :func:`_plan_ranked` orders the racks by): one pass that reads
+    nothing else of a host, and reuses the last host's copies for hosts
+    alike (they lie together)."""
+    host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    rack_copies[:] = 0.0
+    last0 = last1 = last2 = copies = np.nan
+    for row in range(free.shape[0]):
+        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+        if not (f0 == last0 and f1 == last1 and f2 == last2):
+            copies = 0.0
+            if fits(f0, f1, f2, d0, d1, d2):
+                copies = copies_of(f0, f1, f2, d0, d1, d2)
+            last0, last1, last2 = f0, f1, f2
+        host_copies[row] = copies
+        rack_copies[rack[row]] += copies
+    copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
 
 
 @njit(cache=True)
