@@ -70,6 +70,7 @@ class HostArrays:
             raise ValueError("host arrays start from an idle cloud")
         self.policy = policy
         self.thresholds = thresholds
+        self.levels = tuple(columns.levels)
         self.names = list(columns.names)
         size = len(self.names)
         self._capacity = np.array(columns.capacity, dtype=float)
@@ -144,7 +145,7 @@ class HostArrays:
         if request.count < 1:
             raise NoPlacement("a request needs at least one VM")
         reason = self.serves(
-            self.policy, ("rack",), request.app_class, request.topology, rule is not None
+            self.policy, self.levels, request.app_class, request.topology, rule is not None
         )
         if request.application_id in self._running or any(request.held_domains):
             reason = "an application that already runs is planned over every host"
@@ -225,13 +226,15 @@ class HostArrays:
 
     def one_core_room(self, memory_mb: float) -> float:
         """How many one-core VMs of ``memory_mb`` fit in all (the simulator's precheck)."""
+        # The kernel's kept copies of a VM of one core and this memory (no
+        # memory: cores alone) are these very fits; a plan of that VM, the
+        # next thing the simulator asks, reads them kept. Summed per rack,
+        # whole numbers: exact in any order.
+        demand = (1.0, max(float(memory_mb), 0.0), 0.0)
         kept_for = self._scratch[host_kernel.COPIES_FOR]
-        if kept_for[0] == 1.0 and kept_for[1] == max(memory_mb, 0.0) and kept_for[2] == 0.0:
-            # The kernel keeps each rack's copies of the last demand a plan
-            # asked over every host: for a VM of one core and this memory,
-            # these very fits, summed (whole numbers: exact in any order).
-            return float(self._scratch[host_kernel.RACK_COPIES].sum())
-        return host_kernel.one_core_room(self._free, max(float(memory_mb), 0.0))
+        if tuple(kept_for.tolist()) != demand:
+            host_kernel.keep_copies(self._free, self._rack, np.array(demand), self._scratch)
+        return float(self._scratch[host_kernel.RACK_COPIES].sum())
 
     def most_one_core(self, memory_mb: float) -> float:
         """The most one-core VMs of ``memory_mb`` an idle host holds."""

@@ -35,8 +35,22 @@ KEY_COLUMNS = 4
 
 
 @njit(cache=True)
+def fits(f0: float, f1: float, f2: float, d0: float, d1: float, d2: float) -> bool:
+    """``fits_one``: one more VM fits in these free resources."""
+    if d0 > 0 and not d0 <= f0 + SLACK:
+        return False
+    if d1 > 0 and not d1 <= f1 + SLACK:
+        return False
+    return not (d2 > 0 and not d2 <= f2 + SLACK)
+
+
+@njit(cache=True)
 def copies_of(f0: float, f1: float, f2: float, d0: float, d1: float, d2: float) -> float:
     """``vm_copies`` of one host: how many VMs of (d0, d1, d2) fit."""
+    if not fits(f0, f1, f2, d0, d1, d2):
+        # Comparisons alone tell (a busy cloud's full hosts cost no
+        # division): where one more VM does not fit, no quotient reaches 1.
+        return 0.0
     copies = 0.0
     asked = False
     for free, need in ((f0, d0), (f1, d1), (f2, d2)):
@@ -45,16 +59,6 @@ def copies_of(f0: float, f1: float, f2: float, d0: float, d1: float, d2: float) 
             copies = each if not asked else min(copies, each)
             asked = True
     return max(copies, 0.0) if asked else 0.0
-
-
-@njit(cache=True)
-def fits(f0: float, f1: float, f2: float, d0: float, d1: float, d2: float) -> bool:
-    """``fits_one``: one more VM fits in these free resources."""
-    if d0 > 0 and not d0 <= f0 + SLACK:
-        return False
-    if d1 > 0 and not d1 <= f1 + SLACK:
-        return False
-    return not (d2 > 0 and not d2 <= f2 + SLACK)
 
 
 @njit(cache=True)
@@ -164,7 +168,7 @@ def plan(
         return _plan_one(cloud, group, in_group, asked, chosen)
     if ranked and in_group < 0:
         if not kept_copies:
-            _keep_copies(free, rack, demand, scratch)
+            keep_copies(free, rack, demand, scratch)
         return _plan_ranked(cloud, asked, chosen, scratch)
     rack_room[:] = 0.0
     rack_held[:] = 0.0
@@ -175,23 +179,25 @@ def plan(
     keep = in_group < 0
     if keep:
         copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
-        host_copies[:] = 0.0
-    last0 = last1 = last2 = last_copies = np.nan
+    # Copies of at least 1 are exactly where one more VM fits (a quotient
+    # reaches 1 where its dividend reaches the divisor), if the demand
+    # asks for anything.
+    asks = d0 > 0 or d1 > 0 or d2 > 0
+    last0 = last1 = last2 = copies = np.nan
     for row in range(hosts):
         if in_group >= 0 and group[row] != in_group:
-            continue
-        # A host that fits no VM adds nothing to its rack's room (comparisons
-        # alone tell: a busy cloud's full hosts cost no division).
-        if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
             continue
         f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
         if not (f0 == last0 and f1 == last1 and f2 == last2):
             # (Hosts alike lie together: the last host's copies are often these.)
-            last_copies = copies_of(f0, f1, f2, d0, d1, d2)
+            copies = copies_of(f0, f1, f2, d0, d1, d2)
             last0, last1, last2 = f0, f1, f2
-        copies = last_copies
         if keep:
             host_copies[row] = copies
+        # A host that fits no VM adds nothing to its rack's room (a demand
+        # of nothing fits every host, as fits_one says, with no copies).
+        if copies < 1 and asks:
+            continue
         # Seed 003 orders racks by what they could take, thresholds aside.
         rack_room[rack[row]] += copies
         held = _held(
@@ -227,7 +233,7 @@ def plan(
 
 
 @njit(cache=True)
-def _keep_copies(free, rack, demand, scratch) -> None:
+def keep_copies(free, rack, demand, scratch) -> None:
     """Keep every host's copies of ``demand``, and each rack's sum of them
     (what :func:`_plan_ranked` orders the racks by): one pass that reads
     nothing else of a host, and reuses the last host's copies for hosts
@@ -239,9 +245,7 @@ def _keep_copies(free, rack, demand, scratch) -> None:
     for row in range(free.shape[0]):
         f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
         if not (f0 == last0 and f1 == last1 and f2 == last2):
-            copies = 0.0
-            if fits(f0, f1, f2, d0, d1, d2):
-                copies = copies_of(f0, f1, f2, d0, d1, d2)
+            copies = copies_of(f0, f1, f2, d0, d1, d2)
             last0, last1, last2 = f0, f1, f2
         host_copies[row] = copies
         rack_copies[rack[row]] += copies
@@ -259,24 +263,25 @@ def _plan_one(cloud, group, in_group, asked, chosen):
     d0, d1, d2 = demand[0], demand[1], demand[2]
     best_row = -1
     best_cosine = best_residual = np.inf
-    last = np.full(7, np.nan)
+    last0 = last1 = last2 = last_c0 = last_c1 = last_total = np.nan
+    last_sync = False
     for row in range(free.shape[0]):
         if in_group >= 0 and group[row] != in_group:
             continue
         f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
         c0, c1, total, sync = capacity[row, 0], capacity[row, 1], cache[row], sync_vms[row] > 0
         if (
-            f0 == last[0]
-            and f1 == last[1]
-            and f2 == last[2]
-            and c0 == last[3]
-            and c1 == last[4]
-            and total == last[5]
-            and sync == (last[6] == 1.0)
+            f0 == last0
+            and f1 == last1
+            and f2 == last2
+            and c0 == last_c0
+            and c1 == last_c1
+            and total == last_total
+            and sync == last_sync
         ):
             continue
-        last[0], last[1], last[2], last[3], last[4], last[5] = f0, f1, f2, c0, c1, total
-        last[6] = 1.0 if sync else 0.0
+        last0, last1, last2, last_c0, last_c1 = f0, f1, f2, c0, c1
+        last_total, last_sync = total, sync
         if not fits(f0, f1, f2, d0, d1, d2):
             continue
         if cache_rule and not admits(total, sync, score, sync_request, alpha, beta):
@@ -313,12 +318,13 @@ def _plan_ranked(cloud, asked, chosen, scratch):
     room kept for its demand: the racks in rank order, each host of a rack
     read only until the racks so far hold the request (on a cloud of
     hundreds of racks, a few of them)."""
-    free, _, cache, sync_vms, _ = cloud
+    _, _, cache, sync_vms, _ = cloud
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    asks = demand[0] > 0 or demand[1] > 0 or demand[2] > 0
     keys, candidates = scratch[0], scratch[1]
     rack_rank = scratch[4]
-    rack_copies, rack_first, rack_hosts = scratch[13], scratch[15], scratch[16]
-    d0, d1, d2 = demand[0], demand[1], demand[2]
+    host_copies, rack_copies = scratch[12], scratch[13]
+    rack_first, rack_hosts = scratch[15], scratch[16]
     racks = rack_copies.shape[0]
     order = np.argsort(-rack_copies, kind="mergesort")
     room = 0.0
@@ -330,9 +336,11 @@ def _plan_ranked(cloud, asked, chosen, scratch):
         rack_rank[at] = position
         for slot in range(rack_first[at], rack_first[at + 1]):
             row = rack_hosts[slot]
-            if not fits(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2):
+            # The kept copies of this demand tell where one more VM fits
+            # (as in plan()'s own pass).
+            copies = host_copies[row]
+            if copies < 1 and asks:
                 continue
-            copies = copies_of(free[row, 0], free[row, 1], free[row, 2], d0, d1, d2)
             held = _held(
                 copies, cache[row], sync_vms[row] > 0, score, sync_request, cache_rule, alpha, beta
             )
@@ -449,22 +457,6 @@ def _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room):
 
 
 @njit(cache=True)
-def one_core_room(free: np.ndarray, memory: float) -> float:
-    """How many VMs of one core and ``memory`` (none: 0) fit in all: each
-    host's copies of them, summed (whole numbers: exact in any order)."""
-    room = 0.0
-    last0 = last1 = last2 = copies = np.nan
-    for row in range(free.shape[0]):
-        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
-        if not (f0 == last0 and f1 == last1 and f2 == last2):
-            # (Hosts alike lie together: the last host's copies are often these.)
-            copies = copies_of(f0, f1, f2, 1.0, memory, 0.0)
-            last0, last1, last2 = f0, f1, f2
-        room += copies
-    return room
-
-
-@njit(cache=True)
 def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> int:
     """The first ``placed`` VMs of a plan as runs of one host: each run's
     host to ``rows``, its VMs to ``vms``, in placement order; how many runs."""
@@ -486,18 +478,8 @@ def _changed(scratch, rack, free, row) -> None:
     scratch[10][row] = False
     host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
     if copies_for[0] == copies_for[0]:  # (NaN: none kept yet)
-        copies = 0.0
-        if fits(
-            free[row, 0], free[row, 1], free[row, 2], copies_for[0], copies_for[1], copies_for[2]
-        ):
-            copies = copies_of(
-                free[row, 0],
-                free[row, 1],
-                free[row, 2],
-                copies_for[0],
-                copies_for[1],
-                copies_for[2],
-            )
+        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+        copies = copies_of(f0, f1, f2, copies_for[0], copies_for[1], copies_for[2])
         rack_copies[rack[row]] += copies - host_copies[row]
         host_copies[row] = copies
 
