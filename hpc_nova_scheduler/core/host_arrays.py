@@ -99,6 +99,11 @@ class HostArrays:
         self._app_score = np.zeros(8)
         self._running: dict[str, tuple[int, np.ndarray]] = {}
         self._scratch = host_kernel.scratch_for(self._rack, max(self._racks, 1))
+        #: The hosts in the same state, kept together (plans not ranked by
+        #: rack score states, not hosts).
+        self._states = host_kernel.states_for(
+            self._free, self._capacity, self._cache, self._sync_vms, self._group
+        )
         #: Each VM's host in the last plan.
         self._chosen = np.zeros(0, dtype=np.int64)
         self._most_per_host: dict[tuple[float, ...], int] = {}
@@ -190,6 +195,7 @@ class HostArrays:
             policy.topology and app_class.topology_aware,
             self._chosen,
             self._scratch,
+            self._states,
         )
         if placed < count:
             raise NoPlacement(
@@ -287,6 +293,7 @@ class HostArrays:
                 self._state(),
                 self._tally,
                 self._scratch,
+                self._states,
                 self._rack,
                 chosen.astype(np.int64, copy=False),
                 len(chosen),
@@ -312,6 +319,7 @@ class HostArrays:
         host_kernel.release(
             self._state(),
             self._scratch,
+            self._states,
             self._rack,
             self._app_score,
             hosts,

@@ -33,6 +33,36 @@ GRID = 2.0**30
 #: is always the last column that is read, so keys never tie.
 KEY_COLUMNS = 4
 
+#: Where the scratch arrays keep each rack's copies of the kept demand, and
+#: that demand (NaN: none yet).
+RACK_COPIES = 13
+COPIES_FOR = 14
+
+#: A state's key: free cores, RAM, disk; capacity in cores and RAM; cache
+#: total; 1.0 where it runs SyncHPC VMs; processor group.
+KEY_SIZE = 8
+
+#: Where the states tuple keeps what the kernel reads: per host its state;
+#: per state its key and hosts; the states that have hosts.
+HOST_STATE = 0
+STATE_KEY = 1
+STATE_HOSTS = 2
+LIVE = 3
+#: How many states have hosts (LIVE's first entries), and spare numbers.
+COUNTERS = 5
+#: Per state, working arrays of a plan: its rank, the admitted states, and
+#: each one's cosine key.
+RANK = 9
+ADMITTED = 10
+STATE_COSINE = 11
+#: Per rank of a plan, where its candidates start, and the next to fill;
+#: per state, the group of its hosts touched once; per candidate, the next
+#: host of its group.
+RANK_START = 15
+RANK_FILL = 16
+FIRST_GROUP = 17
+FOLLOWER = 18
+
 
 @njit(cache=True)
 def fits(f0: float, f1: float, f2: float, d0: float, d1: float, d2: float) -> bool:
@@ -86,7 +116,7 @@ def cosine_key(f0: float, f1: float, c0: float, c1: float, d0: float, d1: float)
     return -np.rint(cosine * GRID), np.rint(math.sqrt(after) * GRID)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _before(keys: np.ndarray, a: int, b: int) -> bool:
     for column in range(keys.shape[1]):
         if keys[a, column] != keys[b, column]:
@@ -94,7 +124,7 @@ def _before(keys: np.ndarray, a: int, b: int) -> bool:
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(heap: np.ndarray, size: int, at: int, keys: np.ndarray, largest: bool) -> None:
     """Restore the heap below ``at``: smallest key first (``largest``: largest)."""
     while True:
@@ -107,6 +137,17 @@ def _sift_down(heap: np.ndarray, size: int, at: int, keys: np.ndarray, largest: 
             return
         heap[at], heap[child] = heap[child], heap[at]
         at = child
+
+
+@njit(cache=True, inline="always")
+def _sift_up(heap: np.ndarray, at: int, keys: np.ndarray) -> None:
+    """Restore the heap (smallest key first) above ``at``."""
+    while at > 0:
+        parent = (at - 1) // 2
+        if not _before(keys, heap[at], heap[parent]):
+            return
+        heap[at], heap[parent] = heap[parent], heap[at]
+        at = parent
 
 
 @njit(cache=True)
@@ -144,6 +185,7 @@ def plan(
     ranked: bool,
     chosen: np.ndarray,
     scratch: tuple,
+    states: tuple,
 ) -> tuple[int, int]:
     """Place ``count`` VMs on the hosts of processor group ``in_group`` (-1:
     every host); write each VM's host to ``chosen`` in placement order.
@@ -151,49 +193,44 @@ def plan(
     Returns (VMs placed, room): all ``count`` placed; or fewer with room the
     most VMs those hosts hold (the request is refused: its room fell short
     before any packing, or the greedy ran out of admissible hosts). Changes
-    nothing but ``chosen`` and ``scratch`` (:func:`scratch_for`: working
+    nothing but ``chosen``, ``scratch`` (:func:`scratch_for`: working
     arrays, and what is kept between plans: each host's cosine key and
-    copies of the last demand, each rack's room for it).
+    copies of the last demand, each rack's room for it) and the working
+    arrays of ``states`` (:func:`.host_states.states_for`: the hosts in
+    the same state, kept together).
     """
     keys, candidates, rack_room, rack_held = scratch[0], scratch[1], scratch[3], scratch[5]
-    host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
     d0, d1, d2 = demand[0], demand[1], demand[2]
     hosts = free.shape[0]
     racks = rack_room.shape[0]
-    kept_copies = copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2
     # The hosts' state and the request, as the helpers below read them.
     cloud = (free, capacity, cache, sync_vms, rack)
     asked = (demand, count, score, sync_request, cache_rule, alpha, beta)
-    if count == 1 and not ranked:
-        return _plan_one(cloud, group, in_group, asked, chosen)
-    if ranked and in_group < 0:
-        if not kept_copies:
+    if not ranked:
+        return _plan_states(cloud, in_group, asked, chosen, scratch, states)
+    if in_group < 0:
+        copies_for = scratch[COPIES_FOR]
+        if not (copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2):
             keep_copies(free, rack, demand, scratch)
         return _plan_ranked(cloud, asked, chosen, scratch)
+    # A ranked request within a processor group: every host of the group.
     rack_room[:] = 0.0
     rack_held[:] = 0.0
     room = 0.0
     admissible = 0
-    # Every host's copies are kept for this demand where the pass sees
-    # every host (place and release keep them).
-    keep = in_group < 0
-    if keep:
-        copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
     # Copies of at least 1 are exactly where one more VM fits (a quotient
     # reaches 1 where its dividend reaches the divisor), if the demand
     # asks for anything.
     asks = d0 > 0 or d1 > 0 or d2 > 0
     last0 = last1 = last2 = copies = np.nan
     for row in range(hosts):
-        if in_group >= 0 and group[row] != in_group:
+        if group[row] != in_group:
             continue
         f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
         if not (f0 == last0 and f1 == last1 and f2 == last2):
             # (Hosts alike lie together: the last host's copies are often these.)
             copies = copies_of(f0, f1, f2, d0, d1, d2)
             last0, last1, last2 = f0, f1, f2
-        if keep:
-            host_copies[row] = copies
         # A host that fits no VM adds nothing to its rack's room (a demand
         # of nothing fits every host, as fits_one says, with no copies).
         if copies < 1 and asks:
@@ -211,25 +248,22 @@ def plan(
         candidates[admissible] = row
         keys[admissible, 2] = copies
         admissible += 1
-    if keep:
-        rack_copies[:] = rack_room
     if count > 1 and room < count:
         return 0, int(room)
     last_rank = racks
     rack_rank = scratch[4]
-    if ranked:
-        # Most room first, then the rack's number (a stable sort). The rack
-        # rank leads every host's key, so the greedy fills racks in rank
-        # order, each until its hosts admit no more: the racks after the
-        # first whose rooms so far hold the request are never reached.
-        order = np.argsort(-rack_room, kind="mergesort")
-        held_so_far = 0.0
-        for position in range(racks):
-            rack_rank[order[position]] = position
-            held_so_far += rack_held[order[position]]
-            if last_rank == racks and held_so_far >= count:
-                last_rank = position
-    return _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room)
+    # Most room first, then the rack's number (a stable sort). The rack
+    # rank leads every host's key, so the greedy fills racks in rank
+    # order, each until its hosts admit no more: the racks after the
+    # first whose rooms so far hold the request are never reached.
+    order = np.argsort(-rack_room, kind="mergesort")
+    held_so_far = 0.0
+    for position in range(racks):
+        rack_rank[order[position]] = position
+        held_so_far += rack_held[order[position]]
+        if last_rank == racks and held_so_far >= count:
+            last_rank = position
+    return _greedy(cloud, asked, True, chosen, scratch, admissible, last_rank, room)
 
 
 @njit(cache=True)
@@ -250,49 +284,6 @@ def keep_copies(free, rack, demand, scratch) -> None:
         host_copies[row] = copies
         rack_copies[rack[row]] += copies
     copies_for[0], copies_for[1], copies_for[2] = d0, d1, d2
-
-
-@njit(cache=True)
-def _plan_one(cloud, group, in_group, asked, chosen):
-    """:func:`plan` of one VM, unranked: the admissible host with the
-    smallest (-cosine, residual, row). A host in the same state as the
-    last one read (hosts alike lie together) is passed over: it is
-    admitted as that one was, with the same key and a later row."""
-    free, capacity, cache, sync_vms, _ = cloud
-    demand, _, score, sync_request, cache_rule, alpha, beta = asked
-    d0, d1, d2 = demand[0], demand[1], demand[2]
-    best_row = -1
-    best_cosine = best_residual = np.inf
-    last0 = last1 = last2 = last_c0 = last_c1 = last_total = np.nan
-    last_sync = False
-    for row in range(free.shape[0]):
-        if in_group >= 0 and group[row] != in_group:
-            continue
-        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
-        c0, c1, total, sync = capacity[row, 0], capacity[row, 1], cache[row], sync_vms[row] > 0
-        if (
-            f0 == last0
-            and f1 == last1
-            and f2 == last2
-            and c0 == last_c0
-            and c1 == last_c1
-            and total == last_total
-            and sync == last_sync
-        ):
-            continue
-        last0, last1, last2, last_c0, last_c1 = f0, f1, f2, c0, c1
-        last_total, last_sync = total, sync
-        if not fits(f0, f1, f2, d0, d1, d2):
-            continue
-        if cache_rule and not admits(total, sync, score, sync_request, alpha, beta):
-            continue
-        cosine, residual = cosine_key(f0, f1, c0, c1, d0, d1)
-        if cosine < best_cosine or (cosine == best_cosine and residual < best_residual):
-            best_row, best_cosine, best_residual = row, cosine, residual
-    if best_row < 0:
-        return 0, 0
-    chosen[0] = best_row
-    return 1, 1
 
 
 @njit(cache=True)
@@ -360,13 +351,240 @@ def _plan_ranked(cloud, asked, chosen, scratch):
 
 
 @njit(cache=True)
+def _plan_states(cloud, in_group, asked, chosen, scratch, states):
+    """:func:`plan` of a request not ranked by rack, scored per state.
+
+    Each state with hosts (of the group) is scored once: whether its hosts
+    admit a VM, what each holds, its cosine key. Hosts of equal keys are
+    ordered by row, and the greedy reaches at most one untouched host per
+    VM, so only the ``count`` smallest (key, row) can be reached: the
+    states in key order tell how many hosts of each key that is, and one
+    pass over the hosts' state numbers, in row order, picks them.
+    """
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    candidates = scratch[1]
+    host_state, state_key, hosts_in, live, counters = (
+        states[HOST_STATE],
+        states[STATE_KEY],
+        states[STATE_HOSTS],
+        states[LIVE],
+        states[COUNTERS],
+    )
+    rank, admitted, state_cosine = states[RANK], states[ADMITTED], states[STATE_COSINE]
+    first_group = states[FIRST_GROUP]
+    asks = d0 > 0 or d1 > 0 or d2 > 0
+    room = 0.0
+    admissible = 0
+    for i in range(counters[0]):
+        state = live[i]
+        rank[state] = -1
+        if in_group >= 0 and state_key[state, 7] != in_group:
+            continue
+        f0, f1, f2 = state_key[state, 0], state_key[state, 1], state_key[state, 2]
+        copies = copies_of(f0, f1, f2, d0, d1, d2)
+        # As in plan()'s pass over hosts: where one more VM fits, and the
+        # thresholds admit it (a demand of nothing fits every host).
+        if copies < 1 and asks:
+            continue
+        held = _held(
+            copies,
+            state_key[state, 5],
+            state_key[state, 6] > 0,
+            score,
+            sync_request,
+            cache_rule,
+            alpha,
+            beta,
+        )
+        if held < 0:
+            continue
+        # Whole numbers: exact in any order.
+        room += held * hosts_in[state]
+        cosine, residual = cosine_key(f0, f1, state_key[state, 3], state_key[state, 4], d0, d1)
+        state_cosine[state, 0] = cosine
+        state_cosine[state, 1] = residual
+        first_group[state] = -1
+        admitted[admissible] = state
+        admissible += 1
+    if count > 1 and room < count:
+        return 0, int(room)
+    if admissible == 0:
+        return 0, 0
+    # The admitted states by key (a stable sort by residual, then by cosine).
+    order = admitted[:admissible]
+    order = order[np.argsort(state_cosine[order, 1], kind="mergesort")]
+    order = order[np.argsort(state_cosine[order, 0], kind="mergesort")]
+    # Equal keys make one rank; the ranks before ``last`` are reached
+    # whole, ``last`` for its first ``wanted`` hosts by row. Each rank's
+    # hosts will lie together among the candidates, from ``rank_start``.
+    rank_start = states[RANK_START]
+    reached = 0
+    last = -1
+    wanted = 0
+    at = 0
+    while at < admissible and reached < count:
+        last += 1
+        first = order[at]
+        hosts_here = 0
+        while at < admissible and (
+            state_cosine[order[at], 0] == state_cosine[first, 0]
+            and state_cosine[order[at], 1] == state_cosine[first, 1]
+        ):
+            rank[order[at]] = last
+            hosts_here += hosts_in[order[at]]
+            at += 1
+        wanted = min(hosts_here, count - reached)
+        rank_start[last] = reached
+        reached += wanted
+    rank_start[last + 1] = reached
+    fill = states[RANK_FILL]
+    fill[: last + 1] = rank_start[: last + 1]
+    kept = 0
+    for row in range(host_state.shape[0]):
+        state = host_state[row]
+        position = rank[state]
+        if position < 0:
+            continue
+        if position == last:
+            if wanted == 0:
+                continue
+            wanted -= 1
+        i = fill[position]
+        fill[position] = i + 1
+        candidates[i] = row
+        kept += 1
+        if kept == reached:
+            break
+    placed, room_told = _take_ranks(cloud, asked, chosen, scratch, states, last + 1, room)
+    return placed, room_told if count > 1 else placed
+
+
+@njit(cache=True)
+def _take_ranks(cloud, asked, chosen, scratch, states, ranks, room):
+    """The greedy of :func:`_plan_states`, over hosts in groups of equal keys.
+
+    The candidates lie by rank (equal keys), each rank's in row order, and
+    a rank's untouched hosts are taken in that order. A host touched ``k``
+    times from state ``s`` has the load of every other such host (the same
+    floats, from the same operations), so the same key: such hosts make a
+    group, and they join it in row order (they leave ``k - 1``'s group, or
+    the rank, in row order). The heap therefore holds groups, each keyed by
+    its key and its first host's row, and gives the host the greedy over
+    every candidate gives at every step; a group's key, fit and admission
+    are computed once, not once per host.
+    """
+    free, capacity, cache, sync_vms, _ = cloud
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    candidates = scratch[1]
+    host_state, state_cosine = states[HOST_STATE], states[STATE_COSINE]
+    rank_start, first_group, follower = states[RANK_START], states[FIRST_GROUP], states[FOLLOWER]
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    # Groups 0 .. ranks-1 are the ranks' untouched hosts (a run of the
+    # candidates); each VM placed makes at most one group more.
+    groups = ranks + count
+    key = np.zeros((groups, KEY_COLUMNS))
+    head = np.empty(groups, dtype=np.int64)
+    tail = np.empty(groups, dtype=np.int64)
+    successor = np.full(groups, -1, dtype=np.int64)
+    load = np.empty((groups, 3))
+    load_cache = np.empty(groups)
+    load_sync = np.zeros(groups, dtype=np.bool_)
+    alive = np.zeros(groups, dtype=np.bool_)
+    heap = np.empty(groups, dtype=np.int64)
+    size = 0
+    for position in range(ranks):
+        head[position] = rank_start[position]
+        tail[position] = rank_start[position + 1]
+        if head[position] < tail[position]:
+            first = candidates[head[position]]
+            key[position, 0] = state_cosine[host_state[first], 0]
+            key[position, 1] = state_cosine[host_state[first], 1]
+            key[position, 2] = first
+            # Ranks ascend by key: in rank order, a heap.
+            heap[size] = position
+            size += 1
+    made = ranks
+    placed = 0
+    while placed < count:
+        if size == 0:
+            return placed, placed
+        group = heap[0]
+        i = head[group]
+        row = candidates[i]
+        # The group's next host leads it; an emptied group leaves the heap.
+        if group < ranks:
+            head[group] = i + 1
+            more = i + 1 < tail[group]
+        else:
+            head[group] = follower[i]
+            more = follower[i] >= 0
+        if more:
+            key[group, 2] = candidates[head[group]]
+        else:
+            size -= 1
+            heap[0] = heap[size]
+        _sift_down(heap, size, 0, key, False)
+        # The group this host joins: once more touched, from the same state.
+        if group < ranks:
+            state = host_state[row]
+            joins = first_group[state]
+        else:
+            joins = successor[group]
+        if joins < 0:
+            joins = made
+            made += 1
+            if group < ranks:
+                load[joins, 0] = free[row, 0] - d0
+                load[joins, 1] = free[row, 1] - d1
+                load[joins, 2] = free[row, 2] - d2
+                load_cache[joins] = cache[row] + score
+                load_sync[joins] = sync_vms[row] > 0 or sync_request
+                first_group[host_state[row]] = joins
+            else:
+                load[joins, 0] = load[group, 0] - d0
+                load[joins, 1] = load[group, 1] - d1
+                load[joins, 2] = load[group, 2] - d2
+                load_cache[joins] = load_cache[group] + score
+                load_sync[joins] = load_sync[group] or sync_request
+                successor[group] = joins
+            alive[joins] = fits(load[joins, 0], load[joins, 1], load[joins, 2], d0, d1, d2) and (
+                not cache_rule
+                or admits(load_cache[joins], load_sync[joins], score, sync_request, alpha, beta)
+            )
+            if alive[joins]:
+                cosine, residual = cosine_key(
+                    load[joins, 0], load[joins, 1], capacity[row, 0], capacity[row, 1], d0, d1
+                )
+                key[joins, 0] = cosine
+                key[joins, 1] = residual
+            head[joins] = -1
+        chosen[placed] = row
+        placed += 1
+        if not alive[joins]:
+            continue
+        follower[i] = -1
+        if head[joins] < 0:
+            head[joins] = i
+            tail[joins] = i
+            key[joins, 2] = row
+            heap[size] = joins
+            size += 1
+            _sift_up(heap, size - 1, key)
+        else:
+            follower[tail[joins]] = i
+            tail[joins] = i
+    return placed, int(room)
+
+
+@njit(cache=True)
 def _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room):
     """The greedy over the ``admissible`` candidates (racks up to rank
     ``last_rank`` where ranked); ``room``: theirs, told on a refusal."""
-    free, capacity, cache, sync_vms, rack = cloud
-    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    free, capacity, _, _, rack = cloud
+    demand, count = asked[0], asked[1]
     keys, candidates, heap, rack_rank = scratch[0], scratch[1], scratch[2], scratch[4]
-    load, load_cache, load_sync, host_keys, keyed, keyed_for = scratch[6:12]
+    host_keys, keyed, keyed_for = scratch[9], scratch[10], scratch[11]
     d0, d1, d2 = demand[0], demand[1], demand[2]
     if keyed_for[0] != d0 or keyed_for[1] != d1 or keyed_for[2] != d2:
         # Each host's cosine key is kept until the host changes (the
@@ -415,6 +633,19 @@ def _greedy(cloud, asked, ranked, chosen, scratch, admissible, last_rank, room):
             _sift_down(heap, size, 0, keys, True)
     for at in range(size // 2 - 1, -1, -1):
         _sift_down(heap, size, at, keys, False)
+    return _take(cloud, asked, ranked, chosen, scratch, size, room)
+
+
+@njit(cache=True)
+def _take(cloud, asked, ranked, chosen, scratch, size, room):
+    """Place the request's VMs one by one on the candidate with the
+    smallest key, the ``size`` candidates being a heap (smallest first);
+    each candidate's load starts from its host's."""
+    free, capacity, cache, sync_vms, _ = cloud
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    keys, candidates, heap = scratch[0], scratch[1], scratch[2]
+    load, load_cache, load_sync = scratch[6], scratch[7], scratch[8]
+    d0, d1, d2 = demand[0], demand[1], demand[2]
     for at in range(size):
         i = heap[at]
         row = candidates[i]
@@ -472,20 +703,25 @@ def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> 
 
 
 @njit(cache=True)
-def _changed(scratch, rack, free, row) -> None:
-    """Host ``row``'s free resources changed: its kept cosine key is stale,
-    and its copies (and its rack's room) for the kept demand move."""
-    scratch[10][row] = False
-    host_copies, rack_copies, copies_for = scratch[12], scratch[13], scratch[14]
-    if copies_for[0] == copies_for[0]:  # (NaN: none kept yet)
-        f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
-        copies = copies_of(f0, f1, f2, copies_for[0], copies_for[1], copies_for[2])
-        rack_copies[rack[row]] += copies - host_copies[row]
-        host_copies[row] = copies
+def _changed(scratch, rack, free, rows) -> None:
+    """The hosts ``rows``' free resources changed: their kept cosine keys
+    are stale, and their copies (and their racks' rooms) for the kept
+    demand move. (One call for every host: numba passes a tuple of arrays
+    to a compiled call at a cost of tens of nanoseconds.)"""
+    keyed, host_copies, rack_copies, copies_for = scratch[10], scratch[12], scratch[13], scratch[14]
+    kept = copies_for[0] == copies_for[0]  # (NaN: none kept yet)
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        keyed[row] = False
+        if kept:
+            f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
+            copies = copies_of(f0, f1, f2, copies_for[0], copies_for[1], copies_for[2])
+            rack_copies[rack[row]] += copies - host_copies[row]
+            host_copies[row] = copies
 
 
 @njit(cache=True)
-def place(state, tally, scratch, rack, chosen, placed, app, demand, score, sync_request):
+def place(state, tally, scratch, states, rack, chosen, placed, app, demand, score, sync_request):
     """Place the VMs of application ``app`` on ``chosen[:placed]`` (a host
     per VM, in placement order): free resources less and cache totals more
     one VM at a time (ClusterState's floats), and on each host one run of
@@ -494,7 +730,8 @@ def place(state, tally, scratch, rack, chosen, placed, app, demand, score, sync_
     (``run_app``'s columns): the caller widens the arrays and asks again.
 
     ``state``: per host, free resources, cache total, SyncHPC VMs, and its
-    runs (applications, VMs, how many runs)."""
+    runs (applications, VMs, how many runs); ``states``: the hosts in the
+    same state (:func:`states_for`), each changed host settled anew."""
     free, cache, sync_vms, run_app, run_vms, run_count = state
     hosts = np.empty(placed, dtype=np.int64)
     count = 0
@@ -524,19 +761,20 @@ def place(state, tally, scratch, rack, chosen, placed, app, demand, score, sync_
         run_app[row, at] = app
         run_vms[row, at] = tally[row]
         run_count[row] = at + 1
-        _changed(scratch, rack, free, row)
         if sync_request:
             sync_vms[row] += tally[row]
         tally[row] = 0
+    _changed(scratch, rack, free, hosts[:count])
+    settle(states, free, cache, sync_vms, hosts[:count])
     return np.sort(hosts[:count])
 
 
 @njit(cache=True)
-def release(state, scratch, rack, app_score, hosts, app, demand, sync_request) -> None:
+def release(state, scratch, states, rack, app_score, hosts, app, demand, sync_request) -> None:
     """Take application ``app``'s VMs off ``hosts``: free resources more one
     VM at a time, its run gone, and each host's cache total summed afresh
     over the runs that stay, in placement order (as ClusterState does).
-    ``state``: as :func:`place`'s."""
+    ``state`` and ``states``: as :func:`place`'s."""
     free, cache, sync_vms, run_app, run_vms, run_count = state
     for i in range(hosts.shape[0]):
         row = hosts[i]
@@ -555,19 +793,14 @@ def release(state, scratch, rack, app_score, hosts, app, demand, sync_request) -
             run_app[row, later - 1] = run_app[row, later]
             run_vms[row, later - 1] = run_vms[row, later]
         run_count[row] = runs_here - 1
-        _changed(scratch, rack, free, row)
         total = 0.0
         for kept in range(runs_here - 1):
             score = app_score[run_app[row, kept]]
             for _ in range(run_vms[row, kept]):
                 total += score
         cache[row] = total
-
-
-#: Where the scratch arrays keep each rack's copies of the kept demand, and
-#: that demand (NaN: none yet).
-RACK_COPIES = 13
-COPIES_FOR = 14
+    _changed(scratch, rack, free, hosts)
+    settle(states, free, cache, sync_vms, hosts)
 
 
 def scratch_for(rack: np.ndarray, racks: int) -> tuple:
@@ -596,3 +829,180 @@ def scratch_for(rack: np.ndarray, racks: int) -> tuple:
         rack_first,  # 15: where each rack's hosts start in 16
         rack_hosts,  # 16: the hosts by rack, ascending within each
     )
+
+
+# -- hosts in the same state --------------------------------------------------
+#
+# Two hosts in the same state (free resources, capacity, cache total,
+# whether they run SyncHPC, processor group) are alike to every rule of
+# seed 003's greedy but the host's row, the last tie-break: they fit the
+# same VMs, the thresholds admit them alike, and their cosine keys are
+# equal. A plan not ranked by rack therefore scores each state once, not
+# each host (_plan_states). On CEA-Curie's 23,328 hosts a busy cloud is a
+# few dozen states: jobs fill whole hosts, so their hosts share a cache
+# total. place and release settle every host they change; a state no host
+# is in any more is dropped and its number reused, so there are never
+# more states than hosts. (These functions live in this module because
+# numba's cache checks only the file that defines a compiled function:
+# a kernel compiled against another module's would not see it change.)
+
+
+def states_for(
+    free: np.ndarray,
+    capacity: np.ndarray,
+    cache: np.ndarray,
+    sync_vms: np.ndarray,
+    group: np.ndarray,
+) -> tuple:
+    """The state table of these hosts (rows), each host settled in its state."""
+    hosts = len(free)
+    # One more number than hosts: a host enters its new state before it
+    # leaves its old one.
+    size = hosts + 1
+    slots = 1 << int(2 * size).bit_length()
+    states = (
+        np.full(hosts, -1, dtype=np.int64),  # 0: per host, its state
+        np.zeros((size, KEY_SIZE)),  # 1: per state, its key
+        np.zeros(size, dtype=np.int64),  # 2: per state, its hosts
+        np.zeros(size, dtype=np.int64),  # 3: the states with hosts, first
+        np.zeros(size, dtype=np.int64),  # 4: per state, where it is in 3
+        np.array([0, size], dtype=np.int64),  # 5: states in 3; spare numbers in 6
+        np.arange(size, dtype=np.int64)[::-1].copy(),  # 6: spare numbers (a stack)
+        np.full(slots, -1, dtype=np.int64),  # 7: hash table of keys: states, -1 empty
+        np.zeros(size, dtype=np.int64),  # 8: per state, its key's hash
+        np.full(size, -1, dtype=np.int64),  # 9 (RANK)
+        np.zeros(size, dtype=np.int64),  # 10 (ADMITTED)
+        np.zeros((size, 2)),  # 11 (STATE_COSINE)
+        np.array(capacity, dtype=float),  # 12: per host, its capacity
+        np.array(group, dtype=np.int64),  # 13: per host, its processor group
+        np.zeros(KEY_SIZE),  # 14: a host's key, as it is settled
+        np.zeros(size + 1, dtype=np.int64),  # 15 (RANK_START)
+        np.zeros(size + 1, dtype=np.int64),  # 16 (RANK_FILL)
+        np.full(size, -1, dtype=np.int64),  # 17 (FIRST_GROUP)
+        np.zeros(hosts, dtype=np.int64),  # 18 (FOLLOWER)
+    )
+    settle_all(states, free, cache, sync_vms)
+    return states
+
+
+@njit(cache=True)
+def settle_all(states, free, cache, sync_vms) -> None:
+    """Settle every host (an idle cloud: one state per capacity and group)."""
+    settle(states, free, cache, sync_vms, np.arange(free.shape[0]))
+
+
+@njit(cache=True)
+def settle(states, free, cache, sync_vms, rows) -> None:
+    """Put each host of ``rows`` in the state its arrays now say.
+
+    (The arrays are taken out of ``states`` once: numba passes a tuple of
+    arrays to a compiled call at a cost of tens of nanoseconds.)
+    """
+    host_state, state_key, hosts_in = states[HOST_STATE], states[STATE_KEY], states[STATE_HOSTS]
+    live, where, counters, spare = states[LIVE], states[4], states[COUNTERS], states[6]
+    table, hashes, capacity, group, key = states[7], states[8], states[12], states[13], states[14]
+    # Hosts that change together often end alike: the last host's state
+    # is tried first (and checked, not trusted).
+    state = -1
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        key[0], key[1], key[2] = free[row, 0], free[row, 1], free[row, 2]
+        key[3], key[4] = capacity[row, 0], capacity[row, 1]
+        key[5] = cache[row]
+        key[6] = 1.0 if sync_vms[row] > 0 else 0.0
+        key[7] = float(group[row])
+        if state < 0 or not _same(state_key, state, key):
+            state = _number_of(
+                state_key, hosts_in, table, hashes, live, where, counters, spare, key
+            )
+        old = host_state[row]
+        if old == state:
+            continue
+        host_state[row] = state
+        hosts_in[state] += 1
+        if old < 0:
+            continue
+        hosts_in[old] -= 1
+        if hosts_in[old] == 0:
+            _drop(table, hashes, live, where, counters, spare, old)
+
+
+@njit(cache=True)
+def _hash(key) -> int:
+    """A hash of a state key: equal keys (0.0 and -0.0 alike) hash alike,
+    since each part is hashed through a whole number it rounds to; each
+    part is mixed into every bit (the table reads the low ones, and most
+    parts are whole multiples of the scale)."""
+    h = 0
+    for column in range(KEY_SIZE):
+        part = key[column] * 1048576.0
+        whole = np.int64(part) if abs(part) < 9.0e18 else np.int64(0)
+        h = (h ^ whole) * 0x2545F4914F6CDD1D
+        h = h ^ (h >> 31)
+    return h
+
+
+@njit(cache=True)
+def _same(state_key, state, key) -> bool:
+    """State ``state`` has ``key``."""
+    for column in range(KEY_SIZE):  # noqa: SIM110 (all() of a generator: not in numba)
+        if state_key[state, column] != key[column]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _number_of(state_key, hosts_in, table, hashes, live, where, counters, spare, key) -> int:
+    """The state of ``key``; a new one (with no hosts yet) if none has it.
+    (Open addressing: the slots after the key's home, up to an empty one.)"""
+    mask = table.shape[0] - 1
+    h = _hash(key)
+    slot = h & mask
+    while table[slot] >= 0:
+        if hashes[table[slot]] == h and _same(state_key, table[slot], key):
+            return table[slot]
+        slot = (slot + 1) & mask
+    counters[1] -= 1
+    state = spare[counters[1]]
+    table[slot] = state
+    hashes[state] = h
+    state_key[state, :] = key
+    hosts_in[state] = 0
+    live[counters[0]] = state
+    where[state] = counters[0]
+    counters[0] += 1
+    return state
+
+
+@njit(cache=True)
+def _drop(table, hashes, live, where, counters, spare, state) -> None:
+    """Drop ``state``, which no host is in: out of the hash table (the keys
+    after it that would no longer be found past the emptied slot shift
+    back), out of the live states, its number spare."""
+    mask = table.shape[0] - 1
+    slot = hashes[state] & mask
+    while table[slot] != state:
+        slot = (slot + 1) & mask
+    after = slot
+    while True:
+        after = (after + 1) & mask
+        there = table[after]
+        if there < 0:
+            break
+        home = hashes[there] & mask
+        # ``there`` stays where it is if its home lies cyclically in
+        # (slot, after]; else it moves back into the emptied slot.
+        if (slot < after and slot < home <= after) or (
+            slot > after and (home > slot or home <= after)
+        ):
+            continue
+        table[slot] = there
+        slot = after
+    table[slot] = -1
+    # The last live state takes the dropped one's place.
+    counters[0] -= 1
+    last = live[counters[0]]
+    live[where[state]] = last
+    where[last] = where[state]
+    spare[counters[1]] = state
+    counters[1] += 1
