@@ -93,7 +93,7 @@ class HostArrays:
         self._tally = np.zeros(size, dtype=np.int64)
         #: Running applications by number (numbers of finished ones are
         #: reused): its VM, demand and cache score; and by id, its number
-        #: and hosts (ascending).
+        #: and hosts (as placed; :meth:`rows_of` sorts them).
         self._apps: list[tuple[RunningVM, Vector] | None] = []
         self._spare: list[int] = []
         self._app_score = np.zeros(8)
@@ -346,7 +346,7 @@ class HostArrays:
 
     def rows_of(self, application_id: str) -> list[int]:
         known = self._running.get(application_id)
-        return [] if known is None else known[1].tolist()
+        return [] if known is None else np.sort(known[1]).tolist()
 
     def vms_on(self, row: int) -> list[RunningVM]:
         apps = self._apps

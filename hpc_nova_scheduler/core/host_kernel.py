@@ -55,13 +55,13 @@ COUNTERS = 5
 RANK = 9
 ADMITTED = 10
 STATE_COSINE = 11
-#: Per rank of a plan, where its candidates start, and the next to fill;
-#: per state, the group of its hosts touched once; per candidate, the next
-#: host of its group.
-RANK_START = 15
-RANK_FILL = 16
-FIRST_GROUP = 17
-FOLLOWER = 18
+#: Per state, its group in a plan, and the rank of the rack of that group
+#: (ranked plans; -1 between plans); per candidate, the next host of its
+#: group, and the rank of its rack.
+GROUP_OF = 15
+SEEN_IN = 16
+FOLLOWER = 17
+IN_RACK = 18
 
 
 @njit(cache=True)
@@ -212,7 +212,7 @@ def plan(
         copies_for = scratch[COPIES_FOR]
         if not (copies_for[0] == d0 and copies_for[1] == d1 and copies_for[2] == d2):
             keep_copies(free, rack, demand, scratch)
-        return _plan_ranked(cloud, asked, chosen, scratch)
+        return _plan_ranked(cloud, asked, chosen, scratch, states)
     # A ranked request within a processor group: every host of the group.
     rack_room[:] = 0.0
     rack_held[:] = 0.0
@@ -304,27 +304,29 @@ def _held(copies, cache, sync, score, sync_request, cache_rule, alpha, beta) -> 
 
 
 @njit(cache=True)
-def _plan_ranked(cloud, asked, chosen, scratch):
+def _plan_ranked(cloud, asked, chosen, scratch, states):
     """:func:`plan` of a ranked request over every host, with each rack's
     room kept for its demand: the racks in rank order, each host of a rack
     read only until the racks so far hold the request (on a cloud of
-    hundreds of racks, a few of them)."""
-    _, _, cache, sync_vms, _ = cloud
+    hundreds of racks, a few of them). The hosts of a rack in the same
+    state share a key, (rack rank, residual, -copies): they make a group
+    (:func:`_take_groups`)."""
+    free, capacity, cache, sync_vms, _ = cloud
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    d0, d1 = demand[0], demand[1]
     asks = demand[0] > 0 or demand[1] > 0 or demand[2] > 0
-    keys, candidates = scratch[0], scratch[1]
-    rack_rank = scratch[4]
+    candidates = scratch[1]
     host_copies, rack_copies = scratch[12], scratch[13]
     rack_first, rack_hosts = scratch[15], scratch[16]
+    host_state, group_of, seen_in = states[HOST_STATE], states[GROUP_OF], states[SEEN_IN]
+    follower, in_rack = states[FOLLOWER], states[IN_RACK]
     racks = rack_copies.shape[0]
     order = np.argsort(-rack_copies, kind="mergesort")
     room = 0.0
     reached = 0.0
     admissible = 0
-    last_rank = racks
     for position in range(racks):
         at = order[position]
-        rack_rank[at] = position
         for slot in range(rack_first[at], rack_first[at + 1]):
             row = rack_hosts[slot]
             # The kept copies of this demand tell where one more VM fits
@@ -340,14 +342,39 @@ def _plan_ranked(cloud, asked, chosen, scratch):
             room += held
             reached += 1.0 if count == 1 else held
             candidates[admissible] = row
-            keys[admissible, 2] = copies
+            in_rack[admissible] = position
             admissible += 1
         if reached >= count:
-            last_rank = position
             break
     if count > 1 and room < count:
         return 0, int(room)
-    return _greedy(cloud, asked, True, chosen, scratch, admissible, last_rank, room)
+    groups = _groups(admissible + count)
+    key, head, tail = groups[0], groups[1], groups[2]
+    made = 0
+    for i in range(admissible):
+        row = candidates[i]
+        state = host_state[row]
+        if seen_in[state] == in_rack[i]:
+            group = group_of[state]
+            follower[tail[group]] = i
+        else:
+            group = made
+            made += 1
+            seen_in[state] = in_rack[i]
+            group_of[state] = group
+            head[group] = i
+            key[group, 0] = in_rack[i]
+            key[group, 1] = cosine_key(
+                free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1], d0, d1
+            )[1]
+            key[group, 2] = -host_copies[row]
+            key[group, 3] = row
+        tail[group] = i
+        follower[i] = -1
+    # (No rack has rank -1: the next plan starts unmarked.)
+    for i in range(admissible):
+        seen_in[host_state[candidates[i]]] = -1
+    return _take_groups(cloud, asked, chosen, scratch, states, groups, made, True, room)
 
 
 @njit(cache=True)
@@ -372,7 +399,7 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
         states[COUNTERS],
     )
     rank, admitted, state_cosine = states[RANK], states[ADMITTED], states[STATE_COSINE]
-    first_group = states[FIRST_GROUP]
+    group_of, follower = states[GROUP_OF], states[FOLLOWER]
     asks = d0 > 0 or d1 > 0 or d2 > 0
     room = 0.0
     admissible = 0
@@ -404,7 +431,7 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
         cosine, residual = cosine_key(f0, f1, state_key[state, 3], state_key[state, 4], d0, d1)
         state_cosine[state, 0] = cosine
         state_cosine[state, 1] = residual
-        first_group[state] = -1
+        group_of[state] = -1
         admitted[admissible] = state
         admissible += 1
     if count > 1 and room < count:
@@ -416,9 +443,7 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
     order = order[np.argsort(state_cosine[order, 1], kind="mergesort")]
     order = order[np.argsort(state_cosine[order, 0], kind="mergesort")]
     # Equal keys make one rank; the ranks before ``last`` are reached
-    # whole, ``last`` for its first ``wanted`` hosts by row. Each rank's
-    # hosts will lie together among the candidates, from ``rank_start``.
-    rank_start = states[RANK_START]
+    # whole, ``last`` for its first ``wanted`` hosts by row.
     reached = 0
     last = -1
     wanted = 0
@@ -435,11 +460,11 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
             hosts_here += hosts_in[order[at]]
             at += 1
         wanted = min(hosts_here, count - reached)
-        rank_start[last] = reached
         reached += wanted
-    rank_start[last + 1] = reached
-    fill = states[RANK_FILL]
-    fill[: last + 1] = rank_start[: last + 1]
+    # The reached hosts of a state make a group, in row order.
+    groups = _groups(at + count)
+    key, head, tail = groups[0], groups[1], groups[2]
+    made = 0
     kept = 0
     for row in range(host_state.shape[0]):
         state = host_state[row]
@@ -450,61 +475,76 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
             if wanted == 0:
                 continue
             wanted -= 1
-        i = fill[position]
-        fill[position] = i + 1
-        candidates[i] = row
+        candidates[kept] = row
+        group = group_of[state]
+        if group < 0:
+            group = made
+            made += 1
+            group_of[state] = group
+            head[group] = kept
+            key[group, 0] = state_cosine[state, 0]
+            key[group, 1] = state_cosine[state, 1]
+            key[group, 2] = 0.0
+            key[group, 3] = row
+        else:
+            follower[tail[group]] = kept
+        tail[group] = kept
+        follower[kept] = -1
         kept += 1
         if kept == reached:
             break
-    placed, room_told = _take_ranks(cloud, asked, chosen, scratch, states, last + 1, room)
+    placed, room_told = _take_groups(
+        cloud, asked, chosen, scratch, states, groups, made, False, room
+    )
     return placed, room_told if count > 1 else placed
 
 
 @njit(cache=True)
-def _take_ranks(cloud, asked, chosen, scratch, states, ranks, room):
-    """The greedy of :func:`_plan_states`, over hosts in groups of equal keys.
+def _groups(size: int) -> tuple:
+    """Working arrays for :func:`_take_groups`, for ``size`` groups: per
+    group its key, first and last host, the group its hosts join once
+    more touched, their load (free resources, cache total, SyncHPC), and
+    whether one more VM fits and is admitted; and a heap of groups."""
+    return (
+        np.zeros((size, KEY_COLUMNS)),
+        np.empty(size, dtype=np.int64),
+        np.empty(size, dtype=np.int64),
+        np.full(size, -1, dtype=np.int64),
+        np.empty((size, 3)),
+        np.empty(size),
+        np.zeros(size, dtype=np.bool_),
+        np.zeros(size, dtype=np.bool_),
+        np.empty(size, dtype=np.int64),
+    )
 
-    The candidates lie by rank (equal keys), each rank's in row order, and
-    a rank's untouched hosts are taken in that order. A host touched ``k``
-    times from state ``s`` has the load of every other such host (the same
-    floats, from the same operations), so the same key: such hosts make a
-    group, and they join it in row order (they leave ``k - 1``'s group, or
-    the rank, in row order). The heap therefore holds groups, each keyed by
-    its key and its first host's row, and gives the host the greedy over
-    every candidate gives at every step; a group's key, fit and admission
-    are computed once, not once per host.
+
+@njit(cache=True)
+def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, room):
+    """The greedy over the candidates in groups of equal keys.
+
+    Groups ``0 .. made-1`` are the plan's untouched hosts, each group's in
+    row order (linked by ``FOLLOWER``), each group's hosts in one state.
+    A host touched ``k`` times from such a group has the load of every
+    other such host (the same floats, from the same operations), so the
+    same key: they make a group too, and they join it in row order (they
+    leave the group before it in row order). A group's key ends with its
+    first host's row, so the heap of groups gives the host the greedy over
+    every candidate would give, at every step; and a group's key, fit and
+    admission are computed once, not once per host. Ranked keys are (rack
+    rank, residual, -copies when the request began, row), of which a VM
+    changes only the residual; unranked ones (-cosine, residual, 0, row).
     """
     free, capacity, cache, sync_vms, _ = cloud
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
-    candidates = scratch[1]
-    host_state, state_cosine = states[HOST_STATE], states[STATE_COSINE]
-    rank_start, first_group, follower = states[RANK_START], states[FIRST_GROUP], states[FOLLOWER]
+    candidates, follower = scratch[1], states[FOLLOWER]
+    key, head, tail, successor, load, load_cache, load_sync, alive, heap = groups
     d0, d1, d2 = demand[0], demand[1], demand[2]
-    # Groups 0 .. ranks-1 are the ranks' untouched hosts (a run of the
-    # candidates); each VM placed makes at most one group more.
-    groups = ranks + count
-    key = np.zeros((groups, KEY_COLUMNS))
-    head = np.empty(groups, dtype=np.int64)
-    tail = np.empty(groups, dtype=np.int64)
-    successor = np.full(groups, -1, dtype=np.int64)
-    load = np.empty((groups, 3))
-    load_cache = np.empty(groups)
-    load_sync = np.zeros(groups, dtype=np.bool_)
-    alive = np.zeros(groups, dtype=np.bool_)
-    heap = np.empty(groups, dtype=np.int64)
-    size = 0
-    for position in range(ranks):
-        head[position] = rank_start[position]
-        tail[position] = rank_start[position + 1]
-        if head[position] < tail[position]:
-            first = candidates[head[position]]
-            key[position, 0] = state_cosine[host_state[first], 0]
-            key[position, 1] = state_cosine[host_state[first], 1]
-            key[position, 2] = first
-            # Ranks ascend by key: in rank order, a heap.
-            heap[size] = position
-            size += 1
-    made = ranks
+    untouched = made
+    size = made
+    for group in range(made):
+        heap[group] = group
+    for at in range(size // 2 - 1, -1, -1):
+        _sift_down(heap, size, at, key, False)
     placed = 0
     while placed < count:
         if size == 0:
@@ -512,42 +552,32 @@ def _take_ranks(cloud, asked, chosen, scratch, states, ranks, room):
         group = heap[0]
         i = head[group]
         row = candidates[i]
-        # The group's next host leads it; an emptied group leaves the heap.
-        if group < ranks:
-            head[group] = i + 1
-            more = i + 1 < tail[group]
-        else:
-            head[group] = follower[i]
-            more = follower[i] >= 0
-        if more:
-            key[group, 2] = candidates[head[group]]
+        # The group's next host leads it; an emptied group leaves the heap
+        # (until a host joins it again).
+        head[group] = follower[i]
+        if head[group] >= 0:
+            key[group, 3] = candidates[head[group]]
         else:
             size -= 1
             heap[0] = heap[size]
         _sift_down(heap, size, 0, key, False)
-        # The group this host joins: once more touched, from the same state.
-        if group < ranks:
-            state = host_state[row]
-            joins = first_group[state]
-        else:
-            joins = successor[group]
+        joins = successor[group]
         if joins < 0:
             joins = made
             made += 1
-            if group < ranks:
+            successor[group] = joins
+            if group < untouched:
                 load[joins, 0] = free[row, 0] - d0
                 load[joins, 1] = free[row, 1] - d1
                 load[joins, 2] = free[row, 2] - d2
                 load_cache[joins] = cache[row] + score
                 load_sync[joins] = sync_vms[row] > 0 or sync_request
-                first_group[host_state[row]] = joins
             else:
                 load[joins, 0] = load[group, 0] - d0
                 load[joins, 1] = load[group, 1] - d1
                 load[joins, 2] = load[group, 2] - d2
                 load_cache[joins] = load_cache[group] + score
                 load_sync[joins] = load_sync[group] or sync_request
-                successor[group] = joins
             alive[joins] = fits(load[joins, 0], load[joins, 1], load[joins, 2], d0, d1, d2) and (
                 not cache_rule
                 or admits(load_cache[joins], load_sync[joins], score, sync_request, alpha, beta)
@@ -556,7 +586,12 @@ def _take_ranks(cloud, asked, chosen, scratch, states, ranks, room):
                 cosine, residual = cosine_key(
                     load[joins, 0], load[joins, 1], capacity[row, 0], capacity[row, 1], d0, d1
                 )
-                key[joins, 0] = cosine
+                if ranked:
+                    key[joins, 0] = key[group, 0]
+                    key[joins, 2] = key[group, 2]
+                else:
+                    key[joins, 0] = cosine
+                    key[joins, 2] = 0.0
                 key[joins, 1] = residual
             head[joins] = -1
         chosen[placed] = row
@@ -566,14 +601,13 @@ def _take_ranks(cloud, asked, chosen, scratch, states, ranks, room):
         follower[i] = -1
         if head[joins] < 0:
             head[joins] = i
-            tail[joins] = i
-            key[joins, 2] = row
+            key[joins, 3] = row
             heap[size] = joins
             size += 1
             _sift_up(heap, size - 1, key)
         else:
             follower[tail[joins]] = i
-            tail[joins] = i
+        tail[joins] = i
     return placed, int(room)
 
 
@@ -725,8 +759,8 @@ def place(state, tally, scratch, states, rack, chosen, placed, app, demand, scor
     """Place the VMs of application ``app`` on ``chosen[:placed]`` (a host
     per VM, in placement order): free resources less and cache totals more
     one VM at a time (ClusterState's floats), and on each host one run of
-    the application's VMs after the runs already there. Returns its hosts,
-    ascending; empty, changing nothing, where a host has no run left
+    the application's VMs after the runs already there. Returns its hosts
+    in the order the plan first chose them; empty, changing nothing, where a host has no run left
     (``run_app``'s columns): the caller widens the arrays and asks again.
 
     ``state``: per host, free resources, cache total, SyncHPC VMs, and its
@@ -766,7 +800,7 @@ def place(state, tally, scratch, states, rack, chosen, placed, app, demand, scor
         tally[row] = 0
     _changed(scratch, rack, free, hosts[:count])
     settle(states, free, cache, sync_vms, hosts[:count])
-    return np.sort(hosts[:count])
+    return hosts[:count]
 
 
 @njit(cache=True)
@@ -876,10 +910,10 @@ def states_for(
         np.array(capacity, dtype=float),  # 12: per host, its capacity
         np.array(group, dtype=np.int64),  # 13: per host, its processor group
         np.zeros(KEY_SIZE),  # 14: a host's key, as it is settled
-        np.zeros(size + 1, dtype=np.int64),  # 15 (RANK_START)
-        np.zeros(size + 1, dtype=np.int64),  # 16 (RANK_FILL)
-        np.full(size, -1, dtype=np.int64),  # 17 (FIRST_GROUP)
-        np.zeros(hosts, dtype=np.int64),  # 18 (FOLLOWER)
+        np.full(size, -1, dtype=np.int64),  # 15 (GROUP_OF)
+        np.full(size, -1, dtype=np.int64),  # 16 (SEEN_IN)
+        np.zeros(hosts, dtype=np.int64),  # 17 (FOLLOWER)
+        np.zeros(hosts, dtype=np.int64),  # 18 (IN_RACK)
     )
     settle_all(states, free, cache, sync_vms)
     return states
