@@ -546,21 +546,30 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
     for at in range(size // 2 - 1, -1, -1):
         _sift_down(heap, size, at, key, False)
     placed = 0
+    # A group of one host kept out of the heap while that host stays the
+    # best (a host filled VM after VM costs no heap step); -1: none.
+    leading = -1
     while placed < count:
-        if size == 0:
-            return placed, placed
-        group = heap[0]
-        i = head[group]
-        row = candidates[i]
-        # The group's next host leads it; an emptied group leaves the heap
-        # (until a host joins it again).
-        head[group] = follower[i]
-        if head[group] >= 0:
-            key[group, 3] = candidates[head[group]]
+        if leading >= 0:
+            group = leading
+            i = head[group]
+            head[group] = -1
         else:
-            size -= 1
-            heap[0] = heap[size]
-        _sift_down(heap, size, 0, key, False)
+            if size == 0:
+                return placed, placed
+            group = heap[0]
+            i = head[group]
+            # The group's next host leads it; an emptied group leaves the
+            # heap (until a host joins it again).
+            head[group] = follower[i]
+            if head[group] >= 0:
+                key[group, 3] = candidates[head[group]]
+            else:
+                size -= 1
+                heap[0] = heap[size]
+            _sift_down(heap, size, 0, key, False)
+        row = candidates[i]
+        leading = -1
         joins = successor[group]
         if joins < 0:
             joins = made
@@ -599,15 +608,19 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
         if not alive[joins]:
             continue
         follower[i] = -1
-        if head[joins] < 0:
-            head[joins] = i
-            key[joins, 3] = row
-            heap[size] = joins
-            size += 1
-            _sift_up(heap, size - 1, key)
-        else:
+        if head[joins] >= 0:
             follower[tail[joins]] = i
-        tail[joins] = i
+            tail[joins] = i
+        else:
+            head[joins] = i
+            tail[joins] = i
+            key[joins, 3] = row
+            if size == 0 or _before(key, joins, heap[0]):
+                leading = joins
+            else:
+                heap[size] = joins
+                size += 1
+                _sift_up(heap, size - 1, key)
     return placed, int(room)
 
 
