@@ -26,6 +26,7 @@ from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
+    PACKING_NOVA_WEIGHERS,
     NoPlacement,
     PlacementRequest,
     Policy,
@@ -120,8 +121,11 @@ class HostArrays:
         """Why the kernel cannot plan for ``policy`` on a cloud of ``levels``
         (requests of ``app_class`` with constraints ``spec``, judged by a
         model of co-runners); empty if it can."""
-        if policy.packing != PACKING_COSINE:
-            return "the compiled kernel packs by cosine only"
+        if policy.packing == PACKING_NOVA_WEIGHERS:
+            if policy.topology:
+                return "Nova's weighers in rack order are planned in Python"
+        elif policy.packing != PACKING_COSINE:
+            return "the compiled kernel packs by cosine or by Nova's weighers only"
         if judged:
             return "a judge of co-runners is asked in Python"
         if policy.topology and len(levels) > 1:
@@ -193,6 +197,7 @@ class HostArrays:
             float(self.thresholds.alpha),
             float(self.thresholds.beta),
             policy.topology and app_class.topology_aware,
+            policy.packing == PACKING_NOVA_WEIGHERS,
             self._chosen,
             self._scratch,
             self._states,

@@ -183,12 +183,15 @@ def plan(
     alpha: float,
     beta: float,
     ranked: bool,
+    weighed: bool,
     chosen: np.ndarray,
     scratch: tuple,
     states: tuple,
 ) -> tuple[int, int]:
     """Place ``count`` VMs on the hosts of processor group ``in_group`` (-1:
     every host); write each VM's host to ``chosen`` in placement order.
+    ``ranked``: seed 003's rack order; ``weighed``: Nova's RAM and CPU
+    weighers instead of cosine packing.
 
     Returns (VMs placed, room): all ``count`` placed; or fewer with room the
     most VMs those hosts hold (the request is refused: its room fell short
@@ -206,6 +209,8 @@ def plan(
     # The hosts' state and the request, as the helpers below read them.
     cloud = (free, capacity, cache, sync_vms, rack)
     asked = (demand, count, score, sync_request, cache_rule, alpha, beta)
+    if weighed:
+        return _plan_weighed(cloud, in_group, asked, chosen, scratch, states)
     if not ranked:
         return _plan_states(cloud, in_group, asked, chosen, scratch, states)
     if in_group < 0:
@@ -535,10 +540,10 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
     changes only the residual; unranked ones (-cosine, residual, 0, row).
     """
     free, capacity, cache, sync_vms, _ = cloud
-    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    demand, count = asked[0], asked[1]
     candidates, follower = scratch[1], states[FOLLOWER]
     key, head, tail, successor, load, load_cache, load_sync, alive, heap = groups
-    d0, d1, d2 = demand[0], demand[1], demand[2]
+    d0, d1 = demand[0], demand[1]
     untouched = made
     size = made
     for group in range(made):
@@ -576,21 +581,8 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
             made += 1
             successor[group] = joins
             if group < untouched:
-                load[joins, 0] = free[row, 0] - d0
-                load[joins, 1] = free[row, 1] - d1
-                load[joins, 2] = free[row, 2] - d2
-                load_cache[joins] = cache[row] + score
-                load_sync[joins] = sync_vms[row] > 0 or sync_request
-            else:
-                load[joins, 0] = load[group, 0] - d0
-                load[joins, 1] = load[group, 1] - d1
-                load[joins, 2] = load[group, 2] - d2
-                load_cache[joins] = load_cache[group] + score
-                load_sync[joins] = load_sync[group] or sync_request
-            alive[joins] = fits(load[joins, 0], load[joins, 1], load[joins, 2], d0, d1, d2) and (
-                not cache_rule
-                or admits(load_cache[joins], load_sync[joins], score, sync_request, alpha, beta)
-            )
+                _load_of(load, load_cache, load_sync, group, free, cache, sync_vms, row)
+            _one_more(load, load_cache, load_sync, alive, group, joins, asked)
             if alive[joins]:
                 cosine, residual = cosine_key(
                     load[joins, 0], load[joins, 1], capacity[row, 0], capacity[row, 1], d0, d1
@@ -622,6 +614,188 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
                 size += 1
                 _sift_up(heap, size - 1, key)
     return placed, int(room)
+
+
+@njit(cache=True, inline="always")
+def _load_of(load, load_cache, load_sync, group, free, cache, sync_vms, row) -> None:
+    """Group ``group``'s load is host ``row``'s (a group of untouched hosts
+    in one state: any of them)."""
+    load[group, 0] = free[row, 0]
+    load[group, 1] = free[row, 1]
+    load[group, 2] = free[row, 2]
+    load_cache[group] = cache[row]
+    load_sync[group] = sync_vms[row] > 0
+
+
+@njit(cache=True, inline="always")
+def _one_more(load, load_cache, load_sync, alive, group, joins, asked) -> None:
+    """Group ``joins``'s load: ``group``'s with one more VM of the request
+    (ClusterState's floats); ``alive``: whether one more still fits and is
+    admitted."""
+    demand, _, score, sync_request, cache_rule, alpha, beta = asked
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    load[joins, 0] = load[group, 0] - d0
+    load[joins, 1] = load[group, 1] - d1
+    load[joins, 2] = load[group, 2] - d2
+    load_cache[joins] = load_cache[group] + score
+    load_sync[joins] = load_sync[group] or sync_request
+    alive[joins] = fits(load[joins, 0], load[joins, 1], load[joins, 2], d0, d1, d2) and (
+        not cache_rule
+        or admits(load_cache[joins], load_sync[joins], score, sync_request, alpha, beta)
+    )
+
+
+@njit(cache=True)
+def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
+    """:func:`plan` under Nova's RAM and CPU weighers (min-max normalised
+    over the candidates, summed; the most weight first, then the row), one
+    VM at a time as Nova weighs, over groups of hosts alike.
+
+    A host's weight depends on it only through its point (free RAM and
+    cores), and on the candidates through their extremes. The hosts of a
+    state, and the hosts touched ``k`` times from one group, share a point
+    and are taken in row order (see :func:`_take_groups`). A round weighs
+    the groups once; while no extreme moves and no best group empties,
+    only the chosen host's weight changes, so the next VM goes to the
+    smallest row among the best groups without weighing again. No group
+    reaches more than ``count`` of its hosts: only those are read.
+    """
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    candidates = scratch[1]
+    host_state, state_key, hosts_in, live, counters = (
+        states[HOST_STATE],
+        states[STATE_KEY],
+        states[STATE_HOSTS],
+        states[LIVE],
+        states[COUNTERS],
+    )
+    admitted, group_of, follower = states[ADMITTED], states[GROUP_OF], states[FOLLOWER]
+    fitting = 0
+    wanted = 0
+    for i in range(counters[0]):
+        state = live[i]
+        group_of[state] = -1
+        if in_group >= 0 and state_key[state, 7] != in_group:
+            continue
+        if not fits(state_key[state, 0], state_key[state, 1], state_key[state, 2], d0, d1, d2):
+            continue
+        if cache_rule and not admits(
+            state_key[state, 5], state_key[state, 6] > 0, score, sync_request, alpha, beta
+        ):
+            continue
+        admitted[fitting] = state
+        fitting += 1
+        wanted += min(count, hosts_in[state])
+    if fitting == 0:
+        return 0, 0
+    groups = _groups(fitting + count)
+    _, head, tail, successor, load, load_cache, load_sync, alive, best = groups
+    left = np.empty(fitting, dtype=np.int64)
+    for group in range(fitting):
+        state = admitted[group]
+        group_of[state] = group
+        head[group] = -1
+        load[group, 0] = state_key[state, 0]
+        load[group, 1] = state_key[state, 1]
+        load[group, 2] = state_key[state, 2]
+        load_cache[group] = state_key[state, 5]
+        load_sync[group] = state_key[state, 6] > 0
+        alive[group] = True
+        left[group] = min(count, hosts_in[state])
+    kept = 0
+    for row in range(host_state.shape[0]):
+        group = group_of[host_state[row]]
+        if group < 0 or left[group] == 0:
+            continue
+        left[group] -= 1
+        candidates[kept] = row
+        if head[group] < 0:
+            head[group] = kept
+        else:
+            follower[tail[group]] = kept
+        tail[group] = kept
+        follower[kept] = -1
+        kept += 1
+        if kept == wanted:
+            break
+    made = fitting
+    placed = 0
+    while placed < count:
+        # A round: the candidates' extremes, and the groups of most weight.
+        low_ram = high_ram = low_cores = high_cores = np.nan
+        for group in range(made):
+            if head[group] < 0:
+                continue
+            ram, cores = load[group, 1], load[group, 0]
+            if low_ram != low_ram:  # (NaN: the first group with hosts)
+                low_ram = high_ram = ram
+                low_cores = high_cores = cores
+            else:
+                low_ram, high_ram = min(low_ram, ram), max(high_ram, ram)
+                low_cores, high_cores = min(low_cores, cores), max(high_cores, cores)
+        if low_ram != low_ram:
+            return placed, placed
+        most = -np.inf
+        ties = 0
+        for group in range(made):
+            if head[group] < 0:
+                continue
+            ram, cores = load[group, 1], load[group, 0]
+            weight = _weight(ram, cores, low_ram, high_ram, low_cores, high_cores)
+            if weight > most:
+                most = weight
+                ties = 0
+            if weight == most:
+                best[ties] = group
+                ties += 1
+        while placed < count:
+            group = -1
+            first = host_state.shape[0]
+            for tie in range(ties):
+                at = head[best[tie]]
+                if at >= 0 and candidates[at] < first:
+                    first = candidates[at]
+                    group = best[tie]
+            if group < 0:
+                break
+            i = head[group]
+            row = candidates[i]
+            head[group] = follower[i]
+            joins = successor[group]
+            if joins < 0:
+                joins = made
+                made += 1
+                successor[group] = joins
+                head[joins] = -1
+                _one_more(load, load_cache, load_sync, alive, group, joins, asked)
+            chosen[placed] = row
+            placed += 1
+            if alive[joins]:
+                follower[i] = -1
+                if head[joins] >= 0:
+                    follower[tail[joins]] = i
+                else:
+                    head[joins] = i
+                tail[joins] = i
+                ram, cores = load[joins, 1], load[joins, 0]
+                # The host's new point moves a minimum, or may weigh as
+                # much as the best: weigh again.
+                if ram < low_ram or cores < low_cores:
+                    break
+                if not _weight(ram, cores, low_ram, high_ram, low_cores, high_cores) < most:
+                    break
+            if head[group] < 0:
+                break  # an extreme, or the best, may have gone with it
+    return placed, placed
+
+
+@njit(cache=True, inline="always")
+def _weight(ram, cores, low_ram, high_ram, low_cores, high_cores) -> float:
+    """nova.weights.normalize of RAM, then of cores, summed (all equal: 0)."""
+    by_ram = (ram - low_ram) / (high_ram - low_ram) if high_ram != low_ram else 0.0
+    by_cores = (cores - low_cores) / (high_cores - low_cores) if high_cores != low_cores else 0.0
+    return by_ram + by_cores
 
 
 @njit(cache=True)

@@ -14,6 +14,7 @@ from hpc_nova_scheduler.core import algorithm, state_classes
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
+    PACKING_NOVA_WEIGHERS,
     NoPlacement,
     PlacementRequest,
     Policy,
@@ -26,7 +27,8 @@ from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.core.topology import TopologySpec
 
 #: The policies the kernel serves: cosine packing, with or without the
-#: classes, racks, processor groups and thresholds.
+#: classes, racks, processor groups and thresholds; and Nova's weighers,
+#: alone (nova-default) or with processor groups and thresholds.
 POLICIES = [
     Policy(),
     Policy(homogeneity=False),
@@ -34,6 +36,8 @@ POLICIES = [
     Policy(classes=False, topology=False, homogeneity=False, interference_table=False),
     Policy.nova_like(PACKING_COSINE),
     Policy(topology=False),
+    Policy.nova_like(PACKING_NOVA_WEIGHERS),
+    Policy(topology=False, packing=PACKING_NOVA_WEIGHERS),
 ]
 
 
@@ -159,6 +163,8 @@ class TestSamePlans(testtools.TestCase):
         self.assertRaises(ValueError, HostArrays, cloud.columns(), Policy(), Thresholds(200, 60))
         flat = ("rack",)
         self.assertIn("cosine", HostArrays.serves(Policy(packing=PACKING_LEAST_FREE_PES), flat))
+        self.assertIn("rack order", HostArrays.serves(Policy(packing=PACKING_NOVA_WEIGHERS), flat))
+        self.assertEqual("", HostArrays.serves(Policy.nova_like(PACKING_NOVA_WEIGHERS), flat))
         self.assertIn("judge", HostArrays.serves(Policy(), flat, judged=True))
         self.assertIn("ExtremeHPC", HostArrays.serves(Policy(), flat, AppClass.EXTREME_HPC))
         spec = TopologySpec(required="rack")

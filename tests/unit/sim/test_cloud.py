@@ -271,10 +271,10 @@ class TestChoice(testtools.TestCase):
             self.assertTrue(simulator.Simulator(self.SHAPE, scenario).host_classes, name)
 
     def test_the_papers_policies_use_the_kernel_or_state_classes(self) -> None:
-        """Cosine packing on one rack level runs on the compiled kernel;
-        Nova's weighers on state classes."""
+        """Cosine packing on one rack level, and Nova's weighers blind to
+        racks, run on the compiled kernel."""
         for name, engine in (
-            ("nova-default", "state classes"),
+            ("nova-default", "compiled hosts"),
             ("mdobp-cache", "compiled hosts"),
             ("hpc-aware", "compiled hosts"),
         ):
