@@ -2,13 +2,13 @@
 
 :mod:`.state_classes` keeps hosts in classes so that a plan in Python
 scores classes, not hosts. Where :mod:`.host_kernel` serves the request
-(cosine packing, the rack as the only topology level, no tenant
-constraints, no judge of co-runners), scoring every host in compiled code
-costs less than the classes' bookkeeping: about 12 ns a host, so a plan on
-a cloud of 400 hosts costs a few microseconds, and placing or releasing a
-job is a few array writes. :class:`HostArrays` answers what the simulator
-asks of :class:`~.state_classes.StateClasses` (plans as segments,
-placements, releases, the precheck's room), with the same plans.
+(cosine packing, or Nova's weighers blind to racks; the rack as the only
+topology level, no tenant constraints, no judge of co-runners), the same
+idea in compiled code costs less than the classes' bookkeeping: the
+kernel keeps hosts in the same state together and scores states, and
+placing or releasing a job is one call. :class:`HostArrays` answers what
+the simulator asks of :class:`~.state_classes.StateClasses` (plans as
+segments, placements, releases, the precheck's room), with the same plans.
 
 Each host's VMs are kept in placement order: a release sums the cache
 total of what stays afresh, in that order, as ClusterState does.

@@ -1,19 +1,28 @@
-"""Seed 003's MDOBP over every host, compiled (numba).
+"""Seed 003's MDOBP, and Nova's weighers, over every host, compiled (numba).
 
 The same greedy as :func:`~hpc_nova_scheduler.core.algorithm.plan` for a
-request that is not ExtremeHPC, under cosine packing, on a cloud whose only
-topology level is the rack, without a tenant's topology constraints or a
-judge of co-runners: the hosts' free resources, cache totals and SyncHPC
-flags are arrays, and one call scores every host of a processor group,
-orders the racks (seed 003: most room first) and runs the greedy with a heap.
+request that is not ExtremeHPC, under cosine packing or Nova's RAM and CPU
+weighers, on a cloud whose only topology level is the rack, without a
+tenant's topology constraints or a judge of co-runners. The hosts' free
+resources, cache totals and SyncHPC flags are arrays, and hosts in the
+same state are kept together (a state table, settled by every placement
+and release), so a plan scores states, not hosts:
+
+* unranked cosine plans and Nova's weighers score each state once and pick
+  the reachable hosts in one pass over the hosts' state numbers;
+* ranked plans (seed 003: racks, most room first) read racks in rank order
+  only until they hold the request, from each rack's kept room;
+* the greedy runs over groups of hosts alike (a state's untouched hosts,
+  and hosts touched as often from one group), which share a key: a wide
+  job costs a few heap steps per group, not per VM.
 
 Every float is the planner's own: the same operations in the same order as
 its one-host functions (``vm_copies``, ``fits_one``, ``CacheRule``,
-``_cosine_key_one``), which numba compiles without fast-math, so IEEE
-arithmetic is kept to the bit; the tests replay both and require the same
-hosts VM by VM. Compiled code is cached beside this module (numba's
-``cache=True``): a process pays the compilation once per machine, then a
-load of a fraction of a second.
+``_cosine_key_one``, ``nova.weights.normalize``), which numba compiles
+without fast-math, so IEEE arithmetic is kept to the bit; the tests replay
+both and require the same hosts VM by VM. Compiled code is cached beside
+this module (numba's ``cache=True``): a process pays the compilation once
+per machine, then a load of a fraction of a second.
 """
 
 from __future__ import annotations
@@ -199,7 +208,7 @@ def plan(
     nothing but ``chosen``, ``scratch`` (:func:`scratch_for`: working
     arrays, and what is kept between plans: each host's cosine key and
     copies of the last demand, each rack's room for it) and the working
-    arrays of ``states`` (:func:`.host_states.states_for`: the hosts in
+    arrays of ``states`` (:func:`states_for`: the hosts in
     the same state, kept together).
     """
     keys, candidates, rack_room, rack_held = scratch[0], scratch[1], scratch[3], scratch[5]
