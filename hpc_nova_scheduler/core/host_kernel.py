@@ -317,6 +317,33 @@ def _held(copies, cache, sync, score, sync_request, cache_rule, alpha, beta) -> 
     return held
 
 
+@njit(cache=True, inline="always")
+def _table(states):
+    """The state table's arrays: per host its state; per state its key and
+    its hosts; the states with hosts, and how many (COUNTERS[0])."""
+    return (
+        states[HOST_STATE],
+        states[STATE_KEY],
+        states[STATE_HOSTS],
+        states[LIVE],
+        states[COUNTERS],
+    )
+
+
+@njit(cache=True, inline="always")
+def _append(head, tail, follower, group, i) -> bool:
+    """Candidate ``i`` joins the end of ``group``'s hosts (linked by
+    ``follower``); True where it leads it (the group had none)."""
+    follower[i] = -1
+    if head[group] >= 0:
+        follower[tail[group]] = i
+        tail[group] = i
+        return False
+    head[group] = i
+    tail[group] = i
+    return True
+
+
 @njit(cache=True)
 def _plan_ranked(cloud, asked, chosen, scratch, states):
     """:func:`plan` of a ranked request over every host, with each rack's
@@ -370,21 +397,19 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
         state = host_state[row]
         if seen_in[state] == in_rack[i]:
             group = group_of[state]
-            follower[tail[group]] = i
         else:
             group = made
             made += 1
             seen_in[state] = in_rack[i]
             group_of[state] = group
-            head[group] = i
+            head[group] = -1
             key[group, 0] = in_rack[i]
             key[group, 1] = cosine_key(
                 free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1], d0, d1
             )[1]
             key[group, 2] = -host_copies[row]
             key[group, 3] = row
-        tail[group] = i
-        follower[i] = -1
+        _append(head, tail, follower, group, i)
     # (No rack has rank -1: the next plan starts unmarked.)
     for i in range(admissible):
         seen_in[host_state[candidates[i]]] = -1
@@ -405,13 +430,7 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
     d0, d1, d2 = demand[0], demand[1], demand[2]
     candidates = scratch[1]
-    host_state, state_key, hosts_in, live, counters = (
-        states[HOST_STATE],
-        states[STATE_KEY],
-        states[STATE_HOSTS],
-        states[LIVE],
-        states[COUNTERS],
-    )
+    host_state, state_key, hosts_in, live, counters = _table(states)
     rank, admitted, state_cosine = states[RANK], states[ADMITTED], states[STATE_COSINE]
     group_of, follower = states[GROUP_OF], states[FOLLOWER]
     asks = d0 > 0 or d1 > 0 or d2 > 0
@@ -495,15 +514,12 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
             group = made
             made += 1
             group_of[state] = group
-            head[group] = kept
+            head[group] = -1
             key[group, 0] = state_cosine[state, 0]
             key[group, 1] = state_cosine[state, 1]
             key[group, 2] = 0.0
             key[group, 3] = row
-        else:
-            follower[tail[group]] = kept
-        tail[group] = kept
-        follower[kept] = -1
+        _append(head, tail, follower, group, kept)
         kept += 1
         if kept == reached:
             break
@@ -608,13 +624,7 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
         placed += 1
         if not alive[joins]:
             continue
-        follower[i] = -1
-        if head[joins] >= 0:
-            follower[tail[joins]] = i
-            tail[joins] = i
-        else:
-            head[joins] = i
-            tail[joins] = i
+        if _append(head, tail, follower, joins, i):
             key[joins, 3] = row
             if size == 0 or _before(key, joins, heap[0]):
                 leading = joins
@@ -672,13 +682,7 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
     d0, d1, d2 = demand[0], demand[1], demand[2]
     candidates = scratch[1]
-    host_state, state_key, hosts_in, live, counters = (
-        states[HOST_STATE],
-        states[STATE_KEY],
-        states[STATE_HOSTS],
-        states[LIVE],
-        states[COUNTERS],
-    )
+    host_state, state_key, hosts_in, live, counters = _table(states)
     admitted, group_of, follower = states[ADMITTED], states[GROUP_OF], states[FOLLOWER]
     fitting = 0
     wanted = 0
@@ -719,12 +723,7 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
             continue
         left[group] -= 1
         candidates[kept] = row
-        if head[group] < 0:
-            head[group] = kept
-        else:
-            follower[tail[group]] = kept
-        tail[group] = kept
-        follower[kept] = -1
+        _append(head, tail, follower, group, kept)
         kept += 1
         if kept == wanted:
             break
@@ -781,12 +780,7 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
             chosen[placed] = row
             placed += 1
             if alive[joins]:
-                follower[i] = -1
-                if head[joins] >= 0:
-                    follower[tail[joins]] = i
-                else:
-                    head[joins] = i
-                tail[joins] = i
+                _append(head, tail, follower, joins, i)
                 ram, cores = load[joins, 1], load[joins, 0]
                 # The host's new point moves a minimum, or may weigh as
                 # much as the best: weigh again.
