@@ -3,6 +3,7 @@ what plan() plans over every host."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 
@@ -142,6 +143,34 @@ class TestSamePlans(testtools.TestCase):
             self.assertEqual(
                 {row for row in range(len(columns)) if not cloud.vms_on(row)}, arrays.empty_rows()
             )
+            self.states_are_kept(arrays)
+
+    def states_are_kept(self, arrays: HostArrays) -> None:
+        """The kernel's state table after every step: each host in the
+        state of its own arrays, each state's host count, the live states
+        exactly those with hosts, one state per key, each found by its hash."""
+        states = arrays._states
+        host_state, state_key, hosts_in = states[0], states[1], states[2]
+        live = states[3][: states[5][0]].tolist()
+        keys = []
+        for row in range(len(arrays)):
+            free = arrays.free_of(row)
+            key = (
+                *free,
+                *arrays.capacity_of(row)[:2],
+                arrays.cache_of(row),
+                1.0 if arrays._sync_vms[row] > 0 else 0.0,
+                float(arrays._group[row]),
+            )
+            self.assertEqual(key, tuple(state_key[host_state[row]].tolist()), row)
+            keys.append(key)
+        counted = collections.Counter(host_state.tolist())
+        self.assertEqual(sorted(counted), sorted(live))
+        for state, hosts in counted.items():
+            self.assertEqual(hosts, hosts_in[state])
+        self.assertEqual(len(set(keys)), len(live))
+        table = states[7]
+        self.assertEqual(sorted(live), sorted(table[table >= 0].tolist()))
 
     def room_is_the_most_that_fits(self, cloud, policy, thresholds, request, refusal) -> None:
         """A refusal's room: plan() holds that many VMs and refuses one more."""
