@@ -757,19 +757,18 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
             if weight == most:
                 best[ties] = group
                 ties += 1
-        while placed < count:
-            group = -1
-            first = host_state.shape[0]
-            for tie in range(ties):
-                at = head[best[tie]]
-                if at >= 0 and candidates[at] < first:
-                    first = candidates[at]
-                    group = best[tie]
-            if group < 0:
-                break
+        # The best groups, a heap by their first host's row.
+        for at in range(ties // 2 - 1, -1, -1):
+            _sift_rows(best, ties, at, head, candidates)
+        while placed < count and ties > 0:
+            group = best[0]
             i = head[group]
             row = candidates[i]
             head[group] = follower[i]
+            if head[group] < 0:
+                ties -= 1
+                best[0] = best[ties]
+            _sift_rows(best, ties, 0, head, candidates)
             joins = successor[group]
             if joins < 0:
                 joins = made
@@ -788,9 +787,35 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
                     break
                 if not _weight(ram, cores, low_ram, high_ram, low_cores, high_cores) < most:
                     break
-            if head[group] < 0:
-                break  # an extreme, or the best, may have gone with it
+            if head[group] < 0 and not _point_held(load, group, best, ties):
+                break  # an extreme may have gone with it
     return placed, placed
+
+
+@njit(cache=True, inline="always")
+def _sift_rows(heap, size, at, head, candidates) -> None:
+    """Restore a heap of groups (the smallest first host's row first) below ``at``."""
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            return
+        if child + 1 < size and candidates[head[heap[child + 1]]] < candidates[head[heap[child]]]:
+            child += 1
+        if candidates[head[heap[at]]] <= candidates[head[heap[child]]]:
+            return
+        heap[at], heap[child] = heap[child], heap[at]
+        at = child
+
+
+@njit(cache=True, inline="always")
+def _point_held(load, group, best, ties) -> bool:
+    """Another of the ``ties`` best groups stands at ``group``'s point (the
+    extremes hold when ``group`` empties)."""
+    for tie in range(ties):
+        other = best[tie]
+        if load[other, 0] == load[group, 0] and load[other, 1] == load[group, 1]:
+            return True
+    return False
 
 
 @njit(cache=True, inline="always")
