@@ -391,6 +391,7 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
         return 0, int(room)
     groups = _groups(admissible + count)
     key, head, tail = groups[0], groups[1], groups[2]
+    state_key = states[STATE_KEY]
     made = 0
     for i in range(admissible):
         row = candidates[i]
@@ -402,7 +403,7 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
             made += 1
             seen_in[state] = in_rack[i]
             group_of[state] = group
-            head[group] = -1
+            _start_group(groups, group, state_key, state)
             key[group, 0] = in_rack[i]
             key[group, 1] = cosine_key(
                 free[row, 0], free[row, 1], capacity[row, 0], capacity[row, 1], d0, d1
@@ -514,7 +515,7 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
             group = made
             made += 1
             group_of[state] = group
-            head[group] = -1
+            _start_group(groups, group, state_key, state)
             key[group, 0] = state_cosine[state, 0]
             key[group, 1] = state_cosine[state, 1]
             key[group, 2] = 0.0
@@ -553,7 +554,8 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
     """The greedy over the candidates in groups of equal keys.
 
     Groups ``0 .. made-1`` are the plan's untouched hosts, each group's in
-    row order (linked by ``FOLLOWER``), each group's hosts in one state.
+    row order (linked by ``FOLLOWER``), each group's hosts in one state,
+    whose load :func:`_start_group` gave it.
     A host touched ``k`` times from such a group has the load of every
     other such host (the same floats, from the same operations), so the
     same key: they make a group too, and they join it in row order (they
@@ -564,12 +566,11 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
     rank, residual, -copies when the request began, row), of which a VM
     changes only the residual; unranked ones (-cosine, residual, 0, row).
     """
-    free, capacity, cache, sync_vms, _ = cloud
+    capacity = cloud[1]
     demand, count = asked[0], asked[1]
     candidates, follower = scratch[1], states[FOLLOWER]
     key, head, tail, successor, load, load_cache, load_sync, alive, heap = groups
     d0, d1 = demand[0], demand[1]
-    untouched = made
     size = made
     for group in range(made):
         heap[group] = group
@@ -605,8 +606,6 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
             joins = made
             made += 1
             successor[group] = joins
-            if group < untouched:
-                _load_of(load, load_cache, load_sync, group, free, cache, sync_vms, row)
             _one_more(load, load_cache, load_sync, alive, group, joins, asked)
             if alive[joins]:
                 cosine, residual = cosine_key(
@@ -636,14 +635,18 @@ def _take_groups(cloud, asked, chosen, scratch, states, groups, made, ranked, ro
 
 
 @njit(cache=True, inline="always")
-def _load_of(load, load_cache, load_sync, group, free, cache, sync_vms, row) -> None:
-    """Group ``group``'s load is host ``row``'s (a group of untouched hosts
-    in one state: any of them)."""
-    load[group, 0] = free[row, 0]
-    load[group, 1] = free[row, 1]
-    load[group, 2] = free[row, 2]
-    load_cache[group] = cache[row]
-    load_sync[group] = sync_vms[row] > 0
+def _start_group(groups, group, state_key, state) -> None:
+    """Group ``group`` starts with no hosts, and the load of ``state``'s
+    hosts (the state's key is their free resources, cache total and
+    SyncHPC, to the float)."""
+    _, head, _, _, load, load_cache, load_sync, alive, _ = groups
+    head[group] = -1
+    load[group, 0] = state_key[state, 0]
+    load[group, 1] = state_key[state, 1]
+    load[group, 2] = state_key[state, 2]
+    load_cache[group] = state_key[state, 5]
+    load_sync[group] = state_key[state, 6] > 0
+    alive[group] = True
 
 
 @njit(cache=True, inline="always")
@@ -708,13 +711,7 @@ def _plan_weighed(cloud, in_group, asked, chosen, scratch, states):
     for group in range(fitting):
         state = admitted[group]
         group_of[state] = group
-        head[group] = -1
-        load[group, 0] = state_key[state, 0]
-        load[group, 1] = state_key[state, 1]
-        load[group, 2] = state_key[state, 2]
-        load_cache[group] = state_key[state, 5]
-        load_sync[group] = state_key[state, 6] > 0
-        alive[group] = True
+        _start_group(groups, group, state_key, state)
         left[group] = min(count, hosts_in[state])
     kept = 0
     for row in range(host_state.shape[0]):
@@ -975,8 +972,9 @@ def place(state, tally, scratch, states, rack, chosen, placed, app, demand, scor
     per VM, in placement order): free resources less and cache totals more
     one VM at a time (ClusterState's floats), and on each host one run of
     the application's VMs after the runs already there. Returns its hosts
-    in the order the plan first chose them; empty, changing nothing, where a host has no run left
-    (``run_app``'s columns): the caller widens the arrays and asks again.
+    in the order the plan first chose them; empty, changing nothing, where
+    a host has no run left (``run_app``'s columns): the caller widens the
+    arrays and asks again.
 
     ``state``: per host, free resources, cache total, SyncHPC VMs, and its
     runs (applications, VMs, how many runs); ``states``: the hosts in the
@@ -1122,8 +1120,8 @@ def states_for(
         np.full(size, -1, dtype=np.int64),  # 9 (RANK)
         np.zeros(size, dtype=np.int64),  # 10 (ADMITTED)
         np.zeros((size, 2)),  # 11 (STATE_COSINE)
-        np.array(capacity, dtype=float),  # 12: per host, its capacity
-        np.array(group, dtype=np.int64),  # 13: per host, its processor group
+        np.asarray(capacity, dtype=float),  # 12: per host, its capacity
+        np.asarray(group, dtype=np.int64),  # 13: per host, its processor group
         np.zeros(KEY_SIZE),  # 14: a host's key, as it is settled
         np.full(size, -1, dtype=np.int64),  # 15 (GROUP_OF)
         np.full(size, -1, dtype=np.int64),  # 16 (SEEN_IN)
