@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import AppClass, ProfileError
@@ -46,6 +47,42 @@ _retry_on_deadlock = oslo_db_api.wrap_db_retry(
 
 #: Seconds a SQLite connection waits for the database's write lock.
 SQLITE_LOCK_WAIT = 30
+
+# One write lock per SQLite file in a process, shared by every handle on it.
+# Threads then queue here, in Python, instead of polling SQLite's lock, where
+# a thread can lose every retry for SQLITE_LOCK_WAIT seconds on a slow disk
+# and fail. Only other processes still meet at SQLite's own lock.
+_sqlite_write_locks: dict[str, threading.RLock] = {}
+_sqlite_write_locks_guard = threading.Lock()
+
+
+def _forget_sqlite_write_locks() -> None:
+    # A lock held by a thread of the parent when a worker forks stays held
+    # in the child, where that thread does not exist.
+    global _sqlite_write_locks_guard
+    _sqlite_write_locks_guard = threading.Lock()
+    _sqlite_write_locks.clear()
+
+
+os.register_at_fork(after_in_child=_forget_sqlite_write_locks)
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of a SQLite ``url``; None for an in-memory or URI database."""
+    try:
+        name = make_url(url).database
+    except sa_exc.ArgumentError:
+        return None  # opening it says what is wrong, as for any URL
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    return os.path.realpath(name)
+
+
+def _sqlite_write_lock(path: str) -> threading.RLock:
+    """The process's write lock for the SQLite file at ``path``."""
+    # Looked up at each write, not kept: after a fork the child has new ones.
+    with _sqlite_write_locks_guard:
+        return _sqlite_write_locks.setdefault(path, threading.RLock())
 
 
 class DatabaseUnavailable(Exception):
@@ -637,7 +674,10 @@ class Database:
             sqlite_fk=True,
             **extra,
         )
-        self._write_lock = threading.RLock() if url.startswith("sqlite") else None
+        self._sqlite = url.startswith("sqlite")
+        self._sqlite_path = _sqlite_file(url) if self._sqlite else None
+        # An in-memory database is this handle's own.
+        self._memory_write_lock = threading.RLock()
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts = hpc_conf.CONF) -> Database:
@@ -673,14 +713,19 @@ class Database:
 
     @contextlib.contextmanager
     def _writer(self):
-        if self._write_lock is None:
+        if not self._sqlite:
             with self._tx.writer.using(_Context()) as session:
                 yield session
             return
+        if self._sqlite_path is None:
+            lock = self._memory_write_lock
+        else:
+            lock = _sqlite_write_lock(self._sqlite_path)
         # SQLite has one write lock for the whole file, and a connection that
         # read first and then writes is refused at once, without waiting,
-        # when another holds it: the threads of this process take turns here.
-        with self._write_lock, self._tx.writer.using(_Context()) as session:
+        # when another holds it: the threads of this process take turns here,
+        # whichever handle on the file they write through.
+        with lock, self._tx.writer.using(_Context()) as session:
             # Other processes may share the file (scheduler workers share the
             # fallback copy): take the write lock first, waiting for it, so
             # that no read-then-write transaction is refused halfway.
