@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import os
+import threading
 
+import fixtures
 import sqlalchemy as sa
+import testtools
 from oslo_db.sqlalchemy import test_migrations
 
 from hpc_nova_scheduler.core.records import SoloRun
+from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db import migration, models
 from tests import db_backends
 
@@ -226,3 +232,27 @@ class ModelsMatchMigrations(test_migrations.ModelsMigrationsSync):
 
 db_backends.for_each_backend(globals(), MigrationTests, "TestMigrations")
 db_backends.for_each_backend(globals(), ModelsMatchMigrations, "TestModelsMatchMigrations")
+
+
+class TestMigrationsAtOnce(testtools.TestCase):
+    """Threads of one process migrating at once, as scheduler threads opening the copy."""
+
+    def test_four_threads_each_bring_their_own_database_to_head(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        urls = [f"sqlite:///{os.path.join(folder, f'db{n}.sqlite')}" for n in range(8)]
+        barrier = threading.Barrier(4)
+
+        def sync(urls: list[str]) -> list[str | None]:
+            reached = []
+            barrier.wait()
+            for url in urls:
+                database = db_api.Database(url)
+                try:
+                    reached.append(database.sync())
+                finally:
+                    database.dispose()
+            return reached
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            reached = [r for rs in pool.map(sync, [urls[n::4] for n in range(4)]) for r in rs]
+        self.assertEqual([migration.head_revision()] * 8, reached)
