@@ -26,14 +26,14 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
 from oslo_utils import timeutils
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, event, func, select, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine, make_url
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import AppClass, ProfileError
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_solo_runs
-from hpc_nova_scheduler.db import migration, models
+from hpc_nova_scheduler.db import migration, models, sqlite_lock
 
 LOG = logging.getLogger(__name__)
 
@@ -46,25 +46,7 @@ _retry_on_deadlock = oslo_db_api.wrap_db_retry(
 
 
 #: Seconds a SQLite connection waits for the database's write lock.
-SQLITE_LOCK_WAIT = 30
-
-# One write lock per SQLite file in a process, shared by every handle on it.
-# Threads then queue here, in Python, instead of polling SQLite's lock, where
-# a thread can lose every retry for SQLITE_LOCK_WAIT seconds on a slow disk
-# and fail. Only other processes still meet at SQLite's own lock.
-_sqlite_write_locks: dict[str, threading.RLock] = {}
-_sqlite_write_locks_guard = threading.Lock()
-
-
-def _forget_sqlite_write_locks() -> None:
-    # A lock held by a thread of the parent when a worker forks stays held
-    # in the child, where that thread does not exist.
-    global _sqlite_write_locks_guard
-    _sqlite_write_locks_guard = threading.Lock()
-    _sqlite_write_locks.clear()
-
-
-os.register_at_fork(after_in_child=_forget_sqlite_write_locks)
+SQLITE_LOCK_WAIT = sqlite_lock.WAIT
 
 
 def _sqlite_file(url: str) -> str | None:
@@ -76,13 +58,6 @@ def _sqlite_file(url: str) -> str | None:
     if not name or name == ":memory:" or name.startswith("file:"):
         return None
     return os.path.realpath(name)
-
-
-def _sqlite_write_lock(path: str) -> threading.RLock:
-    """The process's write lock for the SQLite file at ``path``."""
-    # Looked up at each write, not kept: after a fork the child has new ones.
-    with _sqlite_write_locks_guard:
-        return _sqlite_write_locks.setdefault(path, threading.RLock())
 
 
 class DatabaseUnavailable(Exception):
@@ -720,15 +695,20 @@ class Database:
         if self._sqlite_path is None:
             lock = self._memory_write_lock
         else:
-            lock = _sqlite_write_lock(self._sqlite_path)
+            lock = sqlite_lock.for_file(self._sqlite_path)
         # SQLite has one write lock for the whole file, and a connection that
         # read first and then writes is refused at once, without waiting,
-        # when another holds it: the threads of this process take turns here,
-        # whichever handle on the file they write through.
-        with lock, self._tx.writer.using(_Context()) as session:
-            # Other processes may share the file (scheduler workers share the
-            # fallback copy): take the write lock first, waiting for it, so
-            # that no read-then-write transaction is refused halfway.
+        # when another holds it. Writers queue for it first (sqlite_lock):
+        # threads of this process whichever handle they use, then processes.
+        with contextlib.ExitStack() as turn, self._tx.writer.using(_Context()) as session:
+            turn.enter_context(lock)
+            # The turn ends with SQLite's lock, at the commit. Closing the
+            # connection comes after, and oslo.db yields to other green
+            # threads there: holding on through it would keep them queued.
+            event.listen(session, "after_commit", lambda _session: turn.close())
+            # Other processes may share the file (scheduler workers share
+            # the fallback copy): take the write lock first, waiting for
+            # it, so that no read-then-write transaction is refused halfway.
             session.execute(delete(models.AppLock).where(models.AppLock.name == ""))
             yield session
 

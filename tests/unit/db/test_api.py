@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import datetime
-import os
-import threading
 
-import fixtures
 import testtools
 from oslo_db import exception as db_exc
 
@@ -195,70 +191,3 @@ class TestColumnOrder(testtools.TestCase):
     def test_claim_columns_fill_claim_fields_in_order(self) -> None:
         fields = [f.name for f in dataclasses.fields(db_api.Claim)]
         self.assertEqual(fields, [c.name for c in db_api._claim_columns()])
-
-
-class TestSQLiteWriters(db_backends.DatabaseTestCase):
-    """Threads writing one SQLite file through different handles."""
-
-    def test_a_handle_waits_for_another_handle_of_its_process_however_long(self) -> None:
-        migration.upgrade(self.database.engine)
-        # The second handle gives up on SQLite's own lock after 0.2 s; the
-        # first holds the file's write lock for longer than that.
-        impatient = db_api.Database(self.db_url + "?timeout=0.2")
-        self.addCleanup(impatient.dispose)
-        holding, release = threading.Event(), threading.Event()
-
-        def slow_check(view: db_api.ClaimView) -> None:
-            holding.set()
-            release.wait(10)
-
-        first = threading.Thread(
-            target=self.database.claim, args=([_claim("c1")], slow_check), kwargs={"ttl": 60}
-        )
-        first.start()
-        self.addCleanup(first.join)
-        self.assertTrue(holding.wait(10))
-        second = concurrent.futures.ThreadPoolExecutor(1)
-        self.addCleanup(second.shutdown)
-        outcome = second.submit(impatient.claim, [_claim("c2")], lambda view: None, ttl=60)
-        # Well past the second handle's SQLite wait, it is still queued.
-        self.assertRaises(concurrent.futures.TimeoutError, outcome.result, 1.0)
-        release.set()
-        self.assertIsNone(outcome.result(30))
-        self.assertEqual({"c1", "c2"}, {c.claim_id for c in self.database.live_claims()})
-
-    def test_a_forked_child_does_not_inherit_a_held_write_lock(self) -> None:
-        path = self.useFixture(fixtures.TempDir()).path
-        held, done = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with db_api._sqlite_write_lock(path):
-                held.set()
-                done.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        self.addCleanup(holder.join)
-        self.addCleanup(done.set)
-        self.assertTrue(held.wait(10))
-        # Another thread holds the lock as the worker forks; that thread is
-        # not in the child, whose lock for the file must be free.
-        pid = os.fork()
-        if pid == 0:
-            free = db_api._sqlite_write_lock(path).acquire(blocking=False)
-            os._exit(0 if free else 1)
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(0, os.waitstatus_to_exitcode(status))
-
-
-def _claim(claim_id: str) -> db_api.Claim:
-    return db_api.Claim(
-        claim_id=claim_id,
-        instance_uuid=claim_id,
-        application_id=claim_id,
-        host="h1",
-        nodename="h1",
-        app_class=AppClass.ASYNC_HPC,
-        cache_score=0.0,
-        vms=1,
-    )
