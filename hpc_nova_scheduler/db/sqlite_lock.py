@@ -69,7 +69,9 @@ class FileWriteLock:
         # Opened for each hold, not kept: a process that wrote to many
         # databases (a test run) would otherwise keep a descriptor for each.
         try:
-            fd = os.open(self.path + SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Read-only is enough for flock, and lets a worker running as
+            # another user share a lock file that an operator's command made.
+            fd = os.open(self.path + SUFFIX, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError:
             # A directory this process may not create in: SQLite's own lock
             # is then the only one, as it was before.
