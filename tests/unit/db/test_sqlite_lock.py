@@ -84,7 +84,8 @@ class TestWriters(db_backends.DatabaseTestCase):
         writer.join()
         self.assertEqual({"theirs", "ours"}, {c.claim_id for c in self.database.live_claims()})
 
-    def test_a_process_waits_for_another_process(self) -> None:
+    def another_process_writing(self):
+        """A process in the middle of a write, and the event that lets it finish."""
         context = multiprocessing.get_context("spawn")
         holding, release = context.Event(), context.Event()
         writer = context.Process(target=hold_a_write, args=(self.db_url, holding, release))
@@ -92,6 +93,10 @@ class TestWriters(db_backends.DatabaseTestCase):
         self.addCleanup(writer.join, 30)
         self.addCleanup(release.set)
         self.assertTrue(holding.wait(60))
+        return writer, release
+
+    def test_a_process_waits_for_another_process(self) -> None:
+        writer, release = self.another_process_writing()
         self.assert_waits_and_then_writes(release)
         writer.join(30)
         self.assertEqual(0, writer.exitcode)
@@ -126,13 +131,7 @@ class TestWriters(db_backends.DatabaseTestCase):
 
     def test_after_the_wait_sqlite_s_own_lock_decides(self) -> None:
         self.useFixture(fixtures.MonkeyPatch("hpc_nova_scheduler.db.sqlite_lock.WAIT", 0.3))
-        context = multiprocessing.get_context("spawn")
-        holding, release = context.Event(), context.Event()
-        writer = context.Process(target=hold_a_write, args=(self.db_url, holding, release))
-        writer.start()
-        self.addCleanup(writer.join, 30)
-        self.addCleanup(release.set)
-        self.assertTrue(holding.wait(60))
+        self.another_process_writing()
         # The other process keeps its turn: after 0.3 s this one goes on to
         # SQLite's lock, which it gives up on after its own 0.2 s.
         error = self.assertRaises(
