@@ -93,11 +93,12 @@ class FileWriteLock:
             os.close(fd)
 
     def forget(self) -> None:
-        """Close a lock file inherited by a forked child."""
-        if self._fd is not None:
-            # The parent's lock stays: it lasts while any copy is open.
-            os.close(self._fd)
-            self._fd = None
+        """Close a lock file inherited by a forked child.
+
+        The parent's lock stays: it lasts while any copy of the descriptor
+        is open, and the parent still has its own.
+        """
+        self._unlock_file()
 
 
 def _take(fd: int) -> bool:
