@@ -31,6 +31,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine, make_url
 
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core.holders import host_key
 from hpc_nova_scheduler.core.profile import AppClass, ProfileError
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_solo_runs
 from hpc_nova_scheduler.db import migration, models, sqlite_lock
@@ -156,11 +157,6 @@ class ClaimView:
     #: Fair share: cores per project and host key on the hosts of ``Database.claim``'s
     #: ``use_hosts`` (recorded VMs and live claims' planned VMs); None if not asked.
     use: dict[str, dict[str, int]] | None = None
-
-
-def host_key(host: str, nodename: str | None) -> str:
-    """A host's name, with its node where the two differ (as the scheduler names it)."""
-    return host if nodename in (None, host) else f"{host}/{nodename}"
 
 
 def lock_name(kind: str, name: str) -> str:

@@ -8,12 +8,14 @@ process that no compute has claimed yet. Everything else is asked of Nova's
 database in one batched query per cell: the flavors of VMs that predate the
 plugin (recorded afterwards, so they are asked about once), and the fate of
 records that no host state shows (still being built, moved, or gone);
-those reads are in :mod:`.nova_instances`.
+those reads are in :mod:`.nova_instances`. What a record that no host
+state lists holds is decided by the holder rule
+(:func:`hpc_nova_scheduler.core.holders.locate`), for requests planned by
+the plugin and requests left to Nova alike.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import threading
@@ -23,45 +25,15 @@ from typing import Any
 
 from oslo_log import log as logging
 
+from hpc_nova_scheduler.core import holders
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
 from hpc_nova_scheduler.scheduler.host_view import host_key
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names, look_up
 
 LOG = logging.getLogger(__name__)
-
-#: vm_states of an instance that is not yet on a compute but will be.
-_IN_FLIGHT = ("building",)
-
-
-def lenient_profile(extra_specs: Mapping[str, Any] | None) -> core_profile.ApplicationProfile:
-    """The profile of a running VM's flavor, tolerating invalid old values.
-
-    A flavor may carry values set before validation existed (or through a
-    microversion older than 2.86); each unreadable value falls back to its
-    default, with a warning, because the VM runs whatever its specs say.
-    """
-    specs = extra_specs or {}
-    try:
-        return core_profile.profile_from_request(specs)
-    except core_profile.ProfileError as error:
-        LOG.warning(
-            "hpc-nova-scheduler: a running VM's flavor has an invalid %s (%s); "
-            "using the default for it",
-            error.key,
-            error.reason,
-        )
-    fields = {}
-    for key, name, parse in (
-        (core_profile.SPEC_APP_CLASS, "app_class", core_profile.AppClass.parse),
-        (core_profile.SPEC_CACHE_SCORE, "cache_score", core_profile.parse_cache_score),
-        (core_profile.SPEC_APP_NAME, "app_name", core_profile.parse_app_name),
-    ):
-        if key in specs:
-            with contextlib.suppress(core_profile.ProfileError):
-                fields[name] = parse(specs[key])
-    return core_profile.ApplicationProfile(**fields)
 
 
 @dataclasses.dataclass
@@ -92,35 +64,6 @@ def _serialised(method):
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-def record_from_flavor(
-    uuid: str,
-    host: str,
-    nodename: str | None,
-    extra_specs: Mapping[str, Any] | None,
-    project_id: str | None,
-    hinted_name: str | None = None,
-) -> db_api.RunningRecord:
-    """The app_running row of a VM the plugin did not place, from its flavor.
-
-    ``hinted_name`` is the ``hpc_app_name`` hint it was booted with, which
-    names it where the flavor does not.
-    """
-    found = lenient_profile(extra_specs)
-    app_name = found.app_name
-    if app_name is None and hinted_name is not None:
-        with contextlib.suppress(core_profile.ProfileError):
-            app_name = core_profile.parse_app_name(hinted_name, key=core_profile.HINT_APP_NAME)
-    return db_api.RunningRecord(
-        instance_uuid=uuid,
-        host=host,
-        nodename=nodename,
-        app_class=found.app_class,
-        cache_score=found.cache_score,
-        app_name=app_name,
-        project_id=project_id,
-    )
 
 
 class PlacedHere:
@@ -266,10 +209,9 @@ class CoRunnerSource:
             if uuid in located:
                 dedicate(host_key(located[uuid]), record)
             elif uuid in unlocated:
-                if uuid in scheduling or _in_flight(instances.get(uuid)):
-                    dedicate(record.key, record)
-                else:
-                    knowledge.stale.append(uuid)
+                key = _follow(knowledge, record, instances, scheduling)
+                if key is not None:
+                    dedicate(key, record)
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
                 dedicate(host_key(located[uuid]), record)
@@ -349,26 +291,13 @@ class CoRunnerSource:
                 record = db_api.RunningRecord(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
             knowledge.vms[host_key(hs)].append(as_vm(record))
 
-        for uuid, hs in unlocated.items():
-            instance = instances.get(uuid)
-            if uuid in scheduling or _in_flight(instance):
-                # Placed (here or by another scheduler), not yet on its compute.
-                knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
-                self._take(knowledge, host_key(hs), uuid, rows[uuid].cores)
-            elif instance is None or instance.deleted or instance.vm_state in ("error", "deleted"):
-                knowledge.stale.append(uuid)
-            elif instance.host == hs.host:
-                # On its compute already; this host state has not heard yet.
-                knowledge.vms[host_key(hs)].append(as_vm(rows[uuid]))
-                self._take(knowledge, host_key(hs), uuid, rows[uuid].cores)
-            elif instance.host and instance.host != hs.host:
-                # Rebuilt on an alternate or moved: its new host's state will
-                # show it; the record follows, keeping its application.
-                knowledge.moved.append(
-                    dataclasses.replace(
-                        rows[uuid], host=instance.host, nodename=getattr(instance, "node", None)
-                    )
-                )
+        for uuid in unlocated:
+            key = _follow(knowledge, rows[uuid], instances, scheduling)
+            if key in knowledge.vms:
+                # Placed, or on its compute, and no host state has heard yet:
+                # the host state does not count its resources either.
+                knowledge.vms[key].append(as_vm(rows[uuid]))
+                self._take(knowledge, key, uuid, rows[uuid].cores)
         for claim in claims:
             if claim.key in knowledge.vms:
                 # Room promised to requests still being placed counts as theirs.
@@ -425,10 +354,41 @@ def _as_running(record: db_api.RunningRecord, application_id: str | None) -> Run
     )
 
 
-def _in_flight(instance: Any) -> bool:
-    return (
-        instance is not None
-        and not instance.deleted
-        and not instance.host
-        and instance.vm_state in _IN_FLIGHT
+def nova_instance(instance: Any) -> holders.NovaInstance | None:
+    """What the holder rule reads of an instance of Nova's cell database."""
+    if instance is None:
+        return None
+    return holders.NovaInstance(
+        host=instance.host,
+        nodename=getattr(instance, "node", None),
+        deleted=bool(instance.deleted),
+        vm_state=instance.vm_state,
     )
+
+
+def _follow(
+    knowledge: Knowledge,
+    record: db_api.RunningRecord,
+    instances: Mapping[str, Any],
+    scheduling: set[str],
+) -> str | None:
+    """The host key a record no host state lists holds, by the holder rule.
+
+    A record whose VM is gone is marked stale; one whose VM Nova has on
+    another host follows it, keeping its application.
+    """
+    uuid = record.instance_uuid
+    verdict = holders.locate(
+        record.host,
+        record.nodename,
+        seen=None,
+        instance=nova_instance(instances.get(uuid)),
+        scheduling=uuid in scheduling,
+    )
+    if verdict.gone:
+        knowledge.stale.append(uuid)
+    elif verdict.whereabouts is holders.Whereabouts.MOVED:
+        knowledge.moved.append(
+            dataclasses.replace(record, host=verdict.host, nodename=verdict.nodename)
+        )
+    return verdict.key

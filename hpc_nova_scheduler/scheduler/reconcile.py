@@ -12,8 +12,10 @@ failed to write) is repaired here:
 - a row that does not know its VM's cores (written before fair share
   counted them) gets its flavor's vCPUs.
 
-A row whose instance Nova is still scheduling (a build request, no cell
-yet) or building (in its cell, no host yet) is left alone.
+Each row's fate is the holder rule's (:func:`hpc_nova_scheduler.core.holders.locate`),
+the same rule the filter reads: a row whose instance Nova is still
+scheduling (a build request, no cell yet), building (in its cell, no host
+yet) or has parked (shelved offloaded) is left alone.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Any
 from nova import context as nova_context
 from nova import objects
 
+from hpc_nova_scheduler.core import holders
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler.corunners import record_from_flavor
+from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names
 
 _BATCH = 500
@@ -46,6 +49,9 @@ class Found:
     project_id: str | None
     #: The flavor's vCPUs: the VM's cores, as fair share counts them.
     vcpus: int = 0
+
+    def holder_view(self) -> holders.NovaInstance:
+        return holders.NovaInstance(self.host, self.nodename, self.deleted, self.vm_state)
 
 
 @dataclasses.dataclass
@@ -152,19 +158,21 @@ def plan(rows: Iterable[db_api.RunningRecord], nova: NovaView) -> Changes:
     found, scheduling = nova.look_up([row.instance_uuid for row in rows])
     for row in rows:
         instance = found.get(row.instance_uuid)
-        if instance is None:
-            if row.instance_uuid not in scheduling:
-                changes.stale.append(row)
-        elif instance.deleted or (not instance.host and instance.vm_state == "error"):
+        # No host state here: Nova's databases alone tell where each VM is.
+        verdict = holders.locate(
+            row.host,
+            row.nodename,
+            seen=None,
+            instance=instance.holder_view() if instance is not None else None,
+            scheduling=row.instance_uuid in scheduling,
+        )
+        if verdict.gone:
             changes.stale.append(row)
-        elif not instance.host:
-            # Created in its cell, not yet claimed by a compute: building.
             continue
-        else:
-            if instance.host != row.host:
-                changes.moved.append((row, instance.host, instance.nodename))
-            if not row.cores and instance.vcpus:
-                changes.cores[row.instance_uuid] = instance.vcpus
+        if verdict.whereabouts is holders.Whereabouts.MOVED:
+            changes.moved.append((row, verdict.host, verdict.nodename))
+        if instance is not None and instance.host and not row.cores and instance.vcpus:
+            changes.cores[row.instance_uuid] = instance.vcpus
     known = {row.instance_uuid for row in rows}
     missing = [i for i in nova.hpc_instances() if i.uuid not in known]
     hinted = hinted_names(

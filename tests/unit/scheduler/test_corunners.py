@@ -9,7 +9,7 @@ import testtools
 
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import corunners
+from hpc_nova_scheduler.scheduler import corunners, flavor_records
 
 
 class RecordedNova:
@@ -195,7 +195,7 @@ class TestCollect(testtools.TestCase):
 
 class TestLenientProfile(testtools.TestCase):
     def test_invalid_values_fall_back_one_by_one(self) -> None:
-        found = corunners.lenient_profile(
+        found = flavor_records.lenient_profile(
             {"hpc:app_class": "Weird", "hpc:cache_score": "5", "hpc:app_name": "x"}
         )
         self.assertEqual(
