@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fixtures
 from nova.tests.functional.api import client
 
 from hpc_nova_scheduler.core.records import InterferenceRecord
@@ -199,3 +200,62 @@ class TestMoves(base.HpcTestCase):
         # original request asked for: the move must plan one VM, not four.
         moved = self._confirm_resize(self._migrate_server(servers[0]))
         self.assertNotIn(moved["OS-EXT-SRV-ATTR:host"], first)
+
+
+class HeldHostStates(fixtures.Fixture):
+    """The scheduler's host states have not heard of ``held`` instances yet.
+
+    Nova's host states learn of a VM when its compute reports it; until then
+    a host state shows the host without it, although the compute has
+    already claimed the VM (``instance.host`` is set in its cell). This
+    holds that report back for the instances in ``held``, deterministically.
+    """
+
+    def __init__(self, host_manager) -> None:
+        super().__init__()
+        self.host_manager = host_manager
+        self.held: set[str] = set()
+
+    def _setUp(self) -> None:
+        heard = self.host_manager._get_instance_info
+
+        def not_yet(context, compute):
+            return {u: i for u, i in heard(context, compute).items() if u not in self.held}
+
+        self.host_manager._get_instance_info = not_yet
+        self.addCleanup(setattr, self.host_manager, "_get_instance_info", heard)
+
+
+class TestHostStateLag(base.HpcTestCase):
+    """A dedicated host stays dedicated while the host state has not heard of its VM."""
+
+    HOSTS = {"n1": Shape(), "n2": Shape()}
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.lag = self.useFixture(HeldHostStates(self.scheduler.manager.host_manager))
+
+    def _boot_on(self, flavor_id: str, host: str, expected: str) -> dict:
+        body = {"server": self._build_server(flavor_id=flavor_id, networks="none", host=host)}
+        return self._wait_for_state_change(self.api.post_server(body), expected)
+
+    def test_plain_vm_keeps_off_a_host_its_compute_gave_to_extreme_hpc(self) -> None:
+        extreme = self._boot_on(self.hpc_flavor(app_class="ExtremeHPC"), "n1", "ACTIVE")
+        # The compute has claimed it; the scheduler's host state has not heard.
+        self.lag.held.add(extreme["id"])
+        plain = self._boot_on(self._create_flavor(memory_mb=1024, vcpu=1, disk=1), "n1", "ERROR")
+        self.assertIn("No valid host", plain["fault"]["message"])
+        self.assertEqual(
+            [extreme["id"]], [row.instance_uuid for row in self.database.list_running()]
+        )
+        # Once the host state hears of it, it is still dedicated.
+        self.lag.held.clear()
+        again = self._boot_on(self._create_flavor(memory_mb=1024, vcpu=1, disk=1), "n1", "ERROR")
+        self.assertIn("No valid host", again["fault"]["message"])
+
+    def test_hpc_vm_keeps_off_it_too(self) -> None:
+        extreme = self._boot_on(self.hpc_flavor(app_class="ExtremeHPC"), "n1", "ACTIVE")
+        self.lag.held.add(extreme["id"])
+        servers = self.launch(self.hpc_flavor(app_class="AsyncHPC"), 2)
+        self.assertNotIn("n1", self.hosts_of(servers))
+        self.assertEqual({"n2": 2}, self.hosts_of(servers))
