@@ -8,12 +8,14 @@ placed; Nova's cell database says which compute has claimed the instance
 worker's host state lists the instances its computes have reported, which
 lags behind Nova's database by as long as a compute takes to report.
 
-Every path that needs to know who holds a host (HPC requests, requests left
-to Nova, the agent's sweep and ``reconcile``, the rebalancer) asks
-:func:`locate`, so that "this host is dedicated to that application" has
-one answer whichever path asks and however the sources interleave. The
-rule errs towards holding: a record is let go only when Nova says the VM
-is gone.
+Every path that needs to know where a recorded VM is (HPC requests,
+requests left to Nova, the sweep and ``reconcile``) asks :func:`locate`,
+so that "this host is dedicated to that application" has one answer
+whichever path asks and however the sources interleave. The rule errs
+towards holding: a record is let go only when Nova says the VM is gone.
+The rebalancer reads servers through Nova's API, where a server's host is
+Nova's instance host (rule 6 without the lag), and the simulator knows
+every VM's host exactly (rule 1).
 
 1. A host state lists the instance: it holds that host (Nova's own view).
 2. Nova still schedules it (a build request, no cell yet): it holds the
