@@ -104,6 +104,25 @@ class TestCollect(testtools.TestCase):
             [(vm.instance_uuid, vm.host, vm.nodename, vm.request_id) for vm in knowledge.moved],
         )
 
+    def test_vm_on_its_compute_counts_before_the_host_state_hears(self) -> None:
+        # The compute has claimed both; neither host state lists them yet.
+        self.record("here", "n1")
+        self.record("rebuilt", "n1")
+        rebuilt = instance("rebuilt", host="n2")
+        rebuilt.node = "n2"
+        nova = RecordedNova({"here": instance("here", host="n1"), "rebuilt": rebuilt})
+        knowledge = corunners.CoRunnerSource(nova).collect(
+            [host_state("n1"), host_state("n2")], self.database
+        )
+        self.assertEqual(
+            {"n1": ["here"], "n2": ["rebuilt"]},
+            {key: [vm.uuid for vm in vms] for key, vms in knowledge.vms.items()},
+        )
+        self.assertEqual([], knowledge.stale)
+        self.assertEqual(["rebuilt"], [vm.instance_uuid for vm in knowledge.moved])
+        # Neither host state counts their cores yet.
+        self.assertEqual({"n1": 0, "n2": 0}, knowledge.taken_cores)
+
     def test_vm_recorded_while_nova_still_schedules_it_counts(self) -> None:
         # Until the conductor has hosts for the whole request, Nova's cells
         # have no instance, only a build request.
