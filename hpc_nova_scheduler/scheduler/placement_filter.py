@@ -33,49 +33,47 @@ rebuild after a failed build.
 The filter's parts: the request read once from Nova's spec and its state
 (:mod:`.request`), what the databases tell of its hosts (:mod:`.plugin_data`),
 the database failure policy (:mod:`.fallback`), the interference model
-(:mod:`.model_cache`), claims (:mod:`.claims`), the rounds after the plan
-(:mod:`.rounds`), and why hosts were left out (:mod:`.refusals`).
+(:mod:`.model_cache`), the steps of one attempt at a plan
+(:mod:`.plan_attempt`), fair share (:mod:`.fair_scope`), the domains the
+application already holds (:mod:`.held_domains`), claims (:mod:`.claims`),
+the rounds after the plan (:mod:`.rounds`), and why hosts were left out
+(:mod:`.refusals`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
-from nova import conf as nova_conf
 from nova.scheduler import filters
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from hpc_nova_scheduler import conf as hpc_conf
-from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core import profile as core_profile
-from hpc_nova_scheduler.core.cluster import RunningVM
-from hpc_nova_scheduler.core.columns import domain_ids
-from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import ApplicationProfile
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.interference import model_registry
-from hpc_nova_scheduler.scheduler import claims, domains, fairness, host_view, refusals
+from hpc_nova_scheduler.scheduler import (
+    claims,
+    domains,
+    fair_scope,
+    fairness,
+    held_domains,
+    plan_attempt,
+    refusals,
+)
 from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
 from hpc_nova_scheduler.scheduler.corunners import CoRunnerSource
 from hpc_nova_scheduler.scheduler.fallback import DatabaseDown, FailurePolicy, FallbackStore
 from hpc_nova_scheduler.scheduler.model_cache import ModelCache
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.plugin_data import PluginData
-from hpc_nova_scheduler.scheduler.request import (
-    PLAN_WEIGHER,
-    Request,
-    RequestState,
-    remember,
-    request_state,
-)
+from hpc_nova_scheduler.scheduler.request import Request, RequestState, remember, request_state
 from hpc_nova_scheduler.scheduler.rounds import Rounds
 from hpc_nova_scheduler.scheduler.sweeper import Sweeper
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
-NOVA_CONF = nova_conf.CONF
 
 #: How often a plan that lost a race to a concurrent one is made again.
 CLAIM_ATTEMPTS = 5
@@ -222,7 +220,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         # A VM being moved already runs somewhere: it stays part of the
         # application it was placed with, and it is the only VM to place.
         existing = None if plain else self._data.existing_record(database, instance_uuid)
-        where_now = None if plain else self._where_now(existing, instance_uuid, hosts)
+        where_now = None if plain else held_domains.where_now(existing, instance_uuid, hosts)
         moving = where_now is not None
         if existing is not None and existing.request_id and request.group_uuid is None:
             application_id = existing.request_id
@@ -243,30 +241,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self, state: RequestState, hosts: list, request: Request, own: set[str], moving: bool
     ) -> RequestState:
         """Plan the request over ``hosts`` and claim the plan; or say why not."""
-        profile, application_id = state.profile, state.application_id
-        instance_uuid = request.instance_uuid
-        table = self._data.interference_table(profile, state.database)
-        group_conf = CONF.hpc_scheduler
-        thresholds = Thresholds(group_conf.cache_threshold, group_conf.sync_cache_threshold)
-        demand = request.demand
+        table = self._data.interference_table(state.profile, state.database)
         levels = domains.in_force()
-        placement = algorithm.PlacementRequest(
-            profile=profile,
-            demand=demand,
-            # Nova keeps the original request's count on the spec of a move.
-            count=1 if moving else request.num_instances,
-            application_id=application_id,
-            topology=state.topology,
-        )
-        context = claims.PlanContext(
-            hosts=hosts,
-            request=placement,
-            thresholds=thresholds,
-            table=table,
-            instance_uuid=instance_uuid,
-            own=own,
-            project_id=request.project_id,
-        )
+        context = plan_attempt.context_of(state, hosts, request, own, moving, table)
         try:
             model = self._models.model(state.database)
         except model_registry.UnknownModel as error:
@@ -275,271 +252,90 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return state
         if state.database is not None:
             claims.settle(state.database, self._source.nova)
-        fair = self._fair_scope(state, request)
-        # Cores the request adds: fair share counts a VM as its flavor's vCPUs.
-        state.vm_cores = round(demand.vcpus) if demand is not None else 0
-        cores = state.vm_cores * placement.count
-        extreme = profile.app_class is core_profile.AppClass.EXTREME_HPC
-        reserved = host_view.reservations()
-        tags = self._tags.current()
-        #: Hosts Placement showed busy with VMs the plugin does not know yet.
-        occupied: set[str] = set()
+        fair = fair_scope.scope(self._entitlements, state, request)
+        setting = plan_attempt.setting_of(state, context, levels, model, fair, self._tags.current())
+        # A plan that lost a race to a concurrent one is made again from fresh data.
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
-            knowledge, state.database = self._data.knowledge(
-                hosts, state.database, profile, instance_uuid, own, application_id
-            )
-            for key in occupied:
-                knowledge.vms[key].append(RunningVM(uuid=f"placement:{key}"))
-            core_hosts = sorted(
-                (
-                    host_view.to_host(
-                        hs,
-                        knowledge.vms[host_view.host_key(hs)],
-                        demand=demand,
-                        reserved=reserved,
-                        tags=tags,
-                        levels=levels,
-                        taken_cores=knowledge.taken_cores.get(host_view.host_key(hs), 0.0),
-                    )
-                    for hs in hosts
-                ),
-                key=lambda h: h.name,
-            )
-            context.topology = self._domain_check(state, levels, tags)
-            # Read again at each attempt: a conflict may be the group's other
-            # request having taken a domain meanwhile.
-            held = self._held_domains(state, request, levels, tags)
-            if held is None:
-                state.refusal = (
-                    f"{core_profile.TOPOLOGY_SPECS[0]}: cannot read the aggregates from "
-                    "Nova's database to know where the application runs"
-                )
-                LOG.warning("hpc-nova-scheduler: refusing %s: %s", application_id, state.refusal)
+            outcome = self._attempt(state, hosts, request, setting)
+            if outcome is None:
                 return state
-            placement = dataclasses.replace(placement, held_domains=held)
-            context.request = placement
-            self._log_hosts(core_hosts)
-            rule = None
-            if model is not None and not extreme:
-                rule, state.database = self._models.rule(
-                    model, profile, knowledge.vms, state.database
-                )
-            context.rule = rule
-            if fair is None:
-                tries: list = [(core_hosts, None)]
-            else:
-                tries = self._fair_tries(state, request, fair, core_hosts, cores)
-                if not tries:
-                    return state
-            plan = refused = None
-            for hosts_tried, fair_choice in tries:
-                try:
-                    plan = algorithm.plan(
-                        placement, hosts_tried, thresholds, table, rule=rule, levels=levels
-                    )
-                except algorithm.NoPlacement as refusal:
-                    refused = refused or (hosts_tried, refusal)
-                    continue
-                tried, choice = hosts_tried, fair_choice
-                break
-            if plan is None:
-                tried, refusal = refused
-                refusals.refused(
-                    placement, tried, thresholds, table, rule, refusal.reason, levels=levels
-                )
-                state.refusal = refusal.reason
-                return state
-            if choice is not None:
-                LOG.debug(
-                    "hpc-nova-scheduler: %s on platform %s (%s, %d hosts)",
-                    application_id,
-                    choice.platform,
-                    "borrowed" if choice.borrowed else f"entitled {choice.entitled}",
-                    len(tried),
-                )
-            spares = self._alternates(placement, tried, plan, thresholds, table, rule, levels)
-            refusals.left_out(placement, tried, plan, thresholds, table, rule, spares, levels)
-            context.knowledge = knowledge.vms
-            context.free_cores = {host.name: host.free.vcpus for host in core_hosts}
-            context.claims_seen = knowledge.claims_seen
-            context.groups = {host.name: host.cpu_group for host in core_hosts}
-            conflict = claims.claim(state, context, plan, spares, self._policy, fair=choice)
-            if conflict is None and extreme:
-                conflict = claims.check_dedicated(
-                    state, context, plan, spares, knowledge, occupied, self._occupancy
-                )
+            plan, spares, conflict = outcome
             if conflict is None:
                 break
             LOG.info(
                 "hpc-nova-scheduler: the plan of %s conflicts with a concurrent placement "
                 "(%s); planning again (attempt %d of %d)",
-                profile.app_name or application_id,
+                state.profile.app_name or state.application_id,
                 conflict,
                 attempt,
                 CLAIM_ATTEMPTS,
             )
         else:
             state.refusal = f"no plan survived {CLAIM_ATTEMPTS} concurrent placements"
-            LOG.warning("hpc-nova-scheduler: refusing %s: %s", application_id, state.refusal)
+            LOG.warning("hpc-nova-scheduler: refusing %s: %s", state.application_id, state.refusal)
             return state
-        state.plan = plan
-        state.spares = spares
-        state.remaining = plan.vms_per_host()
-        LOG.info(
-            "hpc-nova-scheduler: %s %s: %s%s",
-            profile.app_class,
-            profile.app_name or application_id,
-            state.remaining,
-            f", alternates {list(spares)}" if spares else "",
-        )
+        plan_attempt.accept(state, plan, spares)
         return state
 
-    # -- fair share ----------------------------------------------------------
+    def _attempt(
+        self, state: RequestState, hosts: list, request: Request, setting: plan_attempt.Setting
+    ) -> tuple[Plan, tuple[str, ...], str | None] | None:
+        """One plan from fresh data, claimed: (plan, alternates, the conflict
+        that lost the claim or None); None after refusing the request."""
+        knowledge, core_hosts = self._hosts_now(state, hosts, request, setting)
+        if not plan_attempt.keep_together(state, request, setting):
+            return None
+        plan_attempt.log_hosts(core_hosts)
+        setting.context.rule = self._rule(state, setting, knowledge)
+        tries = fair_scope.tries(state, request, setting.fair, core_hosts, setting.cores)
+        found = plan_attempt.first_plan(state, setting, tries) if tries else None
+        if found is None:
+            return None
+        plan, tried, choice = found
+        fair_scope.log_choice(state.application_id, choice, tried)
+        spares = plan_attempt.alternates(setting, tried, plan)
+        plan_attempt.seen(setting.context, knowledge, core_hosts)
+        return plan, spares, self._claim(state, setting, knowledge, plan, spares, choice)
 
-    def _fair_scope(self, state: RequestState, request: Request) -> fairness.InForce | None:
-        """The entitlements the request is held to; None when fair share does not apply.
+    def _hosts_now(
+        self, state: RequestState, hosts: list, request: Request, setting: plan_attempt.Setting
+    ):
+        """What the databases tell of ``hosts`` now, and the core engine's view of them."""
+        knowledge, state.database = self._data.knowledge(
+            hosts,
+            state.database,
+            state.profile,
+            request.instance_uuid,
+            setting.context.own,
+            state.application_id,
+        )
+        return knowledge, plan_attempt.core_hosts(hosts, knowledge, setting)
 
-        It applies to the HPC requests of projects with a share, while a
-        generation less than two intervals old is in force.
-        """
-        options = fairness.settings()
-        if options is None or state.database is None or not request.project_id:
+    def _rule(self, state: RequestState, setting: plan_attempt.Setting, knowledge):
+        """The interference model's admission; None for the cache thresholds
+        (and for ExtremeHPC, which shares no host)."""
+        if setting.model is None or setting.extreme:
             return None
-        try:
-            in_force = self._entitlements.current(state.database)
-        except db_api.ERRORS as error:
-            LOG.warning(
-                "hpc-nova-scheduler: cannot read entitlements (%s); fair share skipped", error
-            )
-            return None
-        if in_force is None or request.project_id not in in_force.governed:
-            return None
-        if in_force.stale(options.interval, timeutils.utcnow()):
-            fairness.warn_stale(in_force)
-            return None
-        return in_force
+        rule, state.database = self._models.rule(
+            setting.model, state.profile, knowledge.vms, state.database
+        )
+        return rule
 
-    def _fair_tries(
+    def _claim(
         self,
         state: RequestState,
-        request: Request,
-        in_force: fairness.InForce,
-        core_hosts: list,
-        cores: int,
-    ) -> list:
-        """(hosts, choice) to plan over in turn: each platform the project may
-        use, its template-following hosts first; empty after refusing the request."""
-        options = fairness.settings()
-        project = request.project_id
-        use = state.database.cores_in_use()
-        found = fairness.choices(
-            in_force,
-            in_force.cloud,
-            project,
-            cores,
-            [host.name for host in core_hosts],
-            use,
-            options.enforcement if options is not None else hpc_conf.STRICT,
-        )
-        tries = []
-        for choice in found:
-            on_platform = [host for host in core_hosts if host.name in choice.keys]
-            if choice.preferred:
-                following = [host for host in on_platform if host.name in choice.preferred]
-                if following and len(following) < len(on_platform):
-                    tries.append((following, choice))
-            tries.append((on_platform, choice))
-        if tries:
-            return tries
-        state.refusal = fairness.describe_refusal(in_force, in_force.cloud, project, cores, use)
-        LOG.info("hpc-nova-scheduler: refusing %s: %s", state.application_id, state.refusal)
-        try:
-            state.database.record_refusal(project, state.profile.app_name, cores)
-        except db_api.ERRORS as error:
-            LOG.warning("hpc-nova-scheduler: could not record the refusal: %s", error)
-        return []
-
-    @staticmethod
-    def _log_hosts(core_hosts) -> None:
-        if not LOG.isEnabledFor(logging.DEBUG):
-            return
-        for host in core_hosts:
-            LOG.debug(
-                "hpc-nova-scheduler: %s rack=%s group=%s free=%s capacity=%s vms=%s",
-                host.name,
-                host.rack_id,
-                host.cpu_group,
-                host.free,
-                host.capacity,
-                [(vm.uuid, vm.app_class.value, vm.application_id) for vm in host.vms],
+        setting: plan_attempt.Setting,
+        knowledge,
+        plan: Plan,
+        spares: tuple[str, ...],
+        choice,
+    ) -> str | None:
+        """Claim the plan; an ExtremeHPC plan's hosts must still be free of
+        others. The conflict that lost the claim, or None."""
+        context = setting.context
+        conflict = claims.claim(state, context, plan, spares, self._policy, fair=choice)
+        if conflict is None and setting.extreme:
+            conflict = claims.check_dedicated(
+                state, context, plan, spares, knowledge, setting.occupied, self._occupancy
             )
-
-    @staticmethod
-    def _alternates(request, core_hosts, plan, thresholds, table, rule, levels) -> tuple[str, ...]:
-        if not PLAN_WEIGHER.is_set():
-            return ()
-        limit = NOVA_CONF.scheduler.max_attempts - 1
-        return algorithm.alternates(
-            request, core_hosts, plan, thresholds, table, limit=limit, rule=rule, levels=levels
-        )
-
-    # -- topology --------------------------------------------------------------
-
-    @staticmethod
-    def _where_now(
-        existing, instance_uuid: str | None, hosts: list
-    ) -> tuple[str, str | None] | None:
-        """Where the VM runs now, if it runs (it is being moved): its record's
-        host, else the host Nova shows it on; None for a new VM."""
-        if existing is not None:
-            return existing.host, existing.nodename
-        for hs in hosts:
-            if instance_uuid in (getattr(hs, "instances", None) or {}):
-                return hs.host, getattr(hs, "nodename", None)
-        return None
-
-    @staticmethod
-    def _held_domains(
-        state: RequestState, request: Request, levels, tags
-    ) -> tuple[frozenset[str], ...] | None:
-        """Per level, then the host level: where the application already runs
-        or holds claims (a server group's), or where the VM being moved runs
-        now. None when that cannot be known and a level is required."""
-        grouped = request.group_uuid is not None
-        if not grouped and state.moving_from is None:
-            return ()
-        if len(levels) == 1 and state.topology.empty:
-            return ()  # seed 003's single level reads its own VMs only
-        if tags is None:
-            return None if state.topology.required is not None else ()
-        if state.moving_from is not None:
-            # A moved VM stays in its own segment's domain, and so in the
-            # application's required one.
-            places = {state.moving_from}
-        elif state.database is None:
-            return None if state.topology.required is not None else ()
-        else:
-            try:
-                places = state.database.application_hosts(state.application_id)
-            except db_api.ERRORS as error:
-                LOG.warning(
-                    "hpc-nova-scheduler: cannot read where %s runs: %s", state.application_id, error
-                )
-                return None if state.topology.required is not None else ()
-        held: list[set[str]] = [set() for _ in range(len(levels) + 1)]
-        for host, nodename in places:
-            key = db_api.host_key(host, nodename)
-            for level, domain in enumerate(domain_ids(key, domains.values_of(host, tags, levels))):
-                held[level].add(domain)
-            held[-1].add(key)
-        if any(held):
-            LOG.debug("hpc-nova-scheduler: %s already holds %s", state.application_id, held)
-        return tuple(frozenset(level) for level in held)
-
-    @staticmethod
-    def _domain_check(state: RequestState, levels, tags):
-        """For the claim: ``(depth, domain of (host, key))`` at the required level, or None."""
-        depth = domains.constraint_depth(state.topology, levels)
-        if depth is None or tags is None:
-            return None
-        return depth, lambda host, key: domains.domain_of(host, key, tags, levels, depth)
+        return conflict
