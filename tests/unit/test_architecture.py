@@ -256,7 +256,6 @@ SCHEDULER_MAX_LINES = 400
 #: so the list cannot outlive its reason.
 SCHEDULER_OVER_LIMIT = {
     "fairness.py",  # its Nova-free parts move to fairshare/
-    "corunners.py",
 }
 
 
