@@ -15,7 +15,7 @@ import urllib.parse
 
 import sqlalchemy as sa
 
-from devcloud.layout import DATABASE_ROLES, Run
+from devcloud.layout import Run
 
 #: Where the plugin's account may connect from: this machine, by TCP or socket.
 ACCOUNT_HOSTS = ("127.0.0.1", "localhost")
@@ -33,7 +33,7 @@ def create_databases(run: Run) -> None:
     engine = _server(run)
     try:
         with engine.connect() as connection:
-            for role in DATABASE_ROLES:
+            for role in run.database_roles():
                 name = run.database(role)
                 connection.execute(
                     sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
@@ -133,9 +133,18 @@ def create_vhost(run: Run) -> None:
     run.vhost = vhost
     run.save()
     _rabbitmqctl("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+    for cell in range(2, run.cells + 1):
+        name = f"{vhost}-cell{cell}"
+        _rabbitmqctl("add_vhost", name)
+        run.cell_vhosts.append(name)
+        run.save()
+        _rabbitmqctl("set_permissions", "-p", name, user, ".*", ".*", ".*")
 
 
 def delete_vhost(run: Run) -> bool:
+    for name in list(run.cell_vhosts):
+        _rabbitmqctl("delete_vhost", name)
+        run.cell_vhosts.remove(name)
     if not run.vhost:
         return False
     _rabbitmqctl("delete_vhost", run.vhost)

@@ -20,6 +20,9 @@ def _say(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.cells > args.computes:
+        print(f"cloud: --cells {args.cells}: more cells than computes ({args.computes})")
+        return 2
     control.up(
         args.root,
         mysql=args.mysql,
@@ -34,6 +37,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         fairness=args.fairness,
         enforcement=args.enforcement,
         topology=args.topology,
+        cells=args.cells,
     )
     return 0
 
@@ -44,7 +48,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'}, "
         f"interference_model {run.interference_model}, fairness_policy {run.fairness}"
         + (f" ({run.enforcement})" if run.fairness != "none" else "")
-        + f"; {control.describe_topology(run)})"
+        + f"; {control.describe_topology(run)}"
+        + (f"; {run.cells} cells" if run.cells > 1 else "")
+        + ")"
     )
     width = max(len(s.name) for s in run.services) if run.services else 10
     stopped = 0
@@ -142,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         "2 racks of 2 computes out of 8. Tags the hosts with hpc:<level> aggregates and sets "
         "[hpc_scheduler] topology_levels (default: racks of 4 computes, topology_levels "
         "rack)",
+    )
+    up.add_argument(
+        "--cells",
+        type=options.positive_int,
+        default=1,
+        help="Nova cells the computes are spread over, in contiguous blocks, each after the "
+        "first with its own database, RabbitMQ virtual host and nova-conductor (default 1)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

@@ -234,12 +234,33 @@ def neutron_conf(run: Run) -> Path:
     )
 
 
+def cell_conf(run: Run, cell: int) -> Path:
+    """What a cell after the first overrides in nova.conf for its conductor and
+    computes: its own database and its own message queue."""
+    return _write(
+        run.path / "etc" / f"cell{cell}.conf",
+        {
+            "DEFAULT": {"transport_url": run.cell_transport_url(cell)},
+            "database": {"connection": run.database_url(f"nova_cell{cell}")},
+        },
+    )
+
+
+def cell_files(run: Run, cell: int) -> list[str]:
+    """``--config-file`` arguments a service of ``cell`` takes after nova.conf."""
+    if cell == 1:
+        return []
+    return ["--config-file", str(run.path / "etc" / f"cell{cell}.conf")]
+
+
 def write_all(run: Run) -> None:
     nova_paste(run)
     neutron_conf(run)
     nova_conf(run)
     placement_conf(run)
     glance_conf(run)
+    for cell in range(2, run.cells + 1):
+        cell_conf(run, cell)
     for index in range(run.computes):
         compute_conf(run, compute_host(index))
 

@@ -66,6 +66,32 @@ def _setup_databases(run: Run, say: Say) -> None:
     )
     _nova_manage(run, "cell_v2", "create_cell", "--name", "cell1", "--verbose")
     _nova_manage(run, "db", "sync")
+    for cell in range(2, run.cells + 1):
+        say(f"nova-manage cell_v2 create_cell --name cell{cell}; db sync --local_cell")
+        _nova_manage(
+            run,
+            "cell_v2",
+            "create_cell",
+            "--name",
+            f"cell{cell}",
+            "--database_connection",
+            run.database_url(f"nova_cell{cell}"),
+            "--transport-url",
+            run.cell_transport_url(cell),
+            "--verbose",
+        )
+        services.run_command(
+            run,
+            [
+                services.tool("nova-manage"),
+                "--config-file",
+                str(run.path / "etc/nova.conf"),
+                *config.cell_files(run, cell),
+                "db",
+                "sync",
+                "--local_cell",
+            ],
+        )
     say("hpc-nova-scheduler db sync; profile import; interference import")
     hpc = [services.tool("hpc-nova-scheduler"), "--config-file", str(etc / "nova.conf")]
     services.run_command(run, [*hpc, "db", "sync"])
@@ -136,8 +162,17 @@ def _start_services(run: Run, say: Say) -> None:
     nova_conf = ["--config-file", str(run.path / "etc/nova.conf")]
     say(f"nova-conductor and nova-scheduler ({run.scheduler_workers} workers)")
     services.spawn(run, "nova-conductor", [services.tool("nova-conductor"), *nova_conf])
+    for cell in range(2, run.cells + 1):
+        # cell1's conductor is the one above, which also serves the API level.
+        say(f"nova-conductor of cell{cell}")
+        services.spawn(
+            run,
+            f"nova-conductor-cell{cell}",
+            [services.tool("nova-conductor"), *nova_conf, *config.cell_files(run, cell)],
+        )
     services.spawn(run, "nova-scheduler", [services.tool("nova-scheduler"), *nova_conf])
-    say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}")
+    cells = f" in {run.cells} cells" if run.cells > 1 else ""
+    say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}{cells}")
     for index in range(run.computes):
         host = config.compute_host(index)
         services.spawn(
@@ -146,6 +181,7 @@ def _start_services(run: Run, say: Say) -> None:
             [
                 services.tool("nova-compute"),
                 *nova_conf,
+                *config.cell_files(run, run.cell_of(index)),
                 "--config-file",
                 str(run.path / "etc" / f"{host}.conf"),
             ],
@@ -198,6 +234,7 @@ def up(
     fairness: str = "none",
     enforcement: str = "strict",
     topology: Sequence[tuple[str, int]] = (),
+    cells: int = 1,
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -212,6 +249,7 @@ def up(
         fairness=fairness,
         enforcement=enforcement,
         topology=[(level, int(n)) for level, n in topology],
+        cells=cells,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()

@@ -66,6 +66,10 @@ class Run:
     #: its domains holds, as ``simulate --topology`` reads them; empty: racks
     #: of :data:`devcloud.operator.RACK_SIZE` hosts and the default levels.
     topology: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    #: ``up --cells``: Nova cells holding the computes (cell1, cell2, ...).
+    cells: int = 1
+    #: The RabbitMQ virtual hosts of the cells after the first, for ``down``.
+    cell_vhosts: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -83,6 +87,22 @@ class Run:
     @property
     def path(self) -> Path:
         return Path(self.folder)
+
+    def database_roles(self) -> tuple[str, ...]:
+        """Every database of the run: cell1 is ``nova``, further cells ``nova_cell<N>``."""
+        return DATABASE_ROLES + tuple(f"nova_cell{n}" for n in range(2, self.cells + 1))
+
+    def cell_of(self, index: int) -> int:
+        """The cell (1, 2, ...) of the compute numbered ``index``: contiguous
+        blocks of computes, so that racks do not straddle cells."""
+        return index * self.cells // max(self.computes, 1) + 1
+
+    def cell_transport_url(self, cell: int) -> str:
+        """Each cell after the first has a message queue of its own, as in Nova's
+        cells v2 layout: its conductor and computes talk only there."""
+        if cell == 1:
+            return self.transport_url
+        return f"{self.rabbit.rstrip('/')}/{self.vhost}-cell{cell}"
 
     def database(self, role: str) -> str:
         return f"hpc{self.run_id}_{role}"
