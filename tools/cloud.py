@@ -5,7 +5,7 @@ Run it with the project's virtual environment (made by tools/quickstart.py):
 
     .venv/bin/python tools/cloud.py up [--computes 8] [--scheduler-workers 2]
                                        [--fairness POLICY] [--enforcement strict|borrow]
-                                       [--topology LEVEL=N,...]
+                                       [--topology LEVEL=N,...] [--cells N]
     .venv/bin/python tools/cloud.py status
     .venv/bin/python tools/cloud.py stress [--seconds 60] [--clients 4] [--plugin on|off]
                                            [--interference-model NAME]
