@@ -90,6 +90,7 @@ from hpc_nova_scheduler import conf as hpc_conf  # noqa: E402
 from hpc_nova_scheduler.core.profile import AppClass  # noqa: E402
 from hpc_nova_scheduler.core.records import ProfileRecord  # noqa: E402
 from hpc_nova_scheduler.db import api as db_api  # noqa: E402
+from hpc_nova_scheduler.fairshare import live_allocation, platforms  # noqa: E402
 from hpc_nova_scheduler.scheduler import fairness  # noqa: E402
 
 CONF = nova_conf.CONF
@@ -242,7 +243,7 @@ class Fair:
             "fairness_policy", self.policy if on else hpc_conf.NO_FAIRNESS, group="hpc_scheduler"
         )
 
-    def set_up(self, database: db_api.Database, count: int) -> fairness.Outcome:
+    def set_up(self, database: db_api.Database, count: int) -> live_allocation.Outcome:
         from hpc_nova_scheduler.fairshare.runs import TaskRun
 
         # Far longer than any run here: the generation never goes stale.
@@ -259,14 +260,14 @@ class Fair:
             database.set_share(project, weight)
             database.set_demand(project, count * 32)
         states, _ = host_states(count, self.groups)
-        nodes = [fairness.Node(hs.host, hs.nodename, hs.vcpus_total, hs.cpu_info) for hs in states]
+        nodes = [platforms.Node(hs.host, hs.nodename, hs.vcpus_total, hs.cpu_info) for hs in states]
         tags: dict[str, dict[str, set[str]]] = {}
         for hs in states:
             for aggregate in hs.aggregates:
                 for key, value in aggregate.metadata.items():
                     tags.setdefault(hs.host, {}).setdefault(key, set()).add(value)
-        cloud = fairness.build_cloud(nodes, tags)
-        outcome = fairness.allocate(database, fairness.settings(), cloud, write=True)
+        cloud = platforms.build_cloud(nodes, tags)
+        outcome = live_allocation.allocate(database, fairness.settings(), cloud, write=True)
         # Every project runs the same applications here, so a policy such
         # as paf may give one project everything: the others' requests would
         # only be refused, which is not the path timed here.

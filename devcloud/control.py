@@ -11,7 +11,10 @@ aggregates, flavors and an image through the APIs.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +174,9 @@ def _start_services(run: Run, say: Say) -> None:
             [services.tool("nova-conductor"), *nova_conf, *config.cell_files(run, cell)],
         )
     services.spawn(run, "nova-scheduler", [services.tool("nova-scheduler"), *nova_conf])
+    if run.plugin:
+        say("hpc-scheduler-agent (sweep, fallback copy, fair-share allocator)")
+        services.spawn(run, AGENT, agent_command(run))
     cells = f" in {run.cells} cells" if run.cells > 1 else ""
     say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}{cells}")
     for index in range(run.computes):
@@ -186,6 +192,46 @@ def _start_services(run: Run, say: Say) -> None:
                 str(run.path / "etc" / f"{host}.conf"),
             ],
         )
+
+
+#: The plugin's service of background work, next to nova-scheduler.
+AGENT = "hpc-scheduler-agent"
+
+
+def agent_command(run: Run) -> list[str]:
+    """``hpc-scheduler-agent`` with the scheduler's nova.conf.
+
+    Run as a module of this interpreter: a checkout used in place has the
+    package but may not have the console script.
+    """
+    return [
+        sys.executable,
+        "-m",
+        "hpc_nova_scheduler.agent.main",
+        "--config-file",
+        str(run.path / "etc/nova.conf"),
+    ]
+
+
+def _follow_with_agent(run: Run, say: Say) -> None:
+    """The agent as the plugin is: started, reloaded with the new nova.conf, or stopped."""
+    running = [s for s in run.services_named(AGENT) if services.group_alive(s.pid)]
+    if not run.plugin:
+        for agent in services.stop_all(running):
+            run.services.remove(agent)
+            say(f"hpc-scheduler-agent stopped (pid {agent.pid})")
+        run.save()
+        return
+    if running:
+        for agent in running:
+            # SIGHUP: the agent reads nova.conf again, its tasks follow.
+            os.kill(agent.pid, signal.SIGHUP)
+        say("hpc-scheduler-agent reloaded (SIGHUP)")
+        return
+    for stale in run.services_named(AGENT):
+        run.services.remove(stale)
+    services.spawn(run, AGENT, agent_command(run))
+    say("hpc-scheduler-agent started")
 
 
 def _wait_for_computes(run: Run, conn, say: Say, timeout: float = 300.0) -> None:
@@ -296,7 +342,13 @@ def status(run: Run) -> list[tuple[str, int, str, str]]:
         state = "running" if services.group_alive(service.pid) else "stopped"
         workers = services.children(service.pid)
         detail = service.url or ""
-        if workers and service.name in ("nova-scheduler", "nova-conductor", "nova", "placement"):
+        if workers and service.name in (
+            "nova-scheduler",
+            "nova-conductor",
+            "nova",
+            "placement",
+            AGENT,
+        ):
             detail = f"{detail} workers {' '.join(map(str, workers))}".strip()
         rows.append((service.name, service.pid, state, detail))
     return rows
@@ -371,6 +423,7 @@ def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:
     services.stop(scheduler)
     services.replace(run, scheduler)
     say(f"nova-scheduler restarted {why}")
+    _follow_with_agent(run, say)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = {s.id: s.updated_at for s in conn.compute.services(binary="nova-scheduler")}

@@ -8,6 +8,7 @@ happened to the requests in flight meanwhile.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import random
 import signal
@@ -15,8 +16,10 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from devcloud import backends, services
+from devcloud import backends, config, control, services
 from devcloud.layout import Run
+from hpc_nova_scheduler.agent.allocator import CHECK_SECONDS, LEASE_SECONDS
+from hpc_nova_scheduler.db import api as db_api
 
 Say = Callable[[str], None]
 #: Seconds the plugin database refuses connections (the issue's 20 s).
@@ -29,6 +32,8 @@ class Window:
     started: float = 0.0
     ended: float = 0.0
     detail: str = ""
+    #: What the fault left broken (the stress run fails on any).
+    problems: list[str] = dataclasses.field(default_factory=list)
 
 
 def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
@@ -114,9 +119,75 @@ def refuse_plugin_database(run: Run, window: Window, rng: random.Random, say: Sa
     say(f"fault: {window.detail}")
 
 
+def _utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
+    """kill -9 hpc-scheduler-agent during a run of its tasks, start it again.
+
+    Killed at a random moment of its allocator's cycle, once it has recorded
+    a run: with the load's placements its allocator runs at every look, so
+    the kill lands in or between runs of its tasks, never on an idle agent.
+    The new agent must write a fair-share generation (under ``--fairness``)
+    and sweep again within one interval of each; the killed one never let
+    the lease go, so the new one takes it once it expires.
+    """
+    (agent,) = run.services_named(control.AGENT)
+    database = db_api.Database(run.database_url("hpc"))
+    try:
+        if not _wait_for(lambda: bool(database.task_runs()), 60):
+            raise services.ServiceError("hpc-scheduler-agent recorded no run in 60 s")
+        time.sleep(rng.uniform(0.0, CHECK_SECONDS))
+        window.started = time.monotonic()
+        os.killpg(agent.pid, signal.SIGKILL)
+        say(f"fault: killed {control.AGENT} (pid {agent.pid}, kill -9 of its process group)")
+        restarted = services.replace(run, agent)
+        since, restarted_at = _utc(), time.monotonic()
+        say(f"fault: {control.AGENT} started again (pid {restarted.pid})")
+        fair = run.fairness != "none"
+        interval = config.FAIRSHARE_INTERVAL if fair else config.RECONCILE_INTERVAL
+        new_name = f":{restarted.pid}"
+
+        def swept() -> bool:
+            return any(
+                r.task == "sweep" and r.agent.endswith(new_name) and r.finished_at >= since
+                for r in database.task_runs()
+            )
+
+        def generation() -> bool:
+            latest = database.latest_generation()
+            return latest is not None and latest.created_at >= since
+
+        checks = [("sweep", swept, config.RECONCILE_INTERVAL + 30)]
+        if fair:
+            # The lease of the killed agent expires first, then a run is due.
+            checks.append(("fair-share generation", generation, interval + LEASE_SECONDS))
+        found = []
+        for label, check, bound in checks:
+            if _wait_for(check, bound):
+                found.append(f"{label} fresh {time.monotonic() - restarted_at:.0f} s after")
+            else:
+                problem = f"no {label} within {bound:.0f} s of the agent's restart"
+                window.problems.append(problem)
+                found.append(problem)
+        if fair:
+            latest = database.latest_generation()
+            say(
+                f"fault: fair-share generation {latest.number} of {latest.created_at:%H:%M:%S} "
+                f"(UTC), fairshare_interval {config.FAIRSHARE_INTERVAL} s"
+            )
+    finally:
+        database.dispose()
+    window.ended = time.monotonic()
+    window.detail = f"{control.AGENT} killed (kill -9) and restarted; " + "; ".join(found)
+    say(f"fault: {window.detail}")
+
+
 FAULTS: dict[str, Callable[[Run, Window, random.Random, Say], None]] = {
     "plugin-db": refuse_plugin_database,
     "scheduler-worker": kill_scheduler_worker,
     "compute": kill_compute,
     "rabbitmq": restart_rabbitmq,
+    "agent-kill": kill_agent,
 }

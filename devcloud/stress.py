@@ -10,7 +10,10 @@ checks them (:mod:`devcloud.checker`). The last line is
     stress: R requests, S servers, V invariant violations, P topology violations,
     E entitlement violations, L record mismatches, T s
 
-(on one line) and the exit status is non-zero when V, P, E or L is above zero.
+(on one line) and the exit status is non-zero when V, P, E or L is above
+zero, or when a fault left something broken (``agent-kill``: the restarted
+hpc-scheduler-agent did not sweep, or under ``--fairness`` write a
+generation, within one interval).
 Some HPC requests (:data:`TOPOLOGY_SHARE`) use a flavor with
 ``hpc:topology_required`` at one of the cloud's levels (``rack``; with ``up
 --topology block=2,rack=2`` also ``block``); each client reads where the
@@ -768,6 +771,9 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         )
     for window in windows:
         report_window(window, ledger, started, say, admin)
+    left_broken = [f"{w.name}: {p}" for w in windows for p in w.problems]
+    for line in left_broken:
+        say(f"fault left broken: {line}")
     for line in violations[:20]:
         say(f"violation: {line}")
     for line in topology[:20]:
@@ -786,4 +792,4 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         f"{len(mismatches)} record mismatches, {elapsed:.0f} s",
         flush=True,
     )
-    return 1 if violations or topology or entitlement or mismatches or errors else 0
+    return 1 if violations or topology or entitlement or mismatches or errors or left_broken else 0

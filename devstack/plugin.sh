@@ -6,7 +6,9 @@
 # tools/cloud.py does on a machine without devstack (see README.rst,
 # "Trying it on a real control plane"): install the plugin next to
 # nova-scheduler, point nova.conf at its filters and weighers, run several
-# scheduler workers, create the plugin database, sync it and load profiles.
+# scheduler workers, create the plugin database, sync it and load profiles,
+# and run hpc-scheduler-agent (the sweep, the fallback copy and the
+# fair-share allocator) next to nova-scheduler, with the same nova.conf.
 # Racks and processor groups are host aggregates with hpc:rack and
 # hpc:cpu_group metadata, which the operator sets as for any cloud.
 
@@ -70,6 +72,18 @@ function init_hpc_nova_scheduler {
     fi
 }
 
+# The agent runs on the scheduler's host with its nova.conf: it keeps the
+# scheduler workers' fallback copy (in Nova's state_path) ready.
+function start_hpc_scheduler_agent {
+    local bin
+    bin="$(get_python_exec_prefix)/hpc-scheduler-agent"
+    run_process hpc-scheduler-agent "$bin --config-file $NOVA_CONF"
+}
+
+function stop_hpc_scheduler_agent {
+    stop_process hpc-scheduler-agent
+}
+
 if is_service_enabled hpc-nova-scheduler; then
     if [[ "$1" == "stack" && "$2" == "install" ]]; then
         echo_summary "Installing hpc-nova-scheduler"
@@ -78,6 +92,16 @@ if is_service_enabled hpc-nova-scheduler; then
         echo_summary "Configuring hpc-nova-scheduler"
         configure_hpc_nova_scheduler
         init_hpc_nova_scheduler
+    elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+        if is_service_enabled hpc-scheduler-agent; then
+            echo_summary "Starting hpc-scheduler-agent"
+            start_hpc_scheduler_agent
+        fi
+    fi
+    if [[ "$1" == "unstack" ]]; then
+        if is_service_enabled hpc-scheduler-agent; then
+            stop_hpc_scheduler_agent
+        fi
     fi
     if [[ "$1" == "clean" ]]; then
         # The database goes with devstack's own; nothing else is left behind.

@@ -120,12 +120,13 @@ reschedule to an alternate host.
         default=60,
         min=0,
         help="""
-Seconds between two sweeps of ``app_running`` by each nova-scheduler worker.
+Seconds between two sweeps of ``app_running`` by ``hpc-scheduler-agent``.
 
 The scheduler updates the records of the hosts it looks at while it places
-VMs; a sweep repairs the rest from Nova's databases, as ``hpc-nova-scheduler
-reconcile`` does: records of deleted instances go, records of moved ones
-follow them. 0 turns sweeping off.
+VMs; the agent's sweep repairs the rest from Nova's databases, as
+``hpc-nova-scheduler reconcile`` does: records of deleted instances go,
+records of moved ones follow them. Each sweep also keeps the fallback copy
+(``fallback_connection``) ready. 0 turns sweeping off.
 """,
     ),
 ]
@@ -174,8 +175,9 @@ Every occurrence is logged with the reason.
         secret=True,
         help="""
 SQLAlchemy URL of a local copy that keeps placement safe while the plugin
-database is down. Every sweep (``reconcile_interval``) copies the profiles
-and the interference table into it. While the database is down, the
+database is down. Every sweep of ``hpc-scheduler-agent`` on this host
+(``reconcile_interval``) copies the profiles, the interference table and
+the entitlements into it. While the database is down, the
 scheduler workers of this host claim and record placements in it, so that
 they still see each other's, and keep off hosts where Placement shows VMs
 they know nothing of; once the database answers again the copy's
@@ -318,8 +320,8 @@ shares and demand only.
         min=10,
         max=24 * 3600,
         help="""
-Seconds between two runs of the allocator. It also runs as soon as demand
-or usage changes (a project's VMs end, a request is refused for its
+Seconds between two runs of the allocator (in ``hpc-scheduler-agent``). It
+also runs as soon as demand or usage changes (a project's VMs end, a request is refused for its
 entitlement) and on ``hpc-nova-scheduler fairshare allocate``.
 Entitlements older than two intervals count as stale: the filter then
 places as if ``fairness_policy`` were ``none`` and says so in its log.

@@ -3,7 +3,7 @@
 One module per command group, as python-openstackclient does: ``db``,
 ``profile``, ``interference``, ``characterise``, ``model``, ``plan``,
 ``rebalance``, ``trace``, ``simulate``, ``fairshare``, ``demo``,
-``reconcile`` and ``topology``; each adds its parser, and :mod:`.common`
+``reconcile``, ``agent`` and ``topology``; each adds its parser, and :mod:`.common`
 holds what they share (configuration, the database, tables, and the
 one-line errors).
 
@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import (
+    agent,
     characterise,
     common,
     db,
@@ -49,6 +50,7 @@ PIPE_CLOSED = 141
 #: The command groups, in the order ``--help`` lists them.
 GROUPS = (
     reconcile,
+    agent,
     topology,
     db,
     profile,

@@ -4,8 +4,8 @@
 (shares, demand, runs, recorded VMs, refusals, decayed usage) and Nova's
 compute nodes and aggregates, prints the entitlements per project and
 platform and the node templates, and writes them as a new generation
-unless ``--dry-run``. It is what the allocator inside nova-scheduler does
-at every ``fairshare_interval``, except that it never charges usage: only
+unless ``--dry-run``. It is what the allocator of ``hpc-scheduler-agent``
+does at every ``fairshare_interval``, except that it never charges usage: only
 the lease's holder does, so that no second is charged twice.
 
 ``show`` is the tenant's view, what Slurm's ``sshare`` shows: per project
@@ -16,9 +16,9 @@ is the operator's: how fairly the cores in use serve the projects now
 platforms (an efficiency estimate). Both read the generation's stored
 platforms, so neither needs Nova.
 
-Nova is imported only by ``allocate``'s default source of compute nodes,
-and by :mod:`~hpc_nova_scheduler.scheduler.fairness` (imported when a
-command runs), so that ``--help`` and the other commands run without it.
+Nova is imported only by ``allocate``'s default source of compute nodes
+(:func:`~hpc_nova_scheduler.agent.allocator.nova_nodes`, imported when
+the command runs), so that ``--help`` and the other commands run without it.
 """
 
 from __future__ import annotations
@@ -41,15 +41,15 @@ from hpc_nova_scheduler.cmd import common
 if TYPE_CHECKING:
     from hpc_nova_scheduler.db import api as db_api
     from hpc_nova_scheduler.fairshare import entitlements as live
-    from hpc_nova_scheduler.scheduler import fairness
+    from hpc_nova_scheduler.fairshare import live_allocation, platforms
 
 #: Where ``allocate`` gets the compute nodes and their aggregates' ``hpc:``
 #: tags (host -> key -> values) from: Nova by default, a list in tests.
-CloudSource = Callable[[argparse.Namespace], "tuple[Sequence[fairness.Node], Mapping | None]"]
+CloudSource = Callable[[argparse.Namespace], "tuple[Sequence[platforms.Node], Mapping | None]"]
 
 
-def _fairness() -> types.ModuleType:
-    """:mod:`~hpc_nova_scheduler.scheduler.fairness`, imported without Nova's chatter.
+def _agent_allocator() -> types.ModuleType:
+    """:mod:`~hpc_nova_scheduler.agent.allocator`, imported without Nova's chatter.
 
     It imports Nova, and Nova loads oslo.service's eventlet backend, which
     logs at INFO where the command's oslo.log writes (standard output, where
@@ -59,8 +59,8 @@ def _fairness() -> types.ModuleType:
     logging.getLogger("oslo_service.backend").setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
-        from hpc_nova_scheduler.scheduler import fairness
-    return fairness
+        from hpc_nova_scheduler.agent import allocator
+    return allocator
 
 
 # -- options -----------------------------------------------------------------
@@ -100,17 +100,17 @@ def tags_of(aggregates: Iterable[Any]) -> dict[str, dict[str, frozenset[str]]]:
     return aggregate_tags.tags_of(aggregates)
 
 
-def read_nova() -> tuple[list[fairness.Node], dict]:
+def read_nova() -> tuple[list[platforms.Node], dict]:
     """The compute nodes of every cell and the aggregates' tags, with Nova configured."""
     from nova import context as nova_context
     from nova import objects
 
-    fairness = _fairness()
+    allocator = _agent_allocator()
     aggregates = objects.AggregateList.get_all(nova_context.get_admin_context())
-    return fairness.nova_nodes(), tags_of(aggregates)
+    return allocator.nova_nodes(), tags_of(aggregates)
 
 
-def nova_source(args: argparse.Namespace) -> tuple[list[fairness.Node], dict]:
+def nova_source(args: argparse.Namespace) -> tuple[list[platforms.Node], dict]:
     """:func:`read_nova` after loading Nova's configuration from the command's files."""
     from hpc_nova_scheduler.cmd import reconcile
 
@@ -128,8 +128,8 @@ def allocate_handler(source: CloudSource = nova_source) -> common.Handler:
 
 def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int:
     from hpc_nova_scheduler.core.sharing import SharingError
+    from hpc_nova_scheduler.fairshare import live_allocation, platforms
 
-    fairness = _fairness()
     options = _settings(args.conf, args.policy)
     if options is None:
         raise common.CommandError(
@@ -145,9 +145,9 @@ def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int
             )
         try:
             nodes, tags = source(args)
-            cloud = fairness.build_cloud(nodes, tags)
-            outcome = fairness.allocate(database, options, cloud, write=not args.dry_run)
-        except (fairness.FairshareError, SharingError) as error:
+            cloud = platforms.build_cloud(nodes, tags)
+            outcome = live_allocation.allocate(database, options, cloud, write=not args.dry_run)
+        except (platforms.FairshareError, SharingError) as error:
             raise common.CommandError(f"cannot allocate: {error}; nothing written") from None
     finally:
         database.dispose()
@@ -164,7 +164,7 @@ def _allocate(args: argparse.Namespace, out: TextIO, source: CloudSource) -> int
 
 
 def _allocation_json(
-    options: hpc_conf.FairnessSettings, outcome: fairness.Outcome, dry_run: bool
+    options: hpc_conf.FairnessSettings, outcome: live_allocation.Outcome, dry_run: bool
 ) -> dict:
     return {
         "policy": options.policy,
@@ -181,7 +181,7 @@ def _allocation_json(
     }
 
 
-def _allocation_tables(outcome: fairness.Outcome, out: TextIO) -> None:
+def _allocation_tables(outcome: live_allocation.Outcome, out: TextIO) -> None:
     platforms = [p.name for p in outcome.inputs.cloud.platforms]
     rows = []
     for project in outcome.inputs.projects:
@@ -218,7 +218,7 @@ class Live:
     """The latest generation and the cloud's use now, as show and report read them."""
 
     generation: db_api.Generation
-    cloud: fairness.Cloud
+    cloud: platforms.Cloud
     policy: str
     interval: int
     age_s: float
@@ -268,8 +268,8 @@ class Live:
 
 def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
     from hpc_nova_scheduler.fairshare import entitlements as live
+    from hpc_nova_scheduler.fairshare import live_allocation, platforms
 
-    fairness = _fairness()
     interval, policy = _interval(args.conf)
     database = common.database(args)
     try:
@@ -287,9 +287,9 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
                 "fairness_policy"
             )
         stored = generation.templates if isinstance(generation.templates, Mapping) else {}
-        cloud = fairness.cloud_from_json(stored.get("cloud", {"platforms": [], "hosts": {}}))
+        cloud = platforms.cloud_from_json(stored.get("cloud", {"platforms": [], "hosts": {}}))
         now = timeutils.utcnow()
-        inputs = fairness.read_inputs(database, cloud, interval, now)
+        inputs = live_allocation.read_inputs(database, cloud, interval, now)
         use = database.cores_in_use()
         usage = database.usage()
     finally:

@@ -622,6 +622,23 @@ class Refusal:
     at: datetime.datetime
 
 
+@dataclasses.dataclass(frozen=True)
+class TaskRun:
+    """The last run of one task of one agent (``agent_tasks``)."""
+
+    task: str
+    agent: str
+    started_at: datetime.datetime
+    finished_at: datetime.datetime
+    interval_s: float | None
+    #: None when the run succeeded.
+    error: str | None
+
+
+#: Task rows of an agent not heard of for this long are pruned.
+TASK_RUNS_KEPT = datetime.timedelta(days=1)
+
+
 class Database:
     """The plugin database at one URL."""
 
@@ -1622,3 +1639,38 @@ class Database:
             return session.execute(
                 delete(table).where(table.created_at < _naive_utc(before))
             ).rowcount
+
+    # -- hpc-scheduler-agent's task record ----------------------------------
+
+    @_retry_on_deadlock
+    def record_task(self, run: TaskRun) -> None:
+        """Rewrite the row of ``run``'s task and agent; prune rows a day old."""
+        table = models.AgentTask
+        values = {
+            "started_at": _naive_utc(run.started_at),
+            "finished_at": _naive_utc(run.finished_at),
+            "interval_s": run.interval_s,
+            "error": run.error,
+        }
+        with self._writer() as session:
+            # One agent writes its own rows only: no other writer races this one.
+            row = session.get(table, (_name(run.task, "task"), _name(run.agent, "agent")))
+            if row is None:
+                session.add(table(task=run.task, agent=run.agent, **values))
+            else:
+                _apply(row, values)
+            session.execute(
+                delete(table).where(table.finished_at < values["finished_at"] - TASK_RUNS_KEPT)
+            )
+
+    def task_runs(self) -> list[TaskRun]:
+        """Every agent's last run of every task, by task, the newest first."""
+        table = models.AgentTask
+        with self._reader() as session:
+            rows = session.scalars(
+                select(table).order_by(table.task, table.finished_at.desc(), table.agent)
+            ).all()
+            return [
+                TaskRun(r.task, r.agent, r.started_at, r.finished_at, r.interval_s, r.error)
+                for r in rows
+            ]

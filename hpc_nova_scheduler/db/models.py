@@ -338,3 +338,21 @@ class FairshareRefusal(Base):
     application: Mapped[str | None] = mapped_column(AppName)
     cores: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+
+
+class AgentTask(Base):
+    """The last run of one task of one ``hpc-scheduler-agent``: one row each, rewritten.
+
+    ``agent`` is ``host:pid``; ``error`` is None when the run succeeded;
+    ``interval_s`` is the task's interval at that run, so that ``agent
+    status`` tells a late task without reading the agent's configuration.
+    """
+
+    __tablename__ = "agent_tasks"
+
+    task: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    started_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    finished_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    interval_s: Mapped[float | None] = mapped_column(Double)
+    error: Mapped[str | None] = mapped_column(Text)

@@ -1,6 +1,6 @@
 """Seed 002 for a live cloud: from projects, platforms and runs to entitlements.
 
-nova-scheduler's allocator (``scheduler/fairness.py``) and the
+hpc-scheduler-agent's allocator (``agent/allocator.py``) and the
 ``fairshare allocate|show|report`` commands read what Nova and the plugin
 database hold and hand it here as plain values; this module poses seed
 002's problem (:class:`~hpc_nova_scheduler.core.sharing.Claimant` per

@@ -30,7 +30,8 @@ from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import fairness, host_view
+from hpc_nova_scheduler.fairshare.in_force import Choice
+from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.corunners import claim_cores, claimed_vms
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
 from hpc_nova_scheduler.scheduler.nova_instances import look_up
@@ -172,14 +173,14 @@ def claim(
     plan: algorithm.Plan,
     spares: tuple[str, ...],
     policy: FailurePolicy,
-    fair: fairness.Choice | None = None,
+    fair: Choice | None = None,
 ) -> str | None:
     """Claim the plan and its spares; say what conflicts if they cannot be.
 
     Without a database (``database_failure_policy = degrade``) nothing
     is claimed: the plan stands on what this scheduler alone knows. With
     ``fair`` the claim also takes its platform's lock and is refused when
-    the cores in use there leave no room for it (:meth:`fairness.Choice.refusal`).
+    the cores in use there leave no room for it (:meth:`Choice.refusal`).
     """
     database = state.database
     if database is None:

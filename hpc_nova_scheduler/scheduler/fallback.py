@@ -7,14 +7,17 @@ others' placements until their computes report them. So the workers of one
 host share a small SQLite database (``[hpc_scheduler] fallback_connection``)
 with the plugin's schema:
 
-- every sweep copies the profiles, the interference table and the
-  fair-share entitlements into it, so that stored profiles, harmful pairs
-  and entitlements still count (entitlements until they turn stale);
+- every sweep of ``hpc-scheduler-agent`` on this host (which shares the
+  scheduler's nova.conf, so this file) copies the profiles, the
+  interference table and the fair-share entitlements into it, so that
+  stored profiles, harmful pairs and entitlements still count
+  (entitlements until they turn stale);
 - while the database is down, claims and ``app_running`` rows are written
   to the copy, which serialises the workers' plans as the database does;
 - once the database answers again, the copy's rows and live claims are
   handed over to it (:meth:`Database.hand_over`), before the next request
-  of this process plans from the database, and by every worker's sweep.
+  of this process plans from the database (:meth:`FailurePolicy.hand_over`,
+  so without an agent too), and by the agent's sweep.
 
 Co-runners placed before the outage that no compute has reported yet are
 in neither: the filter keeps off hosts where Placement shows such
@@ -136,7 +139,8 @@ class FallbackStore:
         """Give the copy's placements to the database; how many rows and claims.
 
         Cheap when nothing was written to the copy since it was last found
-        empty (one ``stat`` of its file), so every request may call it.
+        empty (one ``stat`` of its file), so every request may call it; the
+        agent's sweep forces a look.
         Database errors of ``main`` propagate, and the copy keeps everything.
         """
         fallback = self.database()

@@ -11,9 +11,13 @@ import nova.conf
 import os_resource_classes as orc
 from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
+from hpc_nova_scheduler.core.cpu_groups import (  # noqa: F401 (the filter's names)
+    CPU_GROUP_KEY,
+    UNKNOWN_CPU_GROUP,
+    cpu_group_from_cpu_info,
+)
 from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS, metadata_key
 from hpc_nova_scheduler.db.api import host_key as db_host_key
 
@@ -21,8 +25,6 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
 RACK_KEY = "hpc:rack"
-CPU_GROUP_KEY = "hpc:cpu_group"
-UNKNOWN_CPU_GROUP = "unknown"
 
 
 def _metadata_values(
@@ -77,35 +79,6 @@ def _one_value(host_state: Any, key: str, values: set[str] | None) -> str | None
         )
         return chosen
     return next(iter(values))
-
-
-@functools.lru_cache(maxsize=1024)
-def _cpu_group_from_text(cpu_info: str) -> str:
-    try:
-        info = jsonutils.loads(cpu_info) if cpu_info.strip() else {}
-    except ValueError:
-        info = {}
-    return cpu_group_from_cpu_info(info)
-
-
-def cpu_group_from_cpu_info(cpu_info: Any) -> str:
-    """A processor group name from a compute node's ``cpu_info``.
-
-    Vendor, model and, where the driver reports one, frequency; hosts whose
-    driver reports nothing share the group ``unknown``.
-    """
-    if isinstance(cpu_info, str):
-        # A cloud has a handful of distinct processor descriptions.
-        return _cpu_group_from_text(cpu_info)
-    info: Any = cpu_info
-    if not isinstance(info, dict):
-        return UNKNOWN_CPU_GROUP
-    parts = [str(info[key]) for key in ("vendor", "model") if info.get(key)]
-    for key in ("frequency", "mhz", "cpu_mhz", "max_frequency"):
-        if info.get(key):
-            parts.append(f"{info[key]}MHz")
-            break
-    return "/".join(parts) if parts else UNKNOWN_CPU_GROUP
 
 
 def topology(

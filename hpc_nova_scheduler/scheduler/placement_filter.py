@@ -70,7 +70,6 @@ from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
 from hpc_nova_scheduler.scheduler.plugin_data import PluginData
 from hpc_nova_scheduler.scheduler.request import Request, RequestState, remember, request_state
 from hpc_nova_scheduler.scheduler.rounds import Rounds
-from hpc_nova_scheduler.scheduler.sweeper import Sweeper
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -135,10 +134,8 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         self._data = PluginData(self._source, self._occupancy, self._policy)
         self._rounds = Rounds(self._occupancy, self._fallback, self._source.placed_here)
         self._models = ModelCache(self._policy)
-        self._sweeper = Sweeper(self._db, self._fallback)
         self._tags = AggregateTags()
         self._entitlements = fairness.Entitlements()
-        self._allocator = fairness.Allocator(self._db, self._tags.current)
         report_threshold_problems()
         # A bad fair-share option is said once, now, rather than at the first request.
         fairness.settings()
@@ -164,8 +161,6 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         try:
             request = Request.from_spec(spec_obj, planning=state is None)
             if state is None:
-                self._sweeper.ensure_started()
-                self._allocator.ensure_started()
                 state = self._start(hosts, request)
                 remember(spec_obj, state)
             _ROUND.settled = state.plan is None and state.refusal is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hpc_nova_scheduler.agent.tasks import Agent
 from hpc_nova_scheduler.demo.cloud import HPC_FILTERS, HPC_WEIGHERS, HpcCloud, NovaCloud
 
 __all__ = ["HPC_FILTERS", "HPC_WEIGHERS", "HpcTestCase", "NovaTestCase"]
@@ -12,4 +13,24 @@ class NovaTestCase(NovaCloud):
 
 
 class HpcTestCase(HpcCloud):
-    """A small cloud of shaped hosts, racks and processor groups, with the plugin on."""
+    """A small cloud of shaped hosts, racks and processor groups, with the plugin on.
+
+    nova-scheduler starts no background work: what ``hpc-scheduler-agent``
+    does, a test does explicitly, in its own thread (:meth:`sweep`,
+    :meth:`allocator_tick`), so nothing outlives the test.
+    """
+
+    def agent(self) -> Agent:
+        """This test's agent (one per test, closed at its end)."""
+        if getattr(self, "_agent", None) is None:
+            self._agent = Agent(name="functional-test:0")
+            self.addCleanup(self._agent.close)
+        return self._agent
+
+    def sweep(self):
+        """One run of the agent's ``sweep`` task: hand over, reconcile, refresh the copy."""
+        return self.agent().sweep()
+
+    def allocator_tick(self):
+        """One look of the agent's allocator at the lease; the run's outcome, if one was due."""
+        return self.agent().fairshare()

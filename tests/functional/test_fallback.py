@@ -68,15 +68,13 @@ class TestOutage(base.HpcTestCase):
         self.assertEqual([], self.copy().list_running())
 
     def test_a_sweep_hands_over_and_refreshes_the_copy(self) -> None:
-        from hpc_nova_scheduler.scheduler.sweeper import Sweeper
-
         self.go_down()
         (server,) = self.launch(self.hpc_flavor(app_class="SyncHPC"), hints={"hpc_app_name": "LU"})
         self.flags(connection=self.db_url, group="hpc_scheduler")
         self.database.import_profiles(
             [ProfileRecord(name="LU", app_class=AppClass.SYNC_HPC, cache_score=16.0)]
         )
-        Sweeper(lambda: self.database, FallbackStore()).sweep()
+        self.sweep()
         self.assertEqual(
             [(server["id"], "LU")],
             [(vm.instance_uuid, vm.app_name) for vm in self.database.list_running()],

@@ -86,18 +86,16 @@ class TestReconcile(base.HpcTestCase):
         self.assertFalse(changes.moved or changes.missing)
 
 
-class TestSweeper(base.HpcTestCase):
+class TestSweep(base.HpcTestCase):
     RACKS = {"r1": ["n1", "n2", "n3", "n4"]}
     CPU_GROUPS = {"g": ["n1", "n2", "n3", "n4"]}
 
     def test_a_sweep_removes_the_record_of_a_deleted_server(self) -> None:
-        from hpc_nova_scheduler.scheduler.sweeper import Sweeper
-
         flavor = self.hpc_flavor(app_class="SyncHPC", cache_score="10", app_name="LU")
         kept, deleted = (s["id"] for s in self.launch(flavor, count=2))
         self.api.delete_server(deleted)
         self._wait_until_deleted({"id": deleted})
         self.assertIn(deleted, {vm.instance_uuid for vm in self.database.list_running()})
-        changes = Sweeper(lambda: self.database).sweep()
+        changes = self.sweep()
         self.assertEqual([deleted], [vm.instance_uuid for vm in changes.stale])
         self.assertEqual({kept}, {vm.instance_uuid for vm in self.database.list_running()})

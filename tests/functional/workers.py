@@ -59,6 +59,6 @@ class TwoSchedulers:
     def plugin_filters(self) -> list:
         """The plugin's filter in each scheduler service."""
         return [
-            next(f for f in svc.manager.host_manager.enabled_filters if hasattr(f, "_allocator"))
+            next(f for f in svc.manager.host_manager.enabled_filters if hasattr(f, "_entitlements"))
             for svc in (self.scheduler, self.second_scheduler.service)
         ]

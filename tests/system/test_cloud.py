@@ -119,7 +119,7 @@ class TestCloudStress(testtools.TestCase):
                 plugin=None,
                 policy=None,
                 seed=20261122,
-                fault=["plugin-db", "scheduler-worker"],
+                fault=["plugin-db", "scheduler-worker", "agent-kill"],
                 keep_servers=False,
             )
             out = io.StringIO()
@@ -141,10 +141,15 @@ class TestCloudStress(testtools.TestCase):
                 report,
             )
             self.assertEqual(0, code, report)
-            for fault in ("plugin-db", "scheduler-worker"):
+            for fault in ("plugin-db", "scheduler-worker", "agent-kill"):
                 self.assertTrue(any(f"fault {fault} from" in line for line in self.log), report)
-            handed = (Path(run.folder) / "logs" / "nova-scheduler.log").read_text(errors="replace")
+            # The filter hands the copy over on its request path, the agent at its sweep.
+            handed = "".join(
+                (Path(run.folder) / "logs" / f"{name}.log").read_text(errors="replace")
+                for name in ("nova-scheduler", control.AGENT)
+            )
             self.assertIn("the plugin database answers again; handed over", handed, report)
+            self.assertFalse(any("fault left broken" in line for line in self.log), report)
             self._stress_under_a_stored_model(run)
         finally:
             databases, vhost, account = list(run.databases), run.vhost, run.hpc_account

@@ -75,6 +75,8 @@ class TestShippedConfiguration(testtools.TestCase):
             ],
             check=True,
             cwd=resources.SOURCE_ROOT,
+            # The options of this source tree, wherever the package is installed from.
+            env={**os.environ, "PYTHONPATH": str(resources.SOURCE_ROOT)},
         )
         self.assertTrue(
             filecmp.cmp(out, ETC / "hpc-nova-scheduler.conf.sample", shallow=False),

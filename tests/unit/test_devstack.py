@@ -110,3 +110,31 @@ class TestDevstackPlugin(testtools.TestCase):
             {(s, k) for s, keys in OWNED.items() for k in keys},
             {key for key in plugin},
         )
+
+    def test_it_runs_the_agent_with_nova_conf_and_stops_it(self) -> None:
+        script = f"""
+            set -e
+            get_python_exec_prefix() {{ echo /usr/local/bin; }}
+            run_process() {{ echo "run|$1|$2"; }}
+            stop_process() {{ echo "stop|$1"; }}
+            is_service_enabled() {{ return 1; }}
+            enable_service() {{ echo "enable|$1"; }}
+            DEST=/opt/stack NOVA_CONF=/etc/nova/nova.conf
+            source {DEVSTACK / "settings"}
+            source {DEVSTACK / "plugin.sh"}
+            start_hpc_scheduler_agent
+            stop_hpc_scheduler_agent
+        """
+        done = subprocess.run(
+            ["bash", "-c", script], capture_output=True, text=True, check=True, timeout=30
+        )
+        self.assertEqual(
+            [
+                "enable|hpc-nova-scheduler",
+                "enable|hpc-scheduler-agent",
+                "run|hpc-scheduler-agent|/usr/local/bin/hpc-scheduler-agent "
+                "--config-file /etc/nova/nova.conf",
+                "stop|hpc-scheduler-agent",
+            ],
+            done.stdout.splitlines(),
+        )

@@ -20,7 +20,7 @@ from oslo_utils import timeutils
 from hpc_nova_scheduler.cmd import cli, common, fairshare_live
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import fairness
+from hpc_nova_scheduler.fairshare import platforms
 from tests import db_backends
 from tests.unit.cmd.test_cli import CommandTests as _CommandBase
 
@@ -35,7 +35,7 @@ A,amd,12,B
 B,amd,33,A
 """
 HOSTS = ("a1", "a2", "i1", "i2")
-NODES = [fairness.Node(host, host, 16) for host in HOSTS]
+NODES = [platforms.Node(host, host, 16) for host in HOSTS]
 TAGS = {
     host: {"hpc:cpu_group": frozenset({"amd" if host.startswith("a") else "intel"})}
     for host in HOSTS
@@ -204,7 +204,7 @@ class FairshareLiveCommandTests(_CommandBase):
 
     def test_a_platform_without_cores_writes_nothing(self) -> None:
         self.populate()
-        nodes = [*NODES, fairness.Node("g1", "g1", 0)]
+        nodes = [*NODES, platforms.Node("g1", "g1", 0)]
         tags = dict(TAGS, g1={"hpc:platform": frozenset({"gpu"})})
         before = self.state()
         err = self.one_line_error(self.allocate(nodes=nodes, tags=tags))
@@ -408,4 +408,4 @@ class TestTagsOf(testtools.TestCase):
         )
         # hpc:platform wins; two cpu groups would otherwise be refused.
         tags = fairshare_live.tags_of(aggregates)
-        self.assertEqual("x", fairness.platform_of("a1", tags, None))
+        self.assertEqual("x", platforms.platform_of("a1", tags, None))

@@ -1,4 +1,4 @@
-"""The allocator thread's run, on every backend: one holder, due runs, usage charged once."""
+"""The agent's allocator tick, on every backend: one holder, due runs, usage charged once."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from oslo_config import fixture as config_fixture
 from oslo_utils import timeutils
 
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.agent.allocator import Allocator
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db import migration
+from hpc_nova_scheduler.fairshare import live_allocation, platforms
 from hpc_nova_scheduler.fairshare.runs import TaskRun
-from hpc_nova_scheduler.scheduler import fairness
 from tests import db_backends
 
-NODES = [fairness.Node(f"a{i}", f"a{i}", 4) for i in range(2)] + [
-    fairness.Node(f"i{i}", f"i{i}", 4) for i in range(2)
+NODES = [platforms.Node(f"a{i}", f"a{i}", 4) for i in range(2)] + [
+    platforms.Node(f"i{i}", f"i{i}", 4) for i in range(2)
 ]
 TAGS = {f"a{i}": {"hpc:cpu_group": frozenset({"amd"})} for i in range(2)} | {
     f"i{i}": {"hpc:cpu_group": frozenset({"intel"})} for i in range(2)
@@ -45,11 +46,11 @@ class AllocatorTests:
         self.database.set_demand("pb", 8, "blast")
         self.database.set_demand("pg", 8, "gene")
 
-    def allocator(self) -> fairness.Allocator:
+    def allocator(self) -> Allocator:
         database = db_api.Database(self.db_url)
         self.addCleanup(database.dispose)
-        allocator = fairness.Allocator(lambda: database, lambda: TAGS, lambda: NODES)
-        allocator.holder = f"worker-{id(allocator)}"
+        allocator = Allocator(lambda: database, lambda: TAGS, lambda: NODES)
+        allocator.holder = f"agent-{id(allocator)}"
         return allocator
 
     def test_only_the_lease_holder_runs_and_only_when_due(self) -> None:
@@ -99,11 +100,11 @@ class AllocatorTests:
         self.assertEqual(1, self.database.latest_generation().number)
 
     def project_view(self, cloud, now):
-        inputs = fairness.read_inputs(self.database, cloud, 60, now)
+        inputs = live_allocation.read_inputs(self.database, cloud, 60, now)
         return next(p for p in inputs.projects if p.name == "pb")
 
     def test_a_refusal_met_by_a_later_placement_is_not_counted_twice(self) -> None:
-        cloud = fairness.build_cloud(NODES, TAGS)
+        cloud = platforms.build_cloud(NODES, TAGS)
         self.database.set_demand("pb", 0)
         self.database.record_refusal("pb", "blast", 4)
         # MariaDB keeps whole seconds: the row may read earlier than t0.

@@ -1,0 +1,66 @@
+"""``hpc-scheduler-agent``: parse the configuration as Nova's services do, launch the service.
+
+The agent reads nova.conf (Nova's API and cell databases, for instances
+and compute nodes, as nova-scheduler reads them) and the plugin's options
+in ``[hpc_scheduler]``: ``hpc-scheduler-agent --config-file
+/etc/nova/nova.conf``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def _bad_configuration(error: Exception) -> int:
+    print(f"hpc-scheduler-agent: {' '.join(str(error).split())}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
+    # Nova's choice of concurrency backend, made before anything imports
+    # oslo.service: native threads unless nova.conf or the environment
+    # asks for eventlet, as for nova-scheduler (it reads the files named on
+    # the command line, sys.argv).
+    from nova import monkey_patch
+    from oslo_config import cfg
+
+    try:
+        monkey_patch.patch(backend="threading")
+    except cfg.Error as error:
+        return _bad_configuration(error)
+
+    import oslo_messaging
+    from nova import config, objects
+    from oslo_log import log as logging
+    from oslo_service import service as oslo_service
+
+    from hpc_nova_scheduler import conf as hpc_conf
+    from hpc_nova_scheduler.agent.service import AgentService
+    from hpc_nova_scheduler.agent.tasks import agent_name
+
+    conf = hpc_conf.CONF
+    try:
+        config.parse_args(argv, init_rpc=False, prog="hpc-scheduler-agent")
+    except (cfg.Error, OSError) as error:
+        return _bad_configuration(error)
+    if not conf.hpc_scheduler.connection:
+        print(
+            f"hpc-scheduler-agent: [{hpc_conf.GROUP_NAME}] connection is not set",
+            file=sys.stderr,
+        )
+        return 2
+    logging.setup(conf, "hpc-scheduler-agent")
+    # Loading a cell mapping reads [DEFAULT] transport_url, which only RPC's
+    # set-up registers: register it, though the agent sends no message.
+    oslo_messaging.TransportURL.parse(conf)
+    objects.register_all()
+    launcher = oslo_service.launch(
+        conf, AgentService(agent_name()), workers=1, restart_method="reload"
+    )
+    return launcher.wait() or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The agent's tasks, what they share, and the record of each run.
+
+:class:`Agent` is one agent process: its name (``host:pid``), the plugin
+database, the fallback copy, and the lease holder of its allocator. Each
+:class:`Task` says how long until its next run (read from the options at
+every run, so a reload changes it) and what a run does;
+:meth:`Agent.run` runs one and writes its row in ``agent_tasks``. The
+service (:mod:`.service`) calls :meth:`Agent.run` from its looping calls;
+tests call it, or the task functions, directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import threading
+import uuid as uuid_lib
+from collections.abc import Callable, Mapping
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.agent import allocator as allocator_mod
+from hpc_nova_scheduler.agent import sweep as sweep_mod
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.fairshare.platforms import Node
+from hpc_nova_scheduler.scheduler import fairness
+from hpc_nova_scheduler.scheduler.aggregate_tags import AggregateTags
+from hpc_nova_scheduler.scheduler.fallback import FallbackStore
+
+LOG = logging.getLogger(__name__)
+CONF = hpc_conf.CONF
+
+SWEEP = "sweep"
+FAIRSHARE = "fairshare"
+#: Seconds before a task that is off looks at its options again.
+IDLE_SECONDS = 60.0
+
+
+def agent_name() -> str:
+    """``host:pid``: the agent's name in the task record (the service's launcher process)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    name: str
+    #: Seconds between two runs now; None while the task is off.
+    interval: Callable[[], float | None]
+    body: Callable[[], object]
+
+
+def sweep_interval() -> float | None:
+    interval = CONF.hpc_scheduler.reconcile_interval
+    return float(interval) if interval > 0 else None
+
+
+def fairshare_interval() -> float | None:
+    try:
+        off = CONF.hpc_scheduler.fairness_policy == hpc_conf.NO_FAIRNESS
+    except ValueError:
+        off = False  # a bad value: settings() says which, once
+    if off or fairness.settings() is None:
+        return None
+    return allocator_mod.CHECK_SECONDS
+
+
+class Agent:
+    """One agent process: its tasks and what they share."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Callable[[], list[Node]] = allocator_mod.nova_nodes,
+        tags: Callable[[], Mapping | None] | None = None,
+        fallback: FallbackStore | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.name = name or agent_name()
+        self._lock = threading.Lock()
+        self._database: db_api.Database | None = None
+        self._database_url: str | None = None
+        self.fallback = fallback if fallback is not None else FallbackStore()
+        self.allocator = allocator_mod.Allocator(
+            self.database,
+            tags or AggregateTags().current,
+            nodes,
+            # Unique per worker process, even where a pid is used again.
+            holder=f"{self.name}:{os.getpid()}:{uuid_lib.uuid4().hex[:8]}",
+        )
+
+    def database(self) -> db_api.Database:
+        """The plugin database of the options now (a reload may change it)."""
+        with self._lock:
+            url = CONF.hpc_scheduler.connection
+            if self._database is None or self._database_url != url:
+                if self._database is not None:
+                    self._database.dispose()
+                self._database = db_api.Database.from_conf(CONF)
+                self._database_url = url
+            return self._database
+
+    def sweep(self) -> object:
+        return sweep_mod.sweep(self.database(), self.fallback)
+
+    def fairshare(self) -> object:
+        return self.allocator.tick()
+
+    def tasks(self) -> list[Task]:
+        return [
+            Task(SWEEP, sweep_interval, self.sweep),
+            Task(FAIRSHARE, fairshare_interval, self.fairshare),
+        ]
+
+    def run(self, task: Task) -> float:
+        """Run ``task`` once if it is on, record the run; seconds until the next.
+
+        Never raises: a failed run is logged and recorded, and the next one
+        tries again. nova-scheduler places meanwhile from what it has.
+        """
+        interval = task.interval()
+        if interval is None:
+            return IDLE_SECONDS
+        started = timeutils.utcnow()
+        error = None
+        try:
+            task.body()
+        except Exception as failure:
+            error = f"{type(failure).__name__}: {failure}"[:2000]
+            LOG.warning("hpc-scheduler-agent: task %s failed: %s", task.name, error)
+        finished = timeutils.utcnow()
+        try:
+            self.database().record_task(
+                db_api.TaskRun(task.name, self.name, started, finished, interval, error)
+            )
+        except Exception as failure:
+            LOG.warning(
+                "hpc-scheduler-agent: cannot record the run of task %s: %s", task.name, failure
+            )
+        return interval
+
+    def close(self) -> None:
+        """Let the fair-share lease go and close the database (the agent stops)."""
+        with self._lock:
+            database = self._database
+        if database is None:
+            return
+        try:
+            if self.allocator.release():
+                LOG.info("hpc-scheduler-agent: fair-share lease released")
+        except Exception as failure:
+            LOG.warning("hpc-scheduler-agent: cannot release the fair-share lease: %s", failure)
+        database.dispose()
