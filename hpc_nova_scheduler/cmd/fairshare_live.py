@@ -14,7 +14,8 @@ the decayed usage, the affinity and the relative throughput. ``report``
 is the operator's: how fairly the cores in use serve the projects now
 (Jain's index of their normalised throughput) and how well they fit the
 platforms (an efficiency estimate). Both read the generation's stored
-platforms, so neither needs Nova.
+platforms, so neither needs Nova. What they print is computed by
+:mod:`~hpc_nova_scheduler.fairshare.live_report`; this module reads and prints.
 
 Nova is imported only by ``allocate``'s default source of compute nodes
 (:func:`~hpc_nova_scheduler.agent.allocator.nova_nodes`, imported when
@@ -24,8 +25,6 @@ the command runs), so that ``--help`` and the other commands run without it.
 from __future__ import annotations
 
 import argparse
-import collections
-import dataclasses
 import logging
 import types
 import warnings
@@ -39,9 +38,7 @@ from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.cmd import common
 
 if TYPE_CHECKING:
-    from hpc_nova_scheduler.db import api as db_api
-    from hpc_nova_scheduler.fairshare import entitlements as live
-    from hpc_nova_scheduler.fairshare import live_allocation, platforms
+    from hpc_nova_scheduler.fairshare import live_allocation, live_report, platforms
 
 #: Where ``allocate`` gets the compute nodes and their aggregates' ``hpc:``
 #: tags (host -> key -> values) from: Nova by default, a list in tests.
@@ -213,62 +210,20 @@ def _allocation_tables(outcome: live_allocation.Outcome, out: TextIO) -> None:
 # -- what show and report read -----------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Live:
-    """The latest generation and the cloud's use now, as show and report read them."""
-
-    generation: db_api.Generation
-    cloud: platforms.Cloud
-    policy: str
-    interval: int
-    age_s: float
-    shares: dict[str, float]
-    projects: dict[str, live.ProjectView]
-    #: project -> platform -> cores recorded or claimed now.
-    in_use: dict[str, dict[str, int]]
-    #: project -> cores on hosts the generation does not know.
-    elsewhere: dict[str, int]
-    #: project -> platform -> solo run time (measured pairs only).
-    solo: dict[str, dict[str, float]]
-    usage: dict[tuple[str, str], float]
-
-    @property
-    def stale(self) -> bool:
-        return self.age_s > 2 * self.interval
-
-    @property
-    def platforms(self) -> list[str]:
-        return [p.name for p in self.cloud.platforms]
-
-    def speed(self, project: str, platform: str) -> float | None:
-        """The project's throughput on ``platform`` over its best platform's; None unmeasured."""
-        solo = self.solo.get(project, {})
-        if platform not in solo:
-            return None
-        return min(solo.values()) / solo[platform]
-
-    def best_equivalent(self, project: str) -> float:
-        """Cores in use, each counted at its relative speed (unmeasured: 1, as usage is)."""
-        return sum(
-            cores * (self.speed(project, platform) or 1.0)
-            for platform, cores in self.in_use.get(project, {}).items()
-        )
-
-    def generation_json(self) -> dict:
-        return {
-            "number": self.generation.number,
-            "policy": self.generation.policy,
-            "created_at": self.generation.created_at.isoformat(),
-            "age_s": self.age_s,
-            "stale": self.stale,
-            "fairness_policy": self.policy,
-            "fairshare_interval": self.interval,
-        }
+def _generation_json(found: live_report.Live) -> dict:
+    return {
+        "number": found.generation.number,
+        "policy": found.generation.policy,
+        "created_at": found.generation.created_at.isoformat(),
+        "age_s": found.age_s,
+        "stale": found.stale,
+        "fairness_policy": found.policy,
+        "fairshare_interval": found.interval,
+    }
 
 
-def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
-    from hpc_nova_scheduler.fairshare import entitlements as live
-    from hpc_nova_scheduler.fairshare import live_allocation, platforms
+def _read_live(args: argparse.Namespace, project: str | None = None) -> live_report.Live:
+    from hpc_nova_scheduler.fairshare import live_allocation, live_report, platforms
 
     interval, policy = _interval(args.conf)
     database = common.database(args)
@@ -294,28 +249,17 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> Live:
         usage = database.usage()
     finally:
         database.dispose()
-    in_use: dict[str, dict[str, int]] = collections.defaultdict(dict)
-    elsewhere: dict[str, int] = collections.Counter()
-    for name, by_key in use.items():
-        if name not in shares:
-            continue
-        for key, cores in by_key.items():
-            platform = cloud.platform_of.get(key)
-            if platform is None:
-                elsewhere[name] += cores
-            else:
-                in_use[name][platform] = in_use[name].get(platform, 0) + cores
-    return Live(
-        generation=generation,
-        cloud=cloud,
+    return live_report.live_view(
+        generation,
+        cloud.platforms,
+        cloud.platform_of,
+        inputs.projects,
+        inputs.table,
         policy=policy,
         interval=interval,
-        age_s=max((now - generation.created_at).total_seconds(), 0.0),
+        now=now,
         shares=shares,
-        projects={p.name: p for p in inputs.projects},
-        in_use=dict(in_use),
-        elsewhere=dict(elsewhere),
-        solo=live.solo_times(inputs.projects, cloud.platforms, inputs.table),
+        use=use,
         usage=usage,
     )
 
@@ -329,7 +273,7 @@ def _age(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def _header(found: Live, out: TextIO, err: TextIO) -> None:
+def _header(found: live_report.Live, out: TextIO, err: TextIO) -> None:
     state = "STALE, not enforced" if found.stale else "in force"
     if found.policy == hpc_conf.NO_FAIRNESS:
         state = "not enforced: fairness_policy = none"
@@ -341,7 +285,7 @@ def _header(found: Live, out: TextIO, err: TextIO) -> None:
     _warn_elsewhere(found, err)
 
 
-def _warn_elsewhere(found: Live, err: TextIO) -> None:
+def _warn_elsewhere(found: live_report.Live, err: TextIO) -> None:
     lost = sum(found.elsewhere.values())
     if lost:
         err.write(
@@ -359,30 +303,14 @@ def _number(value: float | None, form: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.fairshare import live_report
+
     found = _read_live(args, args.project)
-    affinity = found.generation.templates.get("affinity", {})
     names = [args.project] if args.project else sorted(found.shares)
-    projects = {}
-    for name in names:
-        view = found.projects.get(name)
-        platforms = {}
-        for platform in found.platforms:
-            platforms[platform] = {
-                "entitled": found.generation.allocation.get(name, {}).get(platform, 0),
-                "in_use": found.in_use.get(name, {}).get(platform, 0),
-                "usage_core_seconds": found.usage.get((name, platform), 0.0),
-                "affinity": affinity.get(name, {}).get(platform),
-                "relative_throughput": found.speed(name, platform),
-            }
-        projects[name] = {
-            "weight": found.shares[name],
-            "application": view.application if view else None,
-            "demand": view.demand if view else 0,
-            "platforms": platforms,
-        }
+    projects = live_report.project_shares(found, names)
     if args.format == "json":
         strictjson.dump(
-            {"generation": found.generation_json(), "projects": projects}, out, indent=2
+            {"generation": _generation_json(found), "projects": projects}, out, indent=2
         )
         out.write("\n")
         _warn_elsewhere(found, args.err)
@@ -425,57 +353,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 # -- report ------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Fairness:
-    """Live fairness over the projects with a share."""
-
-    #: project -> weight, cores in use, best-equivalent cores, normalised share
-    projects: dict[str, dict[str, float]]
-    #: The projects Jain's index counts: those asking for cores.
-    counted: tuple[str, ...]
-    jain: float | None
-    efficiency: float | None
-
-
-def fairness_of(found: Live) -> Fairness:
-    """Normalised throughput share per project, Jain's index, and the efficiency estimate.
-
-    A project's share is its best-equivalent cores in use over its weight.
-    Jain's index counts the projects that ask for cores (demand, or cores in
-    use): one asking for nothing is not wronged by getting nothing. The
-    efficiency is best-equivalent cores over cores in use, over the
-    projects with a share: 1 when every core runs its project's
-    application on its fastest platform.
-    """
-    projects: dict[str, dict[str, float]] = {}
-    for name, weight in sorted(found.shares.items()):
-        cores = sum(found.in_use.get(name, {}).values())
-        best = found.best_equivalent(name)
-        view = found.projects.get(name)
-        projects[name] = {
-            "weight": weight,
-            "demand": view.demand if view else 0,
-            "cores_in_use": cores,
-            "best_equivalent_cores": best,
-            "normalised_throughput_share": best / weight,
-        }
-    counted = tuple(
-        name for name, p in projects.items() if p["demand"] > 0 or p["cores_in_use"] > 0
-    )
-    values = [projects[name]["normalised_throughput_share"] for name in counted]
-    jain = None
-    if values and any(v > 0 for v in values):
-        from hpc_nova_scheduler.fairshare import evaluation
-
-        jain = evaluation.jain(values)
-    total = sum(p["cores_in_use"] for p in projects.values())
-    efficiency = (
-        sum(p["best_equivalent_cores"] for p in projects.values()) / total if total else None
-    )
-    return Fairness(projects, counted, jain, efficiency)
-
-
-def _draw(path: str, result: Fairness, found: Live) -> None:
+def _draw(path: str, result: live_report.Fairness, found: live_report.Live) -> None:
     """A bar per project: its normalised throughput share; written whole or not at all."""
     import matplotlib
 
@@ -505,8 +383,10 @@ def _draw(path: str, result: Fairness, found: Live) -> None:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    from hpc_nova_scheduler.fairshare import live_report
+
     found = _read_live(args)
-    result = fairness_of(found)
+    result = live_report.fairness_of(found)
     if args.png:
         # Before anything is printed: a file that cannot be written leaves
         # no report behind either.
@@ -517,7 +397,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         strictjson.dump(
             {
-                "generation": found.generation_json(),
+                "generation": _generation_json(found),
                 "projects": result.projects,
                 "counted": list(result.counted),
                 "jain_index": result.jain,
