@@ -75,6 +75,9 @@ class Allocator:
         self._nodes = nodes
         #: Unique per agent process: the lease's holder.
         self.holder = holder
+        #: Why the last look could not allocate (a tagging mistake, a cell
+        #: that did not answer); None when it could, or had nothing to do.
+        self.problem: str | None = None
 
     def release(self) -> bool:
         """Let the lease go (an agent that stops): another agent takes it at once."""
@@ -82,6 +85,7 @@ class Allocator:
 
     def tick(self, now: datetime.datetime | None = None) -> Outcome | None:
         """Renew the lease and run if a run is due; the run's outcome, if any."""
+        self.problem = None
         options = fairness.settings()
         if options is None:
             return None
@@ -99,6 +103,7 @@ class Allocator:
         if problem is not None:
             # Logged outside the handler: a tagging mistake is one line, not a traceback.
             fairness.once(problem)
+            self.problem = problem
             return None
         inputs = read_inputs(database, cloud, options.interval, now)
         latest = database.latest_generation()
@@ -130,6 +135,7 @@ class Allocator:
             problem = None
         if problem is not None:
             fairness.once(problem)
+            self.problem = problem
             return None
         LOG.info(
             "hpc-scheduler-agent: fair-share generation %s (%s): %s",

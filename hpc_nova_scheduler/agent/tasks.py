@@ -67,6 +67,10 @@ def fairshare_interval() -> float | None:
     return allocator_mod.CHECK_SECONDS
 
 
+class TaskProblem(Exception):
+    """A run that did not do its work, though nothing raised (recorded as its error)."""
+
+
 class Agent:
     """One agent process: its tasks and what they share."""
 
@@ -82,6 +86,8 @@ class Agent:
         self._lock = threading.Lock()
         self._database: db_api.Database | None = None
         self._database_url: str | None = None
+        #: task -> the error of its last run, so that a lasting one is logged once.
+        self._errors: dict[str, str | None] = {}
         self.fallback = fallback if fallback is not None else FallbackStore()
         self.allocator = allocator_mod.Allocator(
             self.database,
@@ -106,7 +112,10 @@ class Agent:
         return sweep_mod.sweep(self.database(), self.fallback)
 
     def fairshare(self) -> object:
-        return self.allocator.tick()
+        outcome = self.allocator.tick()
+        if self.allocator.problem is not None:
+            raise TaskProblem(self.allocator.problem)
+        return outcome
 
     def tasks(self) -> list[Task]:
         return [
@@ -127,9 +136,14 @@ class Agent:
         error = None
         try:
             task.body()
+        except TaskProblem as problem:
+            error = str(problem)[:2000]
         except Exception as failure:
             error = f"{type(failure).__name__}: {failure}"[:2000]
+        if error is not None and error != self._errors.get(task.name):
+            # Said once while it lasts: the fair-share task looks every 2 s.
             LOG.warning("hpc-scheduler-agent: task %s failed: %s", task.name, error)
+        self._errors[task.name] = error
         finished = timeutils.utcnow()
         try:
             self.database().record_task(

@@ -66,6 +66,16 @@ class AgentTests:
         agent.run(tasks.Task(tasks.SWEEP, lambda: 7.0, lambda: None))
         self.assertIsNone(self.database.task_runs()[0].error)
 
+    def test_a_fairshare_run_that_cannot_allocate_is_recorded_as_an_error(self) -> None:
+        self.config.config(fairness_policy="pa-rr", group="hpc_scheduler")
+        bad = {**TAGS, "a0": {"hpc:cpu_group": frozenset({"amd", "intel"})}}
+        agent = tasks.Agent(nodes=lambda: NODES, tags=lambda: bad, name="host-a:1")
+        self.addCleanup(agent.close)
+        agent.run(self.task(agent, tasks.FAIRSHARE))
+        (run,) = self.database.task_runs()
+        self.assertIn("host a0 is in two platforms", run.error)
+        self.assertIsNone(self.database.latest_generation())
+
     def test_the_sweep_follows_reconcile_interval(self) -> None:
         self.config.config(reconcile_interval=5, group="hpc_scheduler")
         self.assertEqual(5.0, tasks.sweep_interval())

@@ -10,6 +10,7 @@ from pathlib import Path
 import fixtures
 import testtools
 
+from hpc_nova_scheduler import resources
 from hpc_nova_scheduler.db import api as db_api
 
 COMMAND = Path(sys.executable).parent / "hpc-nova-scheduler"
@@ -28,6 +29,9 @@ class TestReconcileWithoutNova(testtools.TestCase):
             text=True,
             cwd=folder,
             timeout=120,
+            # The code of this source tree, whose migrations synced the database,
+            # wherever the console script's package is installed from.
+            env={**os.environ, "PYTHONPATH": str(resources.SOURCE_ROOT)},
         )
         self.assertEqual(1, done.returncode, done.stderr)
         self.assertNotIn("Traceback", done.stderr)
