@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from oslo_log import log as logging
 
+from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import reconcile
 from hpc_nova_scheduler.scheduler.fallback import FallbackStore
 
 LOG = logging.getLogger(__name__)

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     # Nova is imported only here: the other commands run without it.
     from nova import exception as nova_exception
 
-    from hpc_nova_scheduler.scheduler import reconcile
+    from hpc_nova_scheduler.agent import reconcile
 
     database = common.database(args)
     try:

@@ -25,10 +25,10 @@ from keystoneauth1 import session as ks_session
 from nova.compute import manager
 
 from hpc_nova_scheduler import datafiles, resources
+from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.cmd import cli, common, rebalance
 from hpc_nova_scheduler.demo import fake_driver
 from hpc_nova_scheduler.live import migrate, view
-from hpc_nova_scheduler.scheduler import reconcile
 from tests.functional.base import HpcTestCase
 
 SEED_PROFILES = str(resources.example_profiles_dir() / "seed-applications.yaml")

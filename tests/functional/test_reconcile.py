@@ -6,9 +6,9 @@ import dataclasses
 
 import sqlalchemy as sa
 
+from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import reconcile
 from tests.functional import base
 
 

@@ -29,9 +29,10 @@ import testtools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import corunners, reconcile
+from hpc_nova_scheduler.scheduler import corunners
 
 WORKERS = ("w1", "w2")
 HOSTS = {"h1": "cell-1", "h2": "cell-1", "h3": "cell-2", "h4": "cell-2"}
