@@ -83,6 +83,12 @@ class Allocator:
         """Let the lease go (an agent that stops): another agent takes it at once."""
         return self._database().release_lease(self.holder)
 
+    def _give_up(self, problem: str) -> None:
+        """Say once why this run did not happen; the entitlements in force stay."""
+        # Logged outside the handler: a tagging mistake is one line, not a traceback.
+        self.problem = f"{problem}; the last entitlements stay in force"
+        fairness.once(self.problem)
+
     def tick(self, now: datetime.datetime | None = None) -> Outcome | None:
         """Renew the lease and run if a run is due; the run's outcome, if any."""
         self.problem = None
@@ -97,14 +103,9 @@ class Allocator:
         try:
             cloud = build_cloud(self._nodes(), self._tags())
         except FairshareError as error:
-            problem = f"fair share cannot run: {error}; the last entitlements stay in force"
-        else:
-            problem = None
-        if problem is not None:
-            # Logged outside the handler: a tagging mistake is one line, not a traceback.
-            fairness.once(problem)
-            self.problem = problem
-            return None
+            cloud, problem = None, f"fair share cannot run: {error}"
+        if cloud is None:
+            return self._give_up(problem)
         inputs = read_inputs(database, cloud, options.interval, now)
         latest = database.latest_generation()
         age = (now - latest.created_at).total_seconds() if latest is not None else None
@@ -130,13 +131,9 @@ class Allocator:
                 latest=latest,
             )
         except SharingError as error:
-            problem = f"fair share cannot allocate: {error}; the last entitlements stay in force"
-        else:
-            problem = None
-        if problem is not None:
-            fairness.once(problem)
-            self.problem = problem
-            return None
+            outcome, problem = None, f"fair share cannot allocate: {error}"
+        if outcome is None:
+            return self._give_up(problem)
         LOG.info(
             "hpc-scheduler-agent: fair-share generation %s (%s): %s",
             outcome.generation,

@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import types
 
-import fixtures
-import testtools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +31,7 @@ from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import corunners
+from tests import db_backends
 
 WORKERS = ("w1", "w2")
 HOSTS = {"h1": "cell-1", "h2": "cell-1", "h3": "cell-2", "h4": "cell-2"}
@@ -166,12 +165,9 @@ class World:
         ]
 
 
-class TestInterleavings(testtools.TestCase):
+class TestInterleavings(db_backends.DatabaseTestCase):
     def setUp(self) -> None:
         super().setUp()
-        path = self.useFixture(fixtures.TempDir()).join("hpc.sqlite")
-        self.database = db_api.Database(f"sqlite:///{path}")
-        self.addCleanup(self.database.dispose)
         self.database.sync()
 
     def _clear(self) -> None:
