@@ -34,6 +34,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -191,6 +192,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--concurrency", type=_positive, default=1)
     parser.add_argument(
+        "--filter",
+        type=_regex,
+        metavar="REGEX",
+        help="only the tests whose id matches (a long module in parts); "
+        "the results add to those of the module's earlier parts",
+    )
+    parser.add_argument(
         "--list-failures",
         action="store_true",
         help="print the last line of each failure's traceback too",
@@ -217,6 +225,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {error}") from None
+    return text
+
+
 def regressions(baseline: dict[str, str], other: dict[str, str]) -> list[str]:
     """Tests that pass in ``baseline`` and do not pass (or did not run) in ``other``."""
     return sorted(
@@ -224,6 +240,14 @@ def regressions(baseline: dict[str, str], other: dict[str, str]) -> list[str]:
         for test, status in baseline.items()
         if status in PASSED and other.get(test) not in PASSED
     )
+
+
+def selected(outcomes: dict[str, str], test_filter: str | None) -> dict[str, str]:
+    """The outcomes of the tests that ``--filter`` selects (all without one)."""
+    if test_filter is None:
+        return outcomes
+    pattern = re.compile(test_filter)
+    return {test: status for test, status in outcomes.items() if pattern.search(test)}
 
 
 def signature(details: str) -> str:
@@ -270,7 +294,9 @@ def _outcomes(stream: bytes) -> tuple[dict[str, str], dict[str, str]]:
     return outcomes, details
 
 
-def run_module(workdir: Path, mode: str, module: str, concurrency: int) -> Result:
+def run_module(
+    workdir: Path, mode: str, module: str, concurrency: int, test_filter: str | None = None
+) -> Result:
     directory = workdir / "runs" / mode / module
     shutil.rmtree(directory, ignore_errors=True)
     _scratch_package(directory, mode, module)
@@ -283,6 +309,8 @@ def run_module(workdir: Path, mode: str, module: str, concurrency: int) -> Resul
         sys.executable, "-m", "stestr", "--test-path", PACKAGE, "--top-dir", ".",
         "run", "--subunit", "--concurrency", str(concurrency),
     ]  # fmt: skip
+    if test_filter is not None:
+        command.append(test_filter)
     started = time.monotonic()
     done = subprocess.run(command, cwd=directory, env=env, capture_output=True, check=False)
     seconds = time.monotonic() - started
@@ -295,11 +323,25 @@ def run_module(workdir: Path, mode: str, module: str, concurrency: int) -> Resul
     return Result(module, mode, outcomes, details, seconds, error)
 
 
-def _save(workdir: Path, mode: str, results: list[Result]) -> None:
-    path = workdir / f"{mode}.json"
-    previous = json.loads(path.read_text()) if path.is_file() else {}
-    previous.update({result.module: dataclasses.asdict(result) for result in results})
-    path.write_text(json.dumps(previous, indent=1, sort_keys=True) + "\n")
+def merged(earlier: Result, part: Result) -> Result:
+    """A module's earlier results with those of another part of it."""
+    return Result(
+        part.module,
+        part.mode,
+        {**earlier.outcomes, **part.outcomes},
+        {**earlier.details, **part.details},
+        earlier.seconds + part.seconds,
+        "; ".join(filter(None, [earlier.error, part.error])),
+    )
+
+
+def _save(workdir: Path, mode: str, results: list[Result], *, parts: bool) -> None:
+    saved = _load(workdir, mode)
+    for result in results:
+        earlier = saved.get(result.module)
+        saved[result.module] = merged(earlier, result) if parts and earlier else result
+    value = {module: dataclasses.asdict(result) for module, result in saved.items()}
+    (workdir / f"{mode}.json").write_text(json.dumps(value, indent=1, sort_keys=True) + "\n")
 
 
 def _load(workdir: Path, mode: str) -> dict[str, Result]:
@@ -330,12 +372,20 @@ def report(mode: str, results: list[Result], list_failures: bool) -> None:
     print(f"    {seconds:.0f} s")
 
 
-def compare(mode: str, modules: list[str], results: dict[str, Result], baseline: dict) -> bool:
-    """Print the tests that pass with ``off`` and not in ``mode``; True when there are none."""
+def compare(
+    mode: str,
+    modules: list[str],
+    results: dict[str, Result],
+    baseline: dict[str, Result],
+    test_filter: str | None = None,
+) -> bool:
+    """Print the tests (of those ``test_filter`` selects) that pass with ``off``
+    and not in ``mode``; True when there are none."""
     lost: list[str] = []
     for module in modules:
         if module in baseline and module in results:
-            lost += regressions(baseline[module].outcomes, results[module].outcomes)
+            expected = selected(baseline[module].outcomes, test_filter)
+            lost += regressions(expected, results[module].outcomes)
     print(f"[{mode}] compared with off: {len(lost)} pass with the plugin off and not {mode}")
     for test in lost:
         print(f"    REGRESSION {test}")
@@ -347,14 +397,17 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     healthy = True
     for mode in args.modes:
-        results = [run_module(args.workdir, mode, m, args.concurrency) for m in args.modules]
-        _save(args.workdir, mode, results)
+        results = [
+            run_module(args.workdir, mode, module, args.concurrency, args.filter)
+            for module in args.modules
+        ]
+        _save(args.workdir, mode, results, parts=args.filter is not None)
         report(mode, results, args.list_failures)
         healthy = healthy and not any(result.error for result in results)
         baseline = _load(args.workdir, "off")
         if mode != "off" and all(module in baseline for module in args.modules):
             by_module = {result.module: result for result in results}
-            healthy = compare(mode, args.modules, by_module, baseline) and healthy
+            healthy = compare(mode, args.modules, by_module, baseline, args.filter) and healthy
         else:
             if mode != "off":
                 print(f"[{mode}] no result of --mode off for every module to compare with")

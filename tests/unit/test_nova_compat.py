@@ -67,6 +67,10 @@ class TestArguments(testtools.TestCase):
         self.assertIn("--concurrency: 0 is not 1 or more", self._refused(["--concurrency", "0"]))
         self.assertIn("'two' is not a whole number", self._refused(["--concurrency", "two"]))
 
+    def test_a_filter_must_be_a_regular_expression(self) -> None:
+        self.assertEqual("Moving", nova_compat.parse_args(["--filter", "Moving"]).filter)
+        self.assertIn("'(' is not a regular expression", self._refused(["--filter", "("]))
+
     def test_an_unknown_mode_is_refused(self) -> None:
         self.assertIn("--mode", self._refused(["--mode", "half"]))
 
@@ -83,6 +87,14 @@ class TestComparison(testtools.TestCase):
     def test_tests_only_the_mode_runs_or_fixes_are_no_regression(self) -> None:
         self.assertEqual([], nova_compat.regressions({"a": "fail"}, {"a": "success", "b": "fail"}))
 
+    def test_a_part_is_compared_with_the_same_part_of_off(self) -> None:
+        module = "m"
+        off = {module: nova_compat.Result(module, "off", {"m.A.t": "success", "m.B.t": "success"})}
+        part = {module: nova_compat.Result(module, "on", {"m.A.t": "success"})}
+        with redirect_stdout(io.StringIO()):
+            self.assertTrue(nova_compat.compare("on", [module], part, off, r"\.A\."))
+            self.assertFalse(nova_compat.compare("on", [module], part, off))
+
     def test_compare_prints_the_regressions_and_says_whether_there_are_none(self) -> None:
         module = "nova.tests.functional.test_x"
         off = {module: nova_compat.Result(module, "off", {"t1": "success", "t2": "success"})}
@@ -96,6 +108,14 @@ class TestComparison(testtools.TestCase):
 
 
 class TestResults(testtools.TestCase):
+    def test_parts_of_a_module_add_up(self) -> None:
+        first = nova_compat.Result("m", "on", {"a": "fail", "b": "success"}, {"a": "x"}, 10.0)
+        second = nova_compat.Result("m", "on", {"a": "success", "c": "fail"}, {"c": "y"}, 5.0)
+        whole = nova_compat.merged(first, second)
+        self.assertEqual({"a": "success", "b": "success", "c": "fail"}, whole.outcomes)
+        self.assertEqual(["c"], whole.failed)
+        self.assertEqual(15.0, whole.seconds)
+
     def test_counts_leave_skips_out_of_run_and_failed(self) -> None:
         result = nova_compat.Result(
             "m", "on", {"a": "success", "b": "fail", "c": "skip", "d": "uxsuccess", "e": "xfail"}
