@@ -279,7 +279,9 @@ def _outcomes(stream: bytes) -> tuple[dict[str, str], dict[str, str]]:
 
     def on_test(test: dict) -> None:
         test_id = stestr_utils.cleanup_test_name(test["id"])
+        # A test may come twice (listed as "exists", then run): the last word stays.
         outcomes[test_id] = test["status"]
+        details.pop(test_id, None)
         if test["status"] not in PASSED and test["status"] not in SKIPPED:
             details[test_id] = "\n".join(
                 content.as_text()

@@ -148,6 +148,7 @@ class TestResults(testtools.TestCase):
         buffer = io.BytesIO()
         out = subunit.StreamResultToBytes(buffer)
         at = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+        out.status(test_id="t.ok", test_status="exists", timestamp=at)
         for test_id, status in (("t.ok", "success"), ("t.bad", "fail"), ("t.skip", "skip")):
             out.status(test_id=test_id, test_status="inprogress", timestamp=at)
             if status == "fail":
@@ -161,6 +162,7 @@ class TestResults(testtools.TestCase):
             out.status(test_id=test_id, test_status=status, timestamp=at)
         outcomes, details = nova_compat._outcomes(buffer.getvalue())
         self.assertEqual({"t.ok": "success", "t.bad": "fail", "t.skip": "skip"}, outcomes)
+        self.assertEqual(["t.bad"], list(details))
         self.assertEqual("AssertionError: no", nova_compat.signature(details["t.bad"]))
 
 
