@@ -134,7 +134,8 @@ def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
     the lease go, so the new one takes it once it expires.
     """
     (agent,) = run.services_named(control.AGENT)
-    database = db_api.Database(run.database_url("hpc"))
+    # The operator's account: the plugin's may be locked by the plugin-db fault.
+    database = db_api.Database(run.database_url("hpc", as_plugin=False))
     try:
         if not _wait_for(lambda: bool(database.task_runs()), 60):
             raise services.ServiceError("hpc-scheduler-agent recorded no run in 60 s")

@@ -107,9 +107,12 @@ class Run:
     def database(self, role: str) -> str:
         return f"hpc{self.run_id}_{role}"
 
-    def database_url(self, role: str) -> str:
+    def database_url(self, role: str, *, as_plugin: bool = True) -> str:
+        """The URL of a database of the run; the plugin's through its own
+        account, unless ``as_plugin`` is False (an operator's check, which a
+        locked plugin account must not stop)."""
         server = self.mysql.rstrip("/")
-        if role == "hpc" and self.hpc_account:
+        if role == "hpc" and self.hpc_account and as_plugin:
             user, password = self.hpc_account
             parts = urllib.parse.urlsplit(server)
             host = parts.hostname or "127.0.0.1"

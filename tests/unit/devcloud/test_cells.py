@@ -45,3 +45,21 @@ class TestCells(testtools.TestCase):
         self.run.cells = 1
         self.assertNotIn("nova_cell2", self.run.database_roles())
         self.assertEqual([1] * 8, [self.run.cell_of(i) for i in range(8)])
+
+
+class TestPluginAccount(testtools.TestCase):
+    def test_an_operator_check_reads_the_plugin_database_as_the_server_admin(self) -> None:
+        run = Run(
+            folder="x",
+            run_id="abc",
+            mysql="mysql+pymysql://root@127.0.0.1",
+            rabbit="rabbit://guest:guest@127.0.0.1:5672",
+            computes=1,
+            scheduler_workers=1,
+            plugin=True,
+            hpc_account=("hpcabc", "secret"),
+        )
+        self.assertIn("hpcabc:secret@", run.database_url("hpc"))
+        self.assertTrue(
+            run.database_url("hpc", as_plugin=False).startswith("mysql+pymysql://root@")
+        )
