@@ -69,6 +69,9 @@ MODE_FLAGS: dict[str, dict[str, object]] = {
 PASSED = ("success", "xfail")
 SKIPPED = ("skip",)
 PACKAGE = "nova_compat_tests"
+#: A test that hangs fails after this long instead of stopping its worker
+#: for good (seen with Nova's PortAcceleratorServerOpsTest on a busy machine).
+DEFAULT_TIMEOUT = 600
 
 
 # -- the hooks, installed in the test processes --------------------------------
@@ -192,6 +195,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--concurrency", type=_positive, default=1)
     parser.add_argument(
+        "--timeout",
+        type=_positive,
+        default=DEFAULT_TIMEOUT,
+        help="seconds after which a test fails (OS_TEST_TIMEOUT; default %(default)s)",
+    )
+    parser.add_argument(
         "--filter",
         type=_regex,
         metavar="REGEX",
@@ -297,12 +306,17 @@ def _outcomes(stream: bytes) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_module(
-    workdir: Path, mode: str, module: str, concurrency: int, test_filter: str | None = None
+    workdir: Path,
+    mode: str,
+    module: str,
+    concurrency: int,
+    test_filter: str | None = None,
+    timeout: int = DEFAULT_TIMEOUT,
 ) -> Result:
     directory = workdir / "runs" / mode / module
     shutil.rmtree(directory, ignore_errors=True)
     _scratch_package(directory, mode, module)
-    env = dict(os.environ)
+    env = dict(os.environ, OS_TEST_TIMEOUT=str(timeout))
     # This tree's plugin, not whichever the environment installed, and the hooks.
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT), str(ROOT / "tools"), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -400,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     healthy = True
     for mode in args.modes:
         results = [
-            run_module(args.workdir, mode, module, args.concurrency, args.filter)
+            run_module(args.workdir, mode, module, args.concurrency, args.filter, args.timeout)
             for module in args.modules
         ]
         _save(args.workdir, mode, results, parts=args.filter is not None)

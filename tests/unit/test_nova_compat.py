@@ -34,6 +34,7 @@ class TestArguments(testtools.TestCase):
         args = nova_compat.parse_args([])
         self.assertEqual(["off", "on", "full"], args.modes)
         self.assertEqual(1, args.concurrency)
+        self.assertEqual(600, args.timeout)
         self.assertFalse(args.list_failures)
         self.assertEqual(7, len(args.modules))
         self.assertIn("nova.tests.functional.test_servers", args.modules)
