@@ -34,6 +34,7 @@ class TestArguments(testtools.TestCase):
         args = nova_compat.parse_args([])
         self.assertEqual(["off", "on", "full"], args.modes)
         self.assertEqual(1, args.concurrency)
+        self.assertEqual(600, args.timeout)
         self.assertFalse(args.list_failures)
         self.assertEqual(7, len(args.modules))
         self.assertIn("nova.tests.functional.test_servers", args.modules)
@@ -117,12 +118,16 @@ class TestResults(testtools.TestCase):
         self.assertEqual(15.0, whole.seconds)
 
     def test_counts_leave_skips_out_of_run_and_failed(self) -> None:
-        result = nova_compat.Result(
-            "m", "on", {"a": "success", "b": "fail", "c": "skip", "d": "uxsuccess", "e": "xfail"}
-        )
+        outcomes = {"a": "success", "b": "fail", "c": "skip", "d": "uxsuccess", "e": "xfail"}
+        result = nova_compat.Result("m", "on", {**outcomes, "f": "exists"})
         self.assertEqual(4, result.run)
         self.assertEqual(["b", "d"], result.failed)
         self.assertEqual(1, result.skipped)
+        self.assertEqual(["f"], result.not_run)
+
+    def test_a_test_that_did_not_run_off_is_no_baseline(self) -> None:
+        self.assertEqual([], nova_compat.regressions({"a": "exists"}, {"a": "fail"}))
+        self.assertEqual(["a"], nova_compat.regressions({"a": "success"}, {"a": "exists"}))
 
     def test_report_prints_a_counts_line_per_module_and_in_total(self) -> None:
         results = [
