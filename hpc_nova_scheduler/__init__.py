@@ -9,7 +9,8 @@ checked by tests/unit/test_architecture.py):
 4. research systems, one folder a paper, never importing each other:
    ``ivmp`` (seed 004), ``pairwise`` (seed 001), ``runtime`` (seed 000),
    ``fairshare`` (seed 002);
-5. adapters: ``api``, ``scheduler``, ``agent``, ``live``, ``sim``, ``demo``, ``cmd``.
+5. adapters: ``compat`` (what differs between Nova releases), ``api``,
+   ``scheduler``, ``agent``, ``live``, ``sim``, ``demo``, ``cmd``.
 
 A new system is a new folder on floor 4 plus entry points in setup.cfg.
 """

@@ -23,11 +23,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # oslo.service: native threads unless nova.conf or the environment
     # asks for eventlet, as for nova-scheduler (it reads the files named on
     # the command line, sys.argv).
-    from nova import monkey_patch
     from oslo_config import cfg
 
+    from hpc_nova_scheduler import compat
+
     try:
-        monkey_patch.patch(backend="threading")
+        compat.monkey_patch(backend="threading")
     except cfg.Error as error:
         return _bad_configuration(error)
 

@@ -9,6 +9,6 @@ if "demo" in sys.argv[1:]:
     # standard library, that state would be shared by all green threads and
     # builds would fail at random under load ("Can't upgrade a READER
     # transaction to a WRITER"). Patch first, as Nova's own test package does.
-    from nova import monkey_patch
+    from hpc_nova_scheduler import compat
 
-    monkey_patch.patch()
+    compat.monkey_patch()

@@ -28,7 +28,9 @@ ROOT = pathlib.Path(hpc_nova_scheduler.__file__).parent
 HELPERS = {"atomicfile", "strictjson", "resources", "conf", "plugins", "sweep"}
 CORE = {"core"}
 SHARED = {"datafiles", "interference", "planners", "db", "characterise"}
-ADAPTERS = ["api", "scheduler", "agent", "live", "sim", "demo", "cmd"]
+# ``compat`` absorbs the differences between Nova releases: the lowest
+# adapter, so that every adapter that runs Nova can call it.
+ADAPTERS = ["compat", "api", "scheduler", "agent", "live", "sim", "demo", "cmd"]
 # Every other folder of the package is a research system: a new one needs
 # no edit here.
 SYSTEMS = {
@@ -42,7 +44,7 @@ LAYERS = [HELPERS, CORE, SHARED, SYSTEMS, *({name} for name in ADAPTERS)]
 SYSTEM_BLIND = {f"{PACKAGE}.cmd.model"}
 # The folders that may import Nova: the simulator, the planners and the
 # rebalancer run the scheduler's engine without it.
-NOVA_ADAPTERS = {"api", "scheduler", "agent", "demo", "cmd"}
+NOVA_ADAPTERS = {"compat", "api", "scheduler", "agent", "demo", "cmd"}
 
 
 def module_name(path: pathlib.Path) -> str:

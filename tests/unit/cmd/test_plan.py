@@ -108,7 +108,9 @@ class TestPlan(testtools.TestCase):
         # --live reads the cloud through its APIs: with none configured, it says so.
         self.useFixture(fixtures.EnvironmentVariable("OS_CLOUD"))
         self.useFixture(fixtures.EnvironmentVariable("OS_AUTH_URL"))
-        self.useFixture(fixtures.EnvironmentVariable("OS_CLIENT_CONFIG_FILE", "/dev/null"))
+        # A clouds file with no cloud (an empty one is refused by 2025.1's openstacksdk).
+        no_clouds = self.write("clouds.yaml", "clouds: {}\n")
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLIENT_CONFIG_FILE", no_clouds))
         self.useFixture(fixtures.EnvironmentVariable("HOME", self.dir))
         code, _, err = self.plan("--live", cloudless)
         self.assertEqual(1, code)

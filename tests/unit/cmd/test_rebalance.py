@@ -24,8 +24,12 @@ class TestRebalanceErrors(testtools.TestCase):
         database.dispose()
         for name in CLOUD_VARIABLES:
             self.useFixture(fixtures.EnvironmentVariable(name))
-        # No clouds.yaml of the machine may be found.
-        self.useFixture(fixtures.EnvironmentVariable("OS_CLIENT_CONFIG_FILE", "/dev/null"))
+        # No clouds.yaml of the machine may be found: a clouds file with no
+        # cloud (an empty one is refused by 2025.1's openstacksdk).
+        no_clouds = os.path.join(directory, "clouds.yaml")
+        with open(no_clouds, "w") as stream:
+            stream.write("clouds: {}\n")
+        self.useFixture(fixtures.EnvironmentVariable("OS_CLIENT_CONFIG_FILE", no_clouds))
         self.useFixture(fixtures.EnvironmentVariable("HOME", directory))
 
     def rebalance(self, *argv: str):
