@@ -8,6 +8,8 @@ inside the functions, so that importing this module patches nothing.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from typing import Literal
 
 Backend = Literal["eventlet", "threading"]
@@ -28,3 +30,19 @@ def monkey_patch(backend: Backend = "eventlet") -> None:
     patch = getattr(nova_monkey_patch, "patch", None)
     if patch is not None:
         patch(backend=backend)
+
+
+def parse_nova_args(argv: Sequence[str], *, prog: str, init_rpc: bool = False) -> None:
+    """``nova.config.parse_args`` for the command ``prog``.
+
+    Nova 33 and 34 take the program's name, which oslo.config uses to find
+    its default configuration files and in its messages; Nova 31 takes no
+    ``prog`` and names the program after ``sys.argv[0]`` (the console
+    script's name, as installed).
+    """
+    from nova import config
+
+    if "prog" in inspect.signature(config.parse_args).parameters:
+        config.parse_args(list(argv), init_rpc=init_rpc, prog=prog)
+    else:
+        config.parse_args(list(argv), init_rpc=init_rpc)

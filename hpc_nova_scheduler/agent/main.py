@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bad_configuration(error)
 
     import oslo_messaging
-    from nova import config, objects
+    from nova import objects
     from oslo_log import log as logging
     from oslo_service import service as oslo_service
 
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     conf = hpc_conf.CONF
     try:
-        config.parse_args(argv, init_rpc=False, prog="hpc-scheduler-agent")
+        compat.parse_nova_args(argv, prog="hpc-scheduler-agent")
     except (cfg.Error, OSError) as error:
         return _bad_configuration(error)
     if not conf.hpc_scheduler.connection:

@@ -38,6 +38,34 @@ class TestMonkeyPatch(testtools.TestCase):
         compat.monkey_patch(backend="threading")
 
 
+class TestParseNovaArgs(testtools.TestCase):
+    def parse(self, parse_args) -> None:
+        self.useFixture(fixtures.MonkeyPatch("nova.config.parse_args", parse_args))
+        compat.parse_nova_args(("agent", "--config-file", "x.conf"), prog="hpc-scheduler-agent")
+
+    def test_nova_33_and_later_are_given_the_program_name(self) -> None:
+        calls = []
+
+        def parse_args(
+            argv, default_config_files=None, configure_db=True, init_rpc=True, prog=None
+        ):
+            calls.append((argv, init_rpc, prog))
+
+        self.parse(parse_args)
+        self.assertEqual(
+            [(["agent", "--config-file", "x.conf"], False, "hpc-scheduler-agent")], calls
+        )
+
+    def test_nova_31_takes_no_program_name(self) -> None:
+        calls = []
+
+        def parse_args(argv, default_config_files=None, configure_db=True, init_rpc=True):
+            calls.append((argv, init_rpc))
+
+        self.parse(parse_args)
+        self.assertEqual([(["agent", "--config-file", "x.conf"], False)], calls)
+
+
 class TestTheTestPackagePatchesFirst(testtools.TestCase):
     def test_any_subset_runs_patched(self) -> None:
         # The unit tests alone hung when the patching came midway through
