@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from devcloud import SOURCE_TREE, backends, config, models, operator, services, workload
@@ -103,6 +104,16 @@ def _setup_databases(run: Run, say: Say) -> None:
     services.run_command(run, [*hpc, "interference", "import", str(interferences)])
 
 
+def _no_control_socket() -> list[str]:
+    """Several gunicorn masters run side by side: none may take the shared socket.
+
+    gunicorn 25.1 gave each master a control socket at one default path;
+    2025.1's gunicorn (23.0) has none, nor the option that turns it off.
+    """
+    major, minor = (int(part) for part in metadata.version("gunicorn").split(".")[:2])
+    return ["--no-control-socket"] if (major, minor) >= (25, 1) else []
+
+
 def _gunicorn(
     run: Run, name: str, app: str, env: dict[str, str], workers: int, *, ours: bool = False
 ) -> None:
@@ -128,8 +139,7 @@ def _gunicorn(
             "8",
             "--timeout",
             "120",
-            # Several gunicorn masters run side by side.
-            "--no-control-socket",
+            *_no_control_socket(),
             *source,
             app,
         ],

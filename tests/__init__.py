@@ -1,18 +1,28 @@
 # Nova's harness runs its services in eventlet green threads; libraries such
 # as oslo.db keep per-thread state that must be created after the patching.
 # So patch here, before any test module is imported, whichever subset runs
-# (as nova/tests/__init__.py does): patched late, mid-import, the unit tests
-# alone hung in process pools and socket servers.
+# (as nova/tests/__init__.py does): patched late, midway through loading the
+# tests, the unit tests alone hung in process pools and socket servers.
 #
-# Not in the clean interpreters that tests spawn (tests/clusters.py, the
-# concurrency harness): they import this package to reach their function,
-# and they exist to run native threads.
-# A spawned child has imported multiprocessing before it imports us; the
-# runner need not import it before the patching.
+# Only a test runner's import patches: its main thread of its main process.
+# Clean interpreters that tests spawn (tests/clusters.py, the concurrency
+# harness) import this package to reach their functions, and a Dask
+# scheduler imports it from its event loop's thread when it unpickles a
+# task; patched there, they would turn green under their running threads
+# and hang. Neither multiprocessing nor threading is imported here first:
+# where they are not imported yet, this is a runner's main thread.
 import sys
 
 from hpc_nova_scheduler import compat
 
-_multiprocessing = sys.modules.get("multiprocessing")
-if _multiprocessing is None or _multiprocessing.current_process().name == "MainProcess":
+
+def _in_a_test_runner() -> bool:
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.current_process().name != "MainProcess":
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
+if _in_a_test_runner():
     compat.monkey_patch()
