@@ -168,7 +168,14 @@ def _start_services(run: Run, say: Say) -> None:
         run,
         "nova",
         "devcloud.wsgi:nova()",
-        {"OS_NOVA_CONFIG_DIR": etc, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"},
+        {
+            "OS_NOVA_CONFIG_DIR": etc,
+            "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf",
+            # Native threads under gunicorn's threaded workers: Nova 33 and
+            # 34's API chooses them itself; Nova 31's would patch eventlet
+            # in each worker, whose threads then hang.
+            "OS_NOVA_DISABLE_EVENTLET_PATCHING": "1",
+        },
         2,
         ours=True,
     )
