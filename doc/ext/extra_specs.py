@@ -9,6 +9,7 @@ therefore says exactly what nova-api accepts, and cannot drift from it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 from docutils import nodes
@@ -23,8 +24,11 @@ from sphinx.util.nodes import make_refnode, nested_parse_with_titles
 
 def _validators() -> list:
     # Imported when the directive runs: the module imports nova-api's
-    # validator base, which the documentation build has installed.
-    from hpc_nova_scheduler.api import extra_specs
+    # validator base, which the documentation build has installed. Nova's
+    # imports warn that eventlet is deprecated, which is Nova's matter.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from hpc_nova_scheduler.api import extra_specs
 
     return list(extra_specs.register())
 
