@@ -7,7 +7,7 @@ Nova's functional tests in three modes and compares them.
 - ``off``:  Nova alone.
 - ``on``:   ``HpcPlacementFilter`` appended to ``[filter_scheduler]
   enabled_filters``, the plugin's filters and weighers to
-  ``available_filters`` and ``weight_classes``, as README.rst tells an
+  ``available_filters`` and ``weight_classes``, as the install guide tells an
   operator; each test has its own plugin database (a fresh SQLite file).
 - ``full``: as ``on``, with ``fairness_policy = pa-rr`` and
   ``topology_levels = block,rack``.
