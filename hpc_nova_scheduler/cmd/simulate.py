@@ -348,7 +348,7 @@ def _levels(args: argparse.Namespace) -> tuple[str, ...]:
     table and files as they always were) without a topology option."""
     if not (args.topology or args.topology_spec or args.span_cost):
         return ()
-    from hpc_nova_scheduler.core import topology as topo
+    from hpc_nova_scheduler.topology import levels as topo
 
     return tuple(name for name, _ in args.topology) or topo.DEFAULT_LEVELS
 
