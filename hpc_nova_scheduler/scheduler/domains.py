@@ -30,7 +30,7 @@ _LOCK = threading.Lock()
 
 
 def levels() -> tuple[str, ...] | None:
-    """The configured levels; None (said once per value) when the option is wrong."""
+    """The configured levels; None (said once per mistake) when the option is wrong."""
     try:
         return topo.configured(CONF)
     except topo.LevelsOptionError as error:

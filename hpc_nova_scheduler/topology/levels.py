@@ -2,9 +2,11 @@
 
 Seed 003 knows one level, the rack. An operator names more, outermost
 first (``[hpc_scheduler] topology_levels = block,rack``); the host is always
-the innermost level. Each host has one value per level, read from the
-aggregate metadata ``hpc:<level>``; a host without a value at some level is
-a domain of its own at that level, as a host without a rack always was.
+the innermost level. :func:`configured` is the one reader of that option,
+for nova-api's validators, nova-scheduler and the commands alike. Each host
+has one value per level, read from the aggregate metadata ``hpc:<level>``;
+a host without a value at some level is a domain of its own at that level,
+as a host without a rack always was.
 
 A domain is identified by its path from the outermost level down, so two
 racks called ``r1`` in two blocks are two domains: the placement always
@@ -28,6 +30,8 @@ from typing import Any
 from oslo_config import cfg
 
 from hpc_nova_scheduler import conf
+
+# What core defines of the topology, re-exported: the level model reads whole here.
 from hpc_nova_scheduler.core.domains import DEFAULT_LEVELS as DEFAULT_LEVELS
 from hpc_nova_scheduler.core.domains import HOST_LEVEL as HOST_LEVEL
 from hpc_nova_scheduler.core.domains import SPEC_PREFERRED as SPEC_PREFERRED
