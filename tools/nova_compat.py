@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from hpc_nova_scheduler.cmd.options import positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("off", "on", "full")
 #: Nova's functional test modules run by default (short names are under
@@ -200,10 +202,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="MODULE",
         help=f"Nova test modules; short names are under {NOVA_FUNCTIONAL}",
     )
-    parser.add_argument("--concurrency", type=_positive, default=1)
+    parser.add_argument("--concurrency", type=positive_int, default=1)
     parser.add_argument(
         "--timeout",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_TIMEOUT,
         help="seconds after which a test fails (OS_TEST_TIMEOUT; default %(default)s)",
     )
@@ -229,16 +231,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.modules = list(dict.fromkeys(module_path(name) for name in args.modules))
     args.modes = list(MODES) if args.mode == "all" else [args.mode]
     return args
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
 
 
 def _regex(text: str) -> str:

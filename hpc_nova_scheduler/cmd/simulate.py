@@ -348,7 +348,7 @@ def _levels(args: argparse.Namespace) -> tuple[str, ...]:
     table and files as they always were) without a topology option."""
     if not (args.topology or args.topology_spec or args.span_cost):
         return ()
-    from hpc_nova_scheduler.core import topology as topo
+    from hpc_nova_scheduler.topology import levels as topo
 
     return tuple(name for name, _ in args.topology) or topo.DEFAULT_LEVELS
 
@@ -389,15 +389,6 @@ def _topology_headings(levels: tuple[str, ...]) -> list[str]:
     return ["topology refused", *(f"in one {level}" for level in reversed(levels))]
 
 
-def _topology_figures(result, levels: tuple[str, ...]) -> list:
-    if not levels:
-        return []
-    return [
-        len(result.topology_refused),
-        *(result.one_domain_share(level) for level in reversed(levels)),
-    ]
-
-
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
@@ -418,20 +409,6 @@ def _tagged(row: list, replay) -> list:
     return [*head, row[0], *seed, *row[1:]]
 
 
-def _figures(result, times) -> list[float]:
-    """A replay's figures, in the table's order and units."""
-    return [
-        len(result.outcomes),
-        len(result.never_fit),
-        *(result.completed_by(t) for t in times),
-        result.makespan / 3600,
-        result.mean_wait() / 3600,
-        result.mean_bounded_slowdown(),
-        result.utilisation(),
-        result.mean_interference(),
-    ]
-
-
 #: How the table prints the figures after the counts (makespan, wait,
 #: bounded slowdown, utilisation, interference).
 _FORMATS = ("{:.1f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}")
@@ -444,9 +421,11 @@ def _row(cell, times, levels: tuple[str, ...] = ()) -> list:
         name = getattr(cell.cell, "name", cell.key)
         blank = ["" for _ in _topology_headings(levels)]
         return [name, "failed", "", *("" for _ in times), "", "", "", "", "", *blank]
-    figures = _figures(cell.value, times)
+    from hpc_nova_scheduler.sim import summary
+
+    figures = summary.figures(cell.value, times)
     counts = len(figures) - len(_FORMATS)
-    topology = _topology_figures(cell.value, levels)
+    topology = summary.topology_figures(cell.value, levels)
     return [
         cell.value.scenario,
         *figures[:counts],
@@ -459,25 +438,17 @@ def _row(cell, times, levels: tuple[str, ...] = ()) -> list:
 def _means(swept: list, times, levels: tuple[str, ...] = ()) -> list[list]:
     """Per log and scenario, the mean of its seeds' figures; a scenario with a
     failed seed says so rather than average fewer seeds."""
-    import statistics
+    from hpc_nova_scheduler.sim import summary
 
-    groups: dict[tuple, list] = {}
-    for cell in swept:
-        groups.setdefault((cell.cell.log, cell.cell.name), []).append(cell)
     rows = []
-    for (log, name), cells in groups.items():
-        head = [*([] if log is None else [log]), name, len(cells)]
-        if not all(cell.ok for cell in cells):
+    for found in summary.seed_means(swept, times, levels):
+        head = [*([] if found.log is None else [found.log]), found.name, found.seeds]
+        if found.figures is None or found.topology is None:
             blank = ["" for _ in _topology_headings(levels)]
             rows.append([*head, "failed", "", *("" for _ in times), "", "", "", "", "", *blank])
             continue
-        columns = zip(*(_figures(cell.value, times) for cell in cells), strict=True)
-        means = [statistics.fmean(column) for column in columns]
+        means, topology_means = found.figures, found.topology
         counts = len(means) - len(_FORMATS)
-        topology = zip(*(_topology_figures(cell.value, levels) for cell in cells), strict=True)
-        # A share is the mean over the seeds that have jobs of several VMs.
-        found = [[value for value in column if value is not None] for column in topology]
-        topology_means = [statistics.fmean(values) if values else None for values in found]
         rows.append(
             [
                 *head,

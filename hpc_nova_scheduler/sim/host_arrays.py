@@ -21,8 +21,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from hpc_nova_scheduler.core import host_kernel
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
@@ -38,6 +36,8 @@ from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.sim import host_kernel
+from hpc_nova_scheduler.topology import levels as topo
 
 Vector = tuple[float, float, float]
 Segments = list[tuple[list[int], int]]

@@ -20,7 +20,6 @@ from typing import Protocol
 
 import numpy as np
 
-from hpc_nova_scheduler.core import arrangement, class_weighing
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
@@ -41,6 +40,8 @@ from hpc_nova_scheduler.core.algorithm import (
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.sim import class_weighing
+from hpc_nova_scheduler.topology import arrangement
 
 
 class StateClasses(Protocol):

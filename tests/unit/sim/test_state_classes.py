@@ -1,4 +1,4 @@
-"""State classes and their greedy (core/class_greedy.py) plan exactly what
+"""State classes and their greedy (sim/class_greedy.py) plan exactly what
 plan() plans over every host."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm, class_greedy, state_classes
+from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
@@ -25,11 +25,11 @@ from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.core.state_classes import StateClasses
-from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.interference.cache_pressure import CachePressureModel
 from hpc_nova_scheduler.interference.rule import ModelRule
-from hpc_nova_scheduler.sim import scenarios
+from hpc_nova_scheduler.sim import class_greedy, scenarios, state_classes
+from hpc_nova_scheduler.sim.state_classes import StateClasses
+from hpc_nova_scheduler.topology.levels import TopologySpec
 
 POLICIES = [
     Policy(),

@@ -22,7 +22,7 @@ topology-aware scheduling does and documents as BestFit:
 
 Seed 003's rack ordering is the one-level case without the best fit: the
 rack with the most room first. Clouds that keep that single level keep it
-exactly (:mod:`.algorithm` calls :func:`largest_first` for them).
+exactly (:mod:`~hpc_nova_scheduler.core.algorithm` orders racks itself for them).
 
 Everything here works on positions into the caller's arrays and is
 independent of Nova and of the rules that decided the room.
@@ -30,40 +30,11 @@ independent of Nova and of the rules that decided the room.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-#: Rooms are whole numbers of VMs or segments held as floats; a fit is a
-#: comparison with this slack so that a sum of weights never misses by a hair.
-SLACK = 1e-9
-
-#: Per level, the codes of the domains the application holds (or None).
-Held = Sequence[np.ndarray | None] | None
-
-
-def domain_rooms(
-    codes: np.ndarray,
-    room: np.ndarray,
-    own: np.ndarray,
-    idx: np.ndarray,
-    held: np.ndarray | None = None,
-):
-    """(domains, room of each, whether each holds the application) over ``idx``.
-
-    ``held``: codes of this level's domains the application holds VMs in,
-    also where none of its hosts is among ``idx`` (a full host is no
-    candidate, but its rack still holds the application).
-    """
-    # Codes are small dense integers: counting beats sorting at 10,000 hosts.
-    found = codes[idx]
-    size = int(found.max()) + 1 if found.size else 0
-    domains = np.flatnonzero(np.bincount(found, minlength=size))
-    rooms = np.bincount(found, weights=room[idx], minlength=size)[domains]
-    owned = np.bincount(found, weights=own[idx], minlength=size)[domains] > 0
-    if held is not None and len(held):
-        owned |= np.isin(domains, held)
-    return domains, rooms, owned
+from hpc_nova_scheduler.core.domains import SLACK as SLACK
+from hpc_nova_scheduler.core.domains import DomainOrder, Held
+from hpc_nova_scheduler.core.domains import domain_rooms as domain_rooms
 
 
 def _at(held: Held, level: int) -> np.ndarray | None:
@@ -235,3 +206,13 @@ def tightest_first(
         (domains[found], rooms[found], inner_room[found], -inner[found], ~owned[found])
     )
     return [int(domains[found[i]]) for i in order]
+
+
+class BestFit(DomainOrder):
+    """This module's order, as Algorithm 1 reaches it (``hpc_nova_scheduler.domain_orders``)."""
+
+    def arrange(self, codes, room, own, idx, need, fit_items=False, held=None):
+        return arrange(codes, room, own, idx, need, fit_items, held)
+
+    def tightest_first(self, codes, room, own, idx, level, need, held=None):
+        return tightest_first(codes, room, own, idx, level, need, held)

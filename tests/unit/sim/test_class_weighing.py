@@ -9,13 +9,14 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm, class_weighing
+from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import PACKING_NOVA_WEIGHERS, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.core.state_classes import StateClasses
+from hpc_nova_scheduler.sim import class_weighing
+from hpc_nova_scheduler.sim.state_classes import StateClasses
 
 DEMAND = (1.0, 256.0, 0.0)
 

@@ -10,9 +10,9 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
-from hpc_nova_scheduler.core.host_classes import HostClasses, runs
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
+from hpc_nova_scheduler.sim.host_classes import HostClasses, runs
 
 NO_LIMITS = Thresholds(float("inf"), float("inf"))
 

@@ -2,9 +2,11 @@
 
 Seed 003 knows one level, the rack. An operator names more, outermost
 first (``[hpc_scheduler] topology_levels = block,rack``); the host is always
-the innermost level. Each host has one value per level, read from the
-aggregate metadata ``hpc:<level>``; a host without a value at some level is
-a domain of its own at that level, as a host without a rack always was.
+the innermost level. :func:`configured` is the one reader of that option,
+for nova-api's validators, nova-scheduler and the commands alike. Each host
+has one value per level, read from the aggregate metadata ``hpc:<level>``;
+a host without a value at some level is a domain of its own at that level,
+as a host without a rack always was.
 
 A domain is identified by its path from the outermost level down, so two
 racks called ``r1`` in two blocks are two domains: the placement always
@@ -25,18 +27,27 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hpc_nova_scheduler.core.profile import TOPOLOGY_SPECS, ProfileError
+from oslo_config import cfg
 
-#: The innermost level, always present: every host is a domain of its own.
-HOST_LEVEL = "host"
-#: Seed 003's single level; clouds that name none keep exactly its behaviour.
-DEFAULT_LEVELS: tuple[str, ...] = ("rack",)
+from hpc_nova_scheduler import conf
+
+# What core defines of the topology, re-exported: the level model reads whole here.
+from hpc_nova_scheduler.core.domains import DEFAULT_LEVELS as DEFAULT_LEVELS
+from hpc_nova_scheduler.core.domains import HOST_LEVEL as HOST_LEVEL
+from hpc_nova_scheduler.core.domains import SPEC_PREFERRED as SPEC_PREFERRED
+from hpc_nova_scheduler.core.domains import SPEC_REQUIRED as SPEC_REQUIRED
+from hpc_nova_scheduler.core.domains import SPEC_SEGMENT as SPEC_SEGMENT
+from hpc_nova_scheduler.core.domains import SPEC_SEGMENT_LEVEL as SPEC_SEGMENT_LEVEL
+from hpc_nova_scheduler.core.domains import SPECS as SPECS
+from hpc_nova_scheduler.core.domains import TopologySpec as TopologySpec
+from hpc_nova_scheduler.core.domains import host_domain as host_domain
+from hpc_nova_scheduler.core.domains import path_of as path_of
+from hpc_nova_scheduler.core.profile import ProfileError
+
 #: ``hpc:`` aggregate keys that mean something else and cannot name a level.
 RESERVED_LEVELS = frozenset({HOST_LEVEL, "cpu_group", "platform", "app_class", "app_name"})
 _LEVEL_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
-SPECS = TOPOLOGY_SPECS
-SPEC_REQUIRED, SPEC_PREFERRED, SPEC_SEGMENT, SPEC_SEGMENT_LEVEL = SPECS
 #: The largest segment accepted: far beyond any request Nova takes.
 MAX_SEGMENT = 100_000
 
@@ -46,13 +57,23 @@ class TopologyError(ValueError):
 
 
 def parse_levels(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The configured levels, outermost first, checked; empty means seed 003's rack."""
+    """The configured levels, outermost first, checked; None means seed 003's rack.
+
+    An empty list, or an empty name in it (``block,,rack``, a trailing
+    comma), is refused: it is a typing mistake, and a cloud that wants seed
+    003's single level says ``rack`` or leaves the option out.
+    """
     if value is None:
         return DEFAULT_LEVELS
     items = value.split(",") if isinstance(value, str) else list(value)
-    levels = tuple(item.strip().lower() for item in items if item.strip())
-    if not levels:
-        return DEFAULT_LEVELS
+    if not any(str(item).strip() for item in items):
+        raise TopologyError("no topology level is named; name at least one (the default is rack)")
+    levels = tuple(str(item).strip().lower() for item in items)
+    if "" in levels:
+        raise TopologyError(
+            f"topology level {levels.index('') + 1} of {len(levels)} is empty "
+            "(two commas in a row, or one at an end)"
+        )
     seen: set[str] = set()
     for level in levels:
         if not _LEVEL_NAME.match(level):
@@ -70,57 +91,34 @@ def parse_levels(value: str | Sequence[str] | None) -> tuple[str, ...]:
     return levels
 
 
+#: The option the cloud's levels are read from.
+OPTION = f"[{conf.GROUP_NAME}] topology_levels"
+
+
+class LevelsOptionError(TopologyError):
+    """``topology_levels`` is wrong; the message names the option, ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{OPTION}: {reason}")
+        self.reason = reason
+
+
+def configured(config: cfg.ConfigOpts | None = None) -> tuple[str, ...]:
+    """The cloud's levels from ``[hpc_scheduler] topology_levels`` (of ``config``,
+    by default the process's CONF): the one reader of the option, for
+    nova-api's validators, nova-scheduler and the commands alike.
+
+    Raises :class:`LevelsOptionError` naming the option.
+    """
+    try:
+        return parse_levels((config or conf.CONF)[conf.GROUP_NAME].topology_levels)
+    except (ValueError, cfg.Error) as error:
+        raise LevelsOptionError(" ".join(str(error).split())) from None
+
+
 def metadata_key(level: str) -> str:
     """The aggregate metadata key that places a host in a domain of ``level``."""
     return f"hpc:{level}"
-
-
-def host_domain(name: str) -> str:
-    """The domain of a host that has no value at some level: itself."""
-    return f"host:{name}"
-
-
-def path_of(name: str, values: Sequence[str]) -> tuple[str, ...]:
-    """A host's domain at each level (its values, a missing one replaced by itself)."""
-    return tuple(value or host_domain(name) for value in values)
-
-
-@dataclasses.dataclass(frozen=True)
-class TopologySpec:
-    """A request's topology constraints (all optional), as levels by name.
-
-    ``required``: every VM in one domain of that level, or the request is
-    refused whole. ``preferred``: as few domains of that level as possible,
-    never refused for it. ``segment`` VMs per ``segment_level`` domain: the
-    request splits into segments of that many VMs, each inside one domain.
-    """
-
-    required: str | None = None
-    preferred: str | None = None
-    segment: int | None = None
-    segment_level: str | None = None
-
-    @property
-    def empty(self) -> bool:
-        return self.required is None and self.preferred is None and self.segment is None
-
-    def check_count(self, count: int) -> None:
-        """Refuse a request whose VM count the segment size does not divide."""
-        if self.segment is not None and count % self.segment:
-            raise ProfileError(
-                SPEC_SEGMENT,
-                f"segments of {self.segment} VMs do not divide a request of {count} VMs",
-            )
-
-    def describe(self) -> str:
-        parts = []
-        if self.required:
-            parts.append(f"required {self.required}")
-        if self.preferred:
-            parts.append(f"preferred {self.preferred}")
-        if self.segment is not None:
-            parts.append(f"segments of {self.segment} per {self.segment_level}")
-        return ", ".join(parts) or "none"
 
 
 def _level(key: str, value: Any, levels: Sequence[str]) -> str:

@@ -1,4 +1,4 @@
-"""Host arrays and their compiled kernel (core/host_kernel.py) plan exactly
+"""Host arrays and their compiled kernel (sim/host_kernel.py) plan exactly
 what plan() plans over every host."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import testtools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm, state_classes
+from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import (
     PACKING_COSINE,
     PACKING_LEAST_FREE_PES,
@@ -22,10 +22,11 @@ from hpc_nova_scheduler.core.algorithm import (
 )
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
-from hpc_nova_scheduler.core.host_arrays import HostArrays
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.core.topology import TopologySpec
+from hpc_nova_scheduler.sim import state_classes
+from hpc_nova_scheduler.sim.host_arrays import HostArrays
+from hpc_nova_scheduler.topology.levels import TopologySpec
 
 #: The policies the kernel serves: cosine packing, with or without the
 #: classes, racks, processor groups and thresholds; and Nova's weighers,

@@ -25,7 +25,7 @@ the model is asked once per class, in the order plan() asks it per host.
 
 Topology levels beyond the rack and the tenant's ``required`` and
 ``preferred`` levels order the racks by BestFit
-(:mod:`~hpc_nova_scheduler.core.arrangement`), which reads nothing of a
+(:mod:`~hpc_nova_scheduler.topology.arrangement`), which reads nothing of a
 host but its room: it runs on the classes, each weighing its room times
 its hosts.
 
@@ -46,8 +46,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from hpc_nova_scheduler.core import arrangement
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import (
     NO_TOPOLOGY,
     PACKING_COSINE,
@@ -65,12 +63,14 @@ from hpc_nova_scheduler.core.algorithm import (
     fits_many,
     vm_copies,
 )
-from hpc_nova_scheduler.core.class_greedy import ClassGreedy
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, counted_rows, ordered_sum
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge, Resident
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.sim.class_greedy import ClassGreedy
+from hpc_nova_scheduler.topology import arrangement
+from hpc_nova_scheduler.topology import levels as topo
 
 Vector = tuple[float, float, float]
 #: VMs of one application on one host: (the VM, how many, each one's demand).

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
+import fixtures
 import testtools
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from oslo_config import cfg
 
-from hpc_nova_scheduler.core import topology
+from hpc_nova_scheduler import conf
 from hpc_nova_scheduler.core.profile import ProfileError
-from hpc_nova_scheduler.core.topology import (
+from hpc_nova_scheduler.topology import levels as topology
+from hpc_nova_scheduler.topology.levels import (
     SPEC_PREFERRED,
     SPEC_REQUIRED,
     SPEC_SEGMENT,
@@ -30,12 +35,26 @@ BLOCK_RACK = ("block", "rack")
 
 
 class TestParseLevels(testtools.TestCase):
-    def test_nothing_named_is_seed_003s_rack(self) -> None:
-        for value in (None, "", " , ", [], ["", " "]):
-            self.assertEqual(("rack",), parse_levels(value))
+    def test_no_option_is_seed_003s_rack(self) -> None:
+        self.assertEqual(("rack",), parse_levels(None))
+
+    def test_an_empty_list_is_refused(self) -> None:
+        for value in ("", " , ", [], ["", " "]):
+            error = self.assertRaises(TopologyError, parse_levels, value)
+            self.assertIn("no topology level is named", str(error))
+
+    def test_an_empty_name_is_refused(self) -> None:
+        for value, where in (
+            ("block,,rack", "level 2 of 3 is empty"),
+            ("rack,", "level 2 of 2 is empty"),
+            (" ,rack", "level 1 of 2 is empty"),
+            (["block", " ", "rack"], "level 2 of 3 is empty"),
+        ):
+            error = self.assertRaises(TopologyError, parse_levels, value)
+            self.assertIn(where, str(error))
 
     def test_names_are_trimmed_and_lower_cased_in_order(self) -> None:
-        self.assertEqual(("pod", "block", "rack"), parse_levels(" Pod, BLOCK ,rack,"))
+        self.assertEqual(("pod", "block", "rack"), parse_levels(" Pod, BLOCK ,rack"))
         self.assertEqual(("block", "rack"), parse_levels(["block", " Rack "]))
 
     def test_bad_lists_name_the_level(self) -> None:
@@ -78,6 +97,44 @@ class TestParseLevels(testtools.TestCase):
         repeated = data.draw(st.sampled_from(levels))
         error = self.assertRaises(TopologyError, parse_levels, [*levels, repeated.upper()])
         self.assertIn(f"{repeated!r} is named twice", str(error))
+
+
+class TestConfigured(testtools.TestCase):
+    """The one reader of ``[hpc_scheduler] topology_levels``."""
+
+    def config(self, text: str | None) -> cfg.ConfigOpts:
+        options = cfg.ConfigOpts()
+        conf.register_opts(options)
+        folder = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(folder, "nova.conf")
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write("[hpc_scheduler]\n")
+            if text is not None:
+                stream.write(f"topology_levels = {text}\n")
+        options([], default_config_files=[path])
+        return options
+
+    def test_the_option_left_out_is_seed_003s_rack(self) -> None:
+        self.assertEqual(("rack",), topology.configured(self.config(None)))
+
+    def test_the_levels_are_read(self) -> None:
+        self.assertEqual(("block", "rack"), topology.configured(self.config("Block, rack")))
+
+    def test_an_empty_value_is_one_line_naming_the_option(self) -> None:
+        error = self.assertRaises(topology.LevelsOptionError, topology.configured, self.config(""))
+        self.assertEqual(
+            "[hpc_scheduler] topology_levels: no topology level is named; name at least one "
+            "(the default is rack)",
+            str(error),
+        )
+
+    def test_an_empty_element_is_one_line_naming_the_option(self) -> None:
+        error = self.assertRaises(
+            topology.LevelsOptionError, topology.configured, self.config("block,,rack")
+        )
+        self.assertTrue(str(error).startswith("[hpc_scheduler] topology_levels: "), error)
+        self.assertIn("topology level 2 of 3 is empty", str(error))
+        self.assertNotIn("\n", str(error))
 
 
 class TestValidateSpec(testtools.TestCase):
