@@ -172,7 +172,7 @@ def add_parser(sub) -> None:
         "plan",
         help="place a batch of applications with batch planners, side by side",
         description="Place every application of BATCH_FILE at once with each --planner "
-        "(see doc/planners.rst): seed 004's ILS, the exact MILP optimum for small "
+        "(see doc/source/user/planners.rst): seed 004's ILS, the exact MILP optimum for small "
         "batches, and the six bin-packing baselines. Prints the hosts used and the "
         "predicted interference (ivmp) per host for each.",
     )

@@ -16,5 +16,5 @@ protocols of :mod:`.sharing` serve fair share, and a planner that cannot
 place a batch raises a :class:`~.errors.CannotPlace`. See README.rst here.
 
 Core imports no other folder of the package, and nothing of Nova: the
-simulator and the planners run without it (doc/architecture.rst).
+simulator and the planners run without it (doc/source/contributor/architecture.rst).
 """

@@ -1,4 +1,4 @@
-"""Every import in the package points down the layers of doc/architecture.rst.
+"""Every import in the package points down the layers of doc/source/contributor/architecture.rst.
 
 The test reads the source with :mod:`ast` rather than importing it, so it
 sees every import: at module level, inside functions and under
