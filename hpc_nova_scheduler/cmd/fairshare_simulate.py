@@ -12,6 +12,7 @@ import argparse
 import csv
 import itertools
 import math
+import os
 from typing import TextIO
 
 from hpc_nova_scheduler import strictjson
@@ -173,10 +174,26 @@ SIMULATE_COLUMNS = (
 )
 
 
+def _png_folder(path: str) -> None:
+    """Refuse a ``--png`` folder that could not be made with one mkdir.
+
+    A mistyped parent is an error, not a new tree of folders; said before
+    anything is simulated, so that it costs nothing.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise common.CommandError(f"--png {path}: not a directory")
+    if not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise common.CommandError(f"--png {path}: {parent} {why}")
+
+
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation
 
+    if args.png:
+        _png_folder(args.png)
     settings = _settings(args)
     scenarios = _scenarios(args.scenario)
     combinations = _policies(args.policy)

@@ -213,6 +213,16 @@ class TestBadInput(testtools.TestCase):
             f"--png {blocker}/sub:", "--engine", "rate", *FEW, "--png", f"{blocker}/sub"
         )
 
+    def test_png_in_a_folder_that_does_not_exist_creates_nothing(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        missing = os.path.join(folder, "nonexistent", "dir")
+        target = os.path.join(missing, "x")
+        self.assertRefused(f"--png {target}: {missing} does not exist", *FEW, "--png", target)
+        self.assertEqual([], os.listdir(folder))
+        blocker = os.path.join(folder, "file")
+        open(blocker, "w").close()
+        self.assertRefused(f"--png {blocker}: not a directory", *FEW, "--png", blocker)
+
 
 class TestOnDask(testtools.TestCase):
     def test_the_grid_on_a_dask_cluster_gives_the_table_of_one_process(self) -> None:
