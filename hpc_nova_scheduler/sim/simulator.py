@@ -110,6 +110,10 @@ class Result:
     def makespan(self) -> float:
         return max((o.end for o in self.outcomes), default=0.0)
 
+    def first_end(self) -> float | None:
+        """When the first job ended, after the first arrival; None if none did."""
+        return min((o.end for o in self.outcomes), default=None)
+
     def completed_by(self, time: float) -> int:
         ends = sorted(o.end for o in self.outcomes)
         return bisect.bisect_right(ends, time)
