@@ -30,6 +30,8 @@ def _policies(values: list[str]) -> list:
                 chosen.extend(experiments.seed002_combinations())
             if label in ("anchors", "all"):
                 chosen.extend(experiments.anchor_combinations())
+            if label == "all":
+                chosen.extend(experiments.own_combinations())
             if label in ("seed002", "anchors", "all"):
                 continue
             try:
@@ -401,9 +403,10 @@ def add_parser(actions) -> None:
         description="Simulate Table 5's platforms running Table 6's many-task applications "
         "(Table 8's scenarios) under two-level policies, with seeded run times generated to "
         "match Tables 3 and 4. Every first level x platform metric x second level of seed "
-        "002 and the production anchors (equal cores, billing weights, decayed usage) are "
-        "run side by side by default; Fairness + AllCore is always run, as the baseline of "
-        "efficiency. The grid runs on local processes, or on a Dask cluster with --dask.",
+        "002, the production anchors (equal cores, billing weights, decayed usage) and our "
+        "equivalent-rr are run side by side by default; Fairness + AllCore is always run, "
+        "as the baseline of efficiency. The grid runs on local processes, or on a Dask "
+        "cluster with --dask.",
     )
     simulate.add_argument(
         "--scenario",
@@ -419,7 +422,8 @@ def add_parser(actions) -> None:
         metavar="LABEL",
         help="FIRST/METRIC/SECOND (pa-rr/rpa/maf, paf/epa/random, maf:raw for MAF on raw "
         "differences), FIRST/SECOND for fairness and the anchors (equal-cores/random), "
-        "or seed002, anchors, all; repeatable or comma-separated; default: all",
+        "or seed002, anchors, all (those and equivalent-rr, ours); repeatable or "
+        "comma-separated; default: all",
     )
     simulate.add_argument(
         "--engine",

@@ -146,6 +146,22 @@ class TestSimulate(testtools.TestCase):
         json.loads(out, parse_constant=lambda c: self.fail(f"non-JSON constant {c}"))
 
 
+class TestPolicyGroups(testtools.TestCase):
+    def test_all_has_seed_002_the_anchors_and_equivalent_rr(self) -> None:
+        from hpc_nova_scheduler.cmd import fairshare_simulate
+        from hpc_nova_scheduler.fairshare import experiments
+
+        labels = [c.label for c in fairshare_simulate._policies(["all"])]
+        self.assertIn("equivalent-rr/rpa/maf", labels)
+        self.assertEqual(50 + 3 + 5, len(labels))
+        self.assertEqual(
+            [c.label for c in experiments.own_combinations()],
+            [label for label in labels if label.startswith("equivalent-rr/")],
+        )
+        seed002 = [c.label for c in fairshare_simulate._policies(["seed002"])]
+        self.assertNotIn("equivalent-rr/rpa/maf", seed002)
+
+
 class TestBadInput(testtools.TestCase):
     def assertRefused(self, message: str, *argv: str) -> None:
         code, out, err = simulate(*argv)
