@@ -18,6 +18,7 @@ from typing import TextIO
 
 from hpc_nova_scheduler import atomicfile
 from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.db import api as db_api
 
 
 def _project(text: str) -> str:
@@ -43,6 +44,9 @@ def _cores(text: str) -> int:
         raise common.CommandError(f"CORES: {text!r} is not an integer") from None
     if cores < 0:
         raise common.CommandError(f"CORES: {text!r} is negative")
+    if cores > db_api.MAX_CORES:
+        # Refused here, not by the database's integer column.
+        raise common.CommandError(f"CORES: {text!r} is more than {db_api.MAX_CORES}")
     return cores
 
 
@@ -75,13 +79,26 @@ def cmd_demand_set(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_demand_list(args: argparse.Namespace, out: TextIO) -> int:
-    _listing(common.database(args).demand(), "cores", args.format, out)
+    database = common.database(args)
+    demand, applications = database.demand(), database.demand_applications()
+    if args.format == "json":
+        listed = {
+            project: {"cores": cores, "application": applications.get(project)}
+            for project, cores in demand.items()
+        }
+        json.dump(listed, out, indent=2)
+        out.write("\n")
+        return 0
+    rows = [(project, cores, applications.get(project, "-")) for project, cores in demand.items()]
+    common.table(("project", "cores", "application"), rows, out)
     return 0
 
 
 def cmd_demand_clear(args: argparse.Namespace, out: TextIO) -> int:
     project = None if args.project is None else _project(args.project)
     removed = common.database(args).clear_demand(project)
+    if project is not None and not removed:
+        raise common.CommandError(f"PROJECT: {project!r} has no demand to clear")
     out.write(f"{removed} demand(s) cleared\n")
     return 0
 
