@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 from typing import TextIO
 
-from hpc_nova_scheduler import atomicfile
+from hpc_nova_scheduler import atomicfile, strictjson
 from hpc_nova_scheduler.cmd import common
 from hpc_nova_scheduler.db import api as db_api
 
@@ -52,7 +51,7 @@ def _cores(text: str) -> int:
 
 def _listing(values: dict, heading: str, fmt: str, out: TextIO) -> None:
     if fmt == "json":
-        json.dump(values, out, indent=2)
+        strictjson.dump(values, out, indent=2)
         out.write("\n")
         return
     common.table(("project", heading), list(values.items()), out)
@@ -86,7 +85,7 @@ def cmd_demand_list(args: argparse.Namespace, out: TextIO) -> int:
             project: {"cores": cores, "application": applications.get(project)}
             for project, cores in demand.items()
         }
-        json.dump(listed, out, indent=2)
+        strictjson.dump(listed, out, indent=2)
         out.write("\n")
         return 0
     rows = [(project, cores, applications.get(project, "-")) for project, cores in demand.items()]
