@@ -448,8 +448,9 @@ def add_parser(actions) -> None:
     simulate.add_argument(
         "--half-life",
         default="0",
-        metavar="SECONDS",
-        help="usage half-life for policies with history (0: no history)",
+        metavar="LIST",
+        help="usage half-lives in seconds for policies with history, comma-separated, each "
+        "a setting of the grid (0: no history; default 0)",
     )
     simulate.add_argument(
         "--interval",

@@ -162,6 +162,19 @@ class TestPolicyGroups(testtools.TestCase):
         self.assertNotIn("equivalent-rr/rpa/maf", seed002)
 
 
+class TestHelp(testtools.TestCase):
+    def test_list_options_say_they_take_lists(self) -> None:
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        self.assertRaises(SystemExit, simulate, "--help")
+        text = " ".join(stdout.getDetails()["stdout"].as_text().split())
+        for option in ("--half-life", "--top-percent", "--core-unit", "--node-unit"):
+            self.assertIn(f"{option} LIST", text)
+        self.assertIn(
+            "usage half-lives in seconds for policies with history, comma-separated", text
+        )
+
+
 class TestBadInput(testtools.TestCase):
     def assertRefused(self, message: str, *argv: str) -> None:
         code, out, err = simulate(*argv)
