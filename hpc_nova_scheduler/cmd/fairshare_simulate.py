@@ -12,6 +12,7 @@ import argparse
 import csv
 import itertools
 import math
+import os
 from typing import TextIO
 
 from hpc_nova_scheduler import strictjson
@@ -29,6 +30,8 @@ def _policies(values: list[str]) -> list:
                 chosen.extend(experiments.seed002_combinations())
             if label in ("anchors", "all"):
                 chosen.extend(experiments.anchor_combinations())
+            if label == "all":
+                chosen.extend(experiments.own_combinations())
             if label in ("seed002", "anchors", "all"):
                 continue
             try:
@@ -173,10 +176,26 @@ SIMULATE_COLUMNS = (
 )
 
 
+def _png_folder(path: str) -> None:
+    """Refuse a ``--png`` folder that could not be made with one mkdir.
+
+    A mistyped parent is an error, not a new tree of folders; said before
+    anything is simulated, so that it costs nothing.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise common.CommandError(f"--png {path}: not a directory")
+    if not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise common.CommandError(f"--png {path}: {parent} {why}")
+
+
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation, summary
 
+    if args.png:
+        _png_folder(args.png)
     settings = _settings(args)
     scenarios = _scenarios(args.scenario)
     combinations = _policies(args.policy)
@@ -319,9 +338,10 @@ def add_parser(actions) -> None:
         description="Simulate Table 5's platforms running Table 6's many-task applications "
         "(Table 8's scenarios) under two-level policies, with seeded run times generated to "
         "match Tables 3 and 4. Every first level x platform metric x second level of seed "
-        "002 and the production anchors (equal cores, billing weights, decayed usage) are "
-        "run side by side by default; Fairness + AllCore is always run, as the baseline of "
-        "efficiency. The grid runs on local processes, or on a Dask cluster with --dask.",
+        "002, the production anchors (equal cores, billing weights, decayed usage) and our "
+        "equivalent-rr are run side by side by default; Fairness + AllCore is always run, "
+        "as the baseline of efficiency. The grid runs on local processes, or on a Dask "
+        "cluster with --dask.",
     )
     simulate.add_argument(
         "--scenario",
@@ -337,7 +357,8 @@ def add_parser(actions) -> None:
         metavar="LABEL",
         help="FIRST/METRIC/SECOND (pa-rr/rpa/maf, paf/epa/random, maf:raw for MAF on raw "
         "differences), FIRST/SECOND for fairness and the anchors (equal-cores/random), "
-        "or seed002, anchors, all; repeatable or comma-separated; default: all",
+        "or seed002, anchors, all (those and equivalent-rr, ours); repeatable or "
+        "comma-separated; default: all",
     )
     simulate.add_argument(
         "--engine",
@@ -362,8 +383,9 @@ def add_parser(actions) -> None:
     simulate.add_argument(
         "--half-life",
         default="0",
-        metavar="SECONDS",
-        help="usage half-life for policies with history (0: no history)",
+        metavar="LIST",
+        help="usage half-lives in seconds for policies with history, comma-separated, each "
+        "a setting of the grid (0: no history; default 0)",
     )
     simulate.add_argument(
         "--interval",

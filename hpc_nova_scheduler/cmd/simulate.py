@@ -336,6 +336,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
     done = [cell for cell in swept if cell.ok]
+    _early_horizons(done, times, args.err)
     if args.out and done:
         tags = [_tags(cell.cell) for cell in done]
         for path in report.write([cell.value for cell in done], args.out, times, tags):
@@ -505,6 +506,26 @@ def _grid(args: argparse.Namespace, fn, cells: list, shared, on_result=None) -> 
         )
     except sweep.DaskUnreachable as error:
         raise common.CommandError(f"--dask: {error}") from None
+
+
+def _early_horizons(done: list, times, err: TextIO) -> None:
+    """Say why ``by T`` columns are all zero, when they are.
+
+    A log's jobs can run for days (METACENTRUM's first twenty run 1 to 30
+    days), so a short replay may end no job by 24 h: the zeros are true,
+    but read like a fault. The note gives the first end and the remedy.
+    """
+    ends = [end for end in (cell.value.first_end() for cell in done) if end is not None]
+    if not ends:
+        return
+    first = min(ends)
+    early = [f"by {options.describe_duration(t)}" for t in times if t < first]
+    if early:
+        err.write(
+            f"{common.PROG}: note: {', '.join(early)}: no job had ended yet in any replay; "
+            f"the first ended {options.describe_duration(first)} after the first arrival "
+            "(--times sets the horizons, in hours or with a unit: 90m, 7d)\n"
+        )
 
 
 def _failures(swept: list, err: TextIO) -> int:

@@ -49,6 +49,32 @@ class TestSimulateCommand(testtools.TestCase):
                 stream.write(f"{i} 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
         return path
 
+    def test_horizons_before_the_first_end_are_zero_and_say_why(self) -> None:
+        # Jobs of two days, as a short replay of a real log has: no job has
+        # ended by 24 h, which is true, and the note says so.
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, "long.swf")
+        with open(path, "w") as stream:
+            for i in range(1, 5):
+                stream.write(f"{i} {i * 60} 5 172800 1 -1 512 1 172800 512 1 7 -1 -1 3 -1 -1 -1\n")
+        argv = ("--config-file", "/dev/null", "simulate", path, "--cores", "4")
+        code, out, err = run(*argv, "--policies", "mdobp,least-free-pes")
+        self.assertEqual(0, code, err)
+        row = next(line for line in out.splitlines() if line.startswith("| mdobp "))
+        self.assertEqual(["4", "0", "0", "0", "0"], [cell.strip() for cell in row.split("|")[2:7]])
+        self.assertIn(
+            "hpc-nova-scheduler: note: by 1 h, by 6 h, by 24 h: no job had ended yet in any "
+            "replay; the first ended 2 d after the first arrival (--times sets the horizons",
+            err,
+        )
+        code, out, err = run(*argv, "--times", "1d,3d")
+        self.assertEqual(0, code, err)
+        self.assertIn("note: by 1 d: no job had ended yet", err)
+        row = next(line for line in out.splitlines() if line.startswith("| mdobp "))
+        self.assertEqual(["0", "4"], [cell.strip() for cell in row.split("|")[4:6]])
+        code, out, err = run(*argv, "--times", "3d")
+        self.assertEqual(0, code, err)
+        self.assertNotIn("note", err)
+
     def test_backfill_modes(self) -> None:
         path = self.small_trace()
         for mode in ([], ["--backfill"], ["--backfill", "greedy"], ["--backfill", "easy"]):
