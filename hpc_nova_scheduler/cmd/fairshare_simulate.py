@@ -12,7 +12,6 @@ import argparse
 import csv
 import itertools
 import math
-import os
 from typing import TextIO
 
 from hpc_nova_scheduler import strictjson
@@ -176,26 +175,12 @@ SIMULATE_COLUMNS = (
 )
 
 
-def _png_folder(path: str) -> None:
-    """Refuse a ``--png`` folder that could not be made with one mkdir.
-
-    A mistyped parent is an error, not a new tree of folders; said before
-    anything is simulated, so that it costs nothing.
-    """
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise common.CommandError(f"--png {path}: not a directory")
-    if not os.path.isdir(parent):
-        why = "is not a directory" if os.path.exists(parent) else "does not exist"
-        raise common.CommandError(f"--png {path}: {parent} {why}")
-
-
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation, summary
 
     if args.png:
-        _png_folder(args.png)
+        common.check_output_path("--png", args.png, folder=True)
     settings = _settings(args)
     scenarios = _scenarios(args.scenario)
     combinations = _policies(args.policy)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import time
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, options, planning
 
 DEFAULT_PLANNERS = ["ils", "ffd", "bfd"]
@@ -20,6 +20,8 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
     from hpc_nova_scheduler.planners import batchfile, summary
 
+    if args.png:
+        common.check_output_path("--png", args.png)
     planners = [planning.load_planner(args, name) for name in args.planner]
     described = batchfile.read(args.batch, cloud=not args.live)
     names = None
@@ -92,7 +94,7 @@ def _live_cloud(args: argparse.Namespace, described):
 
 def _write(args: argparse.Namespace, results: list[dict], cloud: dict, out: TextIO) -> None:
     if args.format == "json":
-        json.dump({"batch": args.batch, "cloud": cloud, "plans": results}, out, indent=2)
+        strictjson.dump({"batch": args.batch, "cloud": cloud, "plans": results}, out, indent=2)
         out.write("\n")
         return
     if args.format == "csv":

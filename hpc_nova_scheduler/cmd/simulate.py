@@ -151,6 +151,8 @@ def check(args: argparse.Namespace) -> None:
         raise common.CommandError(
             f"--cores {args.cores} is not a multiple of --cores-per-host {args.cores_per_host}"
         )
+    if args.out:
+        common.check_output_path("--out", args.out, folder=True)
     # A log's rows and files are told apart by its path: twice would be one log.
     twice = [path for index, path in enumerate(args.traces) if path in args.traces[:index]]
     if twice:

@@ -51,6 +51,16 @@ class TestPlan(testtools.TestCase):
         self.assertIn("PTRANS.I1.P6 + PKTM.I2.P6", out)
         self.assertGreater(os.path.getsize(figure), 1000)
 
+    def test_a_figure_in_a_missing_folder_is_refused_before_planning(self) -> None:
+        figure = os.path.join(self.dir, "nosuch", "plan.png")
+        code, out, err = self.plan("--planner", "ffd", "--png", figure, self.batch)
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(f"--png {figure}: ", err)
+        self.assertIn("does not exist", err)
+        self.assertFalse(os.path.exists(os.path.dirname(figure)))
+
     def test_json_and_csv(self) -> None:
         code, out, err = self.plan("--planner", "ils,milp,bfd", "--format", "json", self.batch)
         self.assertEqual(0, code, err)

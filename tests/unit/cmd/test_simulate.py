@@ -12,6 +12,30 @@ from tests.unit.cmd.test_cli import run
 
 
 class TestSimulateCommand(testtools.TestCase):
+    def test_out_makes_its_folder_never_the_folders_above(self) -> None:
+        from tests import traces
+
+        path = traces.trace(self, "METACENTRUM-2009-2.swf.gz")
+        root = self.useFixture(fixtures.TempDir()).path
+        deep = os.path.join(root, "nosuch", "run")
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--jobs", "20", "--cores", "64",
+            "--policies", "least-free-pes", "--progress", "off", "--out", deep,
+        )  # fmt: skip
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(f"--out {deep}: ", err)
+        self.assertEqual([], os.listdir(root))
+        # One level is made, as mkdir makes it.
+        shallow = os.path.join(root, "run")
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--jobs", "20", "--cores", "64",
+            "--policies", "least-free-pes", "--progress", "off", "--out", shallow,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("summary.json", os.listdir(shallow))
+
     def test_simulate_compares_policies_and_writes_outputs(self) -> None:
         from tests import traces
 
