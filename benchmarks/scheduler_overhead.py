@@ -642,7 +642,7 @@ def main() -> int:
     args = parser.parse_args()
     topology = None
     if args.topology:
-        from hpc_nova_scheduler.core.topology import TopologyError, parse_levels
+        from hpc_nova_scheduler.topology.levels import TopologyError, parse_levels
 
         try:
             topology = list(parse_levels(args.topology))

@@ -3,8 +3,8 @@
 # devstack plugin of hpc-nova-scheduler.
 #
 # It does, in the same order and with the same options, what
-# tools/cloud.py does on a machine without devstack (see README.rst,
-# "Trying it on a real control plane"): install the plugin next to
+# tools/cloud.py does on a machine without devstack (see
+# doc/source/contributor/control-plane.rst): install the plugin next to
 # nova-scheduler, point nova.conf at its filters and weighers, run several
 # scheduler workers, create the plugin database, sync it and load profiles,
 # and run hpc-scheduler-agent (the sweep, the fallback copy and the

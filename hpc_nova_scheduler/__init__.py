@@ -1,6 +1,6 @@
 """HPC-aware VM placement for OpenStack Nova.
 
-The package is layered; every import points down (doc/architecture.rst,
+The package is layered; every import points down (doc/source/contributor/architecture.rst,
 checked by tests/unit/test_architecture.py):
 
 1. helpers: ``atomicfile``, ``strictjson``, ``resources``, ``conf``, ``plugins``;

@@ -351,6 +351,8 @@ domains that can hold the whole application, the one with the least room
 left, so that large empty domains stay whole for large applications.
 Names are lower-case letters, digits, ``-`` and ``_``; ``host``,
 ``cpu_group``, ``platform``, ``app_class`` and ``app_name`` are reserved.
+An empty value or an empty name (``block,,rack``) is an error: leave the
+option out for the single level ``rack``.
 """,
     ),
 ]

@@ -51,6 +51,10 @@ non-zero. A local pool that loses a worker stops every cell running on it:
 those cells fail (their workers were lost), the cells that had not started
 are run again without counting it against them.
 
+Ctrl-C (:class:`KeyboardInterrupt` in the calling process) ends a local
+pool's workers at once, running cells and all, and is raised again: the
+caller reports it. Workers ignore the signal themselves.
+
 An address where no Dask scheduler answers within ``connect_timeout``
 seconds raises :class:`DaskUnreachable`, a :class:`ValueError` whose
 message is one line naming the address. ``fn``, ``shared`` or a cell that
@@ -67,6 +71,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
@@ -259,6 +264,10 @@ def _install(shared: Any, started: Any) -> None:
     """A pool worker's initializer: keep what every cell of the pool reads."""
     global _WORKER_SHARED, _WORKER_STARTED
     _WORKER_SHARED, _WORKER_STARTED = shared, started
+    # Ctrl-C reaches every process of the terminal's group: the parent ends
+    # the pool, and a worker interrupted on its own would print a traceback
+    # and go on to the next cell.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _pool_call(fn: Callable, cell: Any, index: int) -> Any:
@@ -298,8 +307,12 @@ def _on_pool(tasks: _Tasks, workers: int) -> None:
                         again.append(index)
                 else:
                     tasks.succeeded(index, value)
+        except KeyboardInterrupt:
+            # Ctrl-C: the user wants the prompt back now, not once the
+            # running cells (minutes each, in a sweep) have ended.
+            _terminate(pool)
+            raise
         finally:
-            # After Ctrl-C, not every cell still queued: only those running.
             pool.shutdown(wait=True, cancel_futures=True)
         running = [i for i in lost if started[i]] or lost
         for index in sorted(running):
@@ -308,6 +321,17 @@ def _on_pool(tasks: _Tasks, workers: int) -> None:
         # Cells the broken pool never started lost nothing: no try is charged.
         again += [i for i in lost if i not in running]
         pending = sorted(again)
+
+
+def _terminate(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """End the pool's workers at once, whatever cell they are running."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:  # Python 3.14
+        terminate()
+        return
+    # Before 3.14 the executor keeps its processes only here.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 # -- an existing Dask cluster ---------------------------------------------------------

@@ -13,7 +13,7 @@ Run it with the project's virtual environment (made by tools/quickstart.py):
                                            [--record FILE]
     .venv/bin/python tools/cloud.py down
 
-See "Trying it on a real control plane" in README.rst.
+See doc/source/contributor/control-plane.rst.
 """
 
 import sys

@@ -7,7 +7,7 @@ Nova's functional tests in three modes and compares them.
 - ``off``:  Nova alone.
 - ``on``:   ``HpcPlacementFilter`` appended to ``[filter_scheduler]
   enabled_filters``, the plugin's filters and weighers to
-  ``available_filters`` and ``weight_classes``, as README.rst tells an
+  ``available_filters`` and ``weight_classes``, as the install guide tells an
   operator; each test has its own plugin database (a fresh SQLite file).
 - ``full``: as ``on``, with ``fairness_policy = pa-rr`` and
   ``topology_levels = block,rack``.
@@ -41,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from hpc_nova_scheduler.cmd.options import positive_int
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("off", "on", "full")
@@ -200,10 +202,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="MODULE",
         help=f"Nova test modules; short names are under {NOVA_FUNCTIONAL}",
     )
-    parser.add_argument("--concurrency", type=_positive, default=1)
+    parser.add_argument("--concurrency", type=positive_int, default=1)
     parser.add_argument(
         "--timeout",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_TIMEOUT,
         help="seconds after which a test fails (OS_TEST_TIMEOUT; default %(default)s)",
     )
@@ -229,16 +231,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.modules = list(dict.fromkeys(module_path(name) for name in args.modules))
     args.modes = list(MODES) if args.mode == "all" else [args.mode]
     return args
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
 
 
 def _regex(text: str) -> str:

@@ -2,11 +2,12 @@
 """Set up a virtual environment and run the demo or the whole test suite.
 
     python3.11 tools/quickstart.py demo    # the all-in-one demo
-    python3.11 tools/quickstart.py test    # lint + every test
+    python3.11 tools/quickstart.py test    # lint + every test + docs
 
 Only Python 3.11 is needed: the script makes ``.venv`` (or $HPC_VENV) and
-installs the plugin with Nova, Placement and the test tools, pinned by
-``tools/constraints.txt``; it reinstalls only when those files change.
+installs the plugin with Nova, Placement, the test tools and the
+documentation tools, pinned by ``tools/constraints.txt``; it reinstalls only
+when those files change.
 
 Database tests use MariaDB and PostgreSQL on localhost when they answer
 (``OS_TEST_DBAPI_ADMIN_CONNECTION`` chooses other servers) and skip when they
@@ -29,6 +30,7 @@ VENV = Path(os.environ.get("HPC_VENV", ROOT / ".venv"))
 PINNED = [
     "requirements.txt",
     "test-requirements.txt",
+    "doc/requirements.txt",
     "tools/constraints.txt",
     "setup.cfg",
 ]
@@ -71,12 +73,21 @@ def ensure_venv() -> None:
         "requirements.txt",
         "-r",
         "test-requirements.txt",
+        "-r",
+        "doc/requirements.txt",
         "-e",
         ".",
     )
     if code:
         sys.exit(f"installation failed (exit {code})")
     stamp.write_text(digest)
+
+
+def _sphinx(tree: str) -> tuple[str, ...]:
+    # Every warning an error, as tox -e docs and tox -e releasenotes build.
+    # -E reads every page again: the generated references and the reno notes
+    # change without their pages changing.
+    return ("sphinx-build", "-W", "-E", "-q", "-b", "html", f"{tree}/source", f"{tree}/build/html")
 
 
 def run_demo(extra: list[str]) -> int:
@@ -106,6 +117,8 @@ def run_tests(extra: list[str]) -> int:
     for name, command in (
         ("ruff check", ("ruff", "check", ".")),
         ("ruff format", ("ruff", "format", "--check", ".")),
+        ("docs", _sphinx("doc")),
+        ("release notes", _sphinx("releasenotes")),
     ):
         if _run(_bin(command[0]), *command[1:], env=env):
             failed.append(name)

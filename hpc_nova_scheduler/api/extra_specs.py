@@ -20,12 +20,12 @@ import threading
 
 from nova import exception
 from nova.api.validation.extra_specs import base
-from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf
-from hpc_nova_scheduler.core import profile, topology
+from hpc_nova_scheduler.core import profile
+from hpc_nova_scheduler.topology import levels as topology
 
 LOG = logging.getLogger(__name__)
 
@@ -58,11 +58,11 @@ def configured_levels(name: str) -> tuple[str, ...]:
     ValidationError (HTTP 400) naming the option, and an error in
     nova-api's log, rather than a traceback.
     """
-    option = f"[{conf.GROUP_NAME}] topology_levels"
+    option = topology.OPTION
     try:
-        return topology.parse_levels(conf.CONF[conf.GROUP_NAME].topology_levels)
-    except (topology.TopologyError, ValueError, cfg.Error) as error:
-        reason = " ".join(str(error).split())
+        return topology.configured(conf.CONF)
+    except topology.LevelsOptionError as error:
+        reason = error.reason
         LOG.error("Cannot check the flavor extra spec %s: %s: %s", name, option, reason)
         raise exception.ValidationError(
             f"Validation failed; extra spec '{name}' cannot be checked: "
@@ -120,7 +120,7 @@ def check_together(specs: dict[str, str], levels: tuple[str, ...]) -> None:
 
 
 class HpcTopologyValidator(base.ExtraSpecValidator):
-    """Validates a topology spec through :mod:`hpc_nova_scheduler.core.topology`.
+    """Validates a topology spec through :mod:`hpc_nova_scheduler.topology.levels`.
 
     Alone: a level this cloud names (or ``host``), a segment a whole number
     from 1. Together with the topology specs set in the same call: a

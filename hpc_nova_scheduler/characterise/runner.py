@@ -51,6 +51,11 @@ class Alone:
     def runtime(self) -> float:
         return statistics.fmean(self.runtimes)
 
+    @property
+    def spread(self) -> float:
+        """The population standard deviation of the runs' times."""
+        return statistics.pstdev(self.runtimes)
+
 
 @dataclasses.dataclass
 class Pair:

@@ -6,7 +6,6 @@ import argparse
 import datetime
 import os
 import shlex
-import statistics
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import common, options
@@ -84,7 +83,7 @@ def cmd_characterise(args: argparse.Namespace, out: TextIO) -> int:
             (
                 a.application.name,
                 f"{a.runtime:.3f}",
-                f"{statistics.pstdev(a.runtimes):.3f}",
+                f"{a.spread:.3f}",
                 len(a.counters),
             )
             for a in alone

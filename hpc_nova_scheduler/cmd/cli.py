@@ -69,8 +69,11 @@ GROUPS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = common.Parser(
         prog=PROG,
-        description="Manage the HPC-aware Nova scheduler plugin: its database, application "
-        "profiles and interference records, and its demo.",
+        description="The HPC-aware Nova scheduler plugin's command: its database, application "
+        "profiles, interference records and models; fair share of heterogeneous platforms "
+        "among projects (fairshare); the hosts' network topology (topology); the "
+        "trace-driven simulator (simulate) and fair-share simulator (fairshare simulate); "
+        "batch planning, rebalancing, and the all-in-one demo.",
     )
     parser.add_argument(
         "--config-file",

@@ -10,6 +10,7 @@ a non-zero exit status.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -96,6 +97,24 @@ def database(args: argparse.Namespace, *, require_schema: bool = True) -> db_api
                 f"{head}; run '{PROG} db sync'"
             )
     return found
+
+
+def check_output_path(option: str, path: str, *, folder: bool = False) -> None:
+    """Refuse an output path that could not be written without surprise.
+
+    Said before any work, so a mistyped path costs nothing and leaves
+    nothing behind: its parent must be an existing folder (a command makes
+    at most the last folder of a path, never a tree), and a file must not
+    be a folder nor a folder a file.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        why = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise CommandError(f"{option} {path}: {parent} {why}")
+    if folder and os.path.exists(path) and not os.path.isdir(path):
+        raise CommandError(f"{option} {path}: not a directory")
+    if not folder and os.path.isdir(path):
+        raise CommandError(f"{option} {path}: is a directory")
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO) -> None:

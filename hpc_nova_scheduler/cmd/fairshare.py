@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, fairshare_data, fairshare_live, fairshare_simulate
 
 #: Metric key, its heading, and how tables print it (JSON and CSV never round).
@@ -45,7 +45,7 @@ def cmd_affinity(args: argparse.Namespace, out: TextIO) -> int:
         )
     metrics = [(key, title, form) for key, title, form in METRICS if getattr(found, key)]
     if args.format == "json":
-        json.dump({key: getattr(found, key) for key, _, _ in metrics}, out, indent=2)
+        strictjson.dump({key: getattr(found, key) for key, _, _ in metrics}, out, indent=2)
         out.write("\n")
     elif args.format == "csv":
         writer = csv.writer(out, lineterminator="\n")

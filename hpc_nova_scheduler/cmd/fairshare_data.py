@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 from typing import TextIO
 
-from hpc_nova_scheduler import atomicfile
+from hpc_nova_scheduler import atomicfile, strictjson
 from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.db import api as db_api
 
 
 def _project(text: str) -> str:
@@ -43,12 +43,15 @@ def _cores(text: str) -> int:
         raise common.CommandError(f"CORES: {text!r} is not an integer") from None
     if cores < 0:
         raise common.CommandError(f"CORES: {text!r} is negative")
+    if cores > db_api.MAX_CORES:
+        # Refused here, not by the database's integer column.
+        raise common.CommandError(f"CORES: {text!r} is more than {db_api.MAX_CORES}")
     return cores
 
 
 def _listing(values: dict, heading: str, fmt: str, out: TextIO) -> None:
     if fmt == "json":
-        json.dump(values, out, indent=2)
+        strictjson.dump(values, out, indent=2)
         out.write("\n")
         return
     common.table(("project", heading), list(values.items()), out)
@@ -75,13 +78,26 @@ def cmd_demand_set(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_demand_list(args: argparse.Namespace, out: TextIO) -> int:
-    _listing(common.database(args).demand(), "cores", args.format, out)
+    database = common.database(args)
+    demand, applications = database.demand(), database.demand_applications()
+    if args.format == "json":
+        listed = {
+            project: {"cores": cores, "application": applications.get(project)}
+            for project, cores in demand.items()
+        }
+        strictjson.dump(listed, out, indent=2)
+        out.write("\n")
+        return 0
+    rows = [(project, cores, applications.get(project, "-")) for project, cores in demand.items()]
+    common.table(("project", "cores", "application"), rows, out)
     return 0
 
 
 def cmd_demand_clear(args: argparse.Namespace, out: TextIO) -> int:
     project = None if args.project is None else _project(args.project)
     removed = common.database(args).clear_demand(project)
+    if project is not None and not removed:
+        raise common.CommandError(f"PROJECT: {project!r} has no demand to clear")
     out.write(f"{removed} demand(s) cleared\n")
     return 0
 

@@ -29,6 +29,8 @@ def _policies(values: list[str]) -> list:
                 chosen.extend(experiments.seed002_combinations())
             if label in ("anchors", "all"):
                 chosen.extend(experiments.anchor_combinations())
+            if label == "all":
+                chosen.extend(experiments.own_combinations())
             if label in ("seed002", "anchors", "all"):
                 continue
             try:
@@ -175,8 +177,10 @@ SIMULATE_COLUMNS = (
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import sweep
-    from hpc_nova_scheduler.fairshare import experiments, figures, simulation
+    from hpc_nova_scheduler.fairshare import experiments, figures, simulation, summary
 
+    if args.png:
+        common.check_output_path("--png", args.png, folder=True)
     settings = _settings(args)
     scenarios = _scenarios(args.scenario)
     combinations = _policies(args.policy)
@@ -207,7 +211,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
         return 1
     # The baseline is shown too: every efficiency is relative to it.
     shown = judged
-    rows = _summarise(shown)
+    rows = summary.seed_means(shown)
     if args.png:
         # Before anything is printed: a directory that cannot be written
         # must leave no table behind either.
@@ -223,7 +227,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 "engine": args.engine,
                 "summary": [dict(zip(SIMULATE_COLUMNS, row, strict=True)) for row in rows],
                 "runs": [_run_record(j) for j in shown],
-                "comparisons": _comparisons(judged),
+                "comparisons": summary.comparisons_of(judged),
             },
             out,
             indent=2,
@@ -252,7 +256,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
                 (
                     j.cell.scenario,
                     j.cell.combination.label,
-                    settings_label(j.cell),
+                    summary.settings_label(j.cell),
                     j.cell.arrivals,
                     o.engine,
                     j.cell.seed,
@@ -289,52 +293,6 @@ ENGINES = {
 }
 
 
-def _summarise(judged) -> list[tuple]:
-    """One row per scenario, policy and arrivals: means over the seeds."""
-    import statistics
-
-    groups: dict[tuple, list] = {}
-    for j in judged:
-        groups.setdefault(
-            (
-                j.cell.scenario,
-                j.cell.combination.label,
-                settings_label(j.cell),
-                j.cell.arrivals,
-                j.outcome.engine,
-            ),
-            [],
-        ).append(j)
-    return [
-        (
-            *key,
-            len(items),
-            statistics.fmean(i.outcome.fairness for i in items),
-            statistics.fmean(i.outcome.jain for i in items),
-            statistics.fmean(i.outcome.spread for i in items),
-            statistics.fmean(i.efficiency for i in items),
-            statistics.fmean(i.outcome.makespan_s for i in items) / 3600.0,
-        )
-        for key, items in groups.items()
-    ]
-
-
-def settings_label(cell) -> str:
-    """The parameters of ``cell`` that differ from the defaults, e.g. ``D=200 k=20``."""
-    parts = []
-    for value, default, form in (
-        (cell.top_percent, 50, "k={}"),
-        (cell.core_unit, 1, "D={}"),
-        (cell.node_unit, 1, "P={}"),
-        (cell.half_life_s, 0.0, "half-life={:g}s"),
-        (cell.interval_s, 0.0, "every {:g}s"),
-    ):
-        if value != default:
-            parts.append(form.format(value))
-    parts.extend(f"{app}x{weight:g}" for app, weight in cell.weights)
-    return " ".join(parts) or "-"
-
-
 def _run_record(j) -> dict:
     o = j.outcome
     return {
@@ -358,25 +316,6 @@ def _run_record(j) -> dict:
     }
 
 
-def _comparisons(judged) -> dict:
-    from hpc_nova_scheduler.fairshare import comparisons
-
-    return {
-        "platform_metrics": comparisons.by_platform_metric(judged),
-        "rpa_over_epa": {
-            k: v
-            for k, v in comparisons.rpa_over_epa(judged).items()
-            if k not in ("fairness", "efficiency")
-        },
-        "first_level": comparisons.by_first_level(judged),
-        "second_level": comparisons.by_second_level(judged),
-        "maf_over_random": comparisons.maf_over_random(judged),
-        "level_effects": comparisons.level_effects(judged),
-        "anchors": comparisons.against_anchors(judged),
-        "sensitivity": comparisons.sensitivity(judged),
-    }
-
-
 def add_parser(actions) -> None:
     simulate = actions.add_parser(
         "simulate",
@@ -384,9 +323,10 @@ def add_parser(actions) -> None:
         description="Simulate Table 5's platforms running Table 6's many-task applications "
         "(Table 8's scenarios) under two-level policies, with seeded run times generated to "
         "match Tables 3 and 4. Every first level x platform metric x second level of seed "
-        "002 and the production anchors (equal cores, billing weights, decayed usage) are "
-        "run side by side by default; Fairness + AllCore is always run, as the baseline of "
-        "efficiency. The grid runs on local processes, or on a Dask cluster with --dask.",
+        "002, the production anchors (equal cores, billing weights, decayed usage) and our "
+        "equivalent-rr are run side by side by default; Fairness + AllCore is always run, "
+        "as the baseline of efficiency. The grid runs on local processes, or on a Dask "
+        "cluster with --dask.",
     )
     simulate.add_argument(
         "--scenario",
@@ -402,7 +342,8 @@ def add_parser(actions) -> None:
         metavar="LABEL",
         help="FIRST/METRIC/SECOND (pa-rr/rpa/maf, paf/epa/random, maf:raw for MAF on raw "
         "differences), FIRST/SECOND for fairness and the anchors (equal-cores/random), "
-        "or seed002, anchors, all; repeatable or comma-separated; default: all",
+        "or seed002, anchors, all (those and equivalent-rr, ours); repeatable or "
+        "comma-separated; default: all",
     )
     simulate.add_argument(
         "--engine",
@@ -427,8 +368,9 @@ def add_parser(actions) -> None:
     simulate.add_argument(
         "--half-life",
         default="0",
-        metavar="SECONDS",
-        help="usage half-life for policies with history (0: no history)",
+        metavar="LIST",
+        help="usage half-lives in seconds for policies with history, comma-separated, each "
+        "a setting of the grid (0: no history; default 0)",
     )
     simulate.add_argument(
         "--interval",

@@ -218,7 +218,7 @@ def add_parser(sub) -> None:
         "model",
         help="interference models: list, predict, fit, evaluate",
         description="Interference models predict the slowdown of applications sharing a "
-        "host from their profiles. See doc/interference-models.rst.",
+        "host from their profiles. See doc/source/user/interference-models.rst.",
     )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="the registered models and what they read")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import time
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, options, planning
 
 DEFAULT_PLANNERS = ["ils", "ffd", "bfd"]
@@ -18,9 +18,10 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     from hpc_nova_scheduler import datafiles
     from hpc_nova_scheduler.core.errors import CannotPlace
     from hpc_nova_scheduler.interference.base import MissingFeatures, Tenant
-    from hpc_nova_scheduler.planners import batchfile
-    from hpc_nova_scheduler.planners.base import host_level
+    from hpc_nova_scheduler.planners import batchfile, summary
 
+    if args.png:
+        common.check_output_path("--png", args.png)
     planners = [planning.load_planner(args, name) for name in args.planner]
     described = batchfile.read(args.batch, cloud=not args.live)
     names = None
@@ -45,27 +46,17 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
         except CannotPlace as error:
             raise common.CommandError(f"planner {planner.name}: {error}") from None
         seconds = time.perf_counter() - started
-        hosts = []
-        for host, apps in placement.groups().items():
-            level = host_level(model, [batch.apps[a] for a in apps])
-            hosts.append(
-                {
-                    "host": names[host] if names else host,
-                    "applications": [batch.apps[a].name for a in apps],
-                    "cpu": round(sum(batch.apps[a].cpu for a in apps), 6),
-                    "mem": round(sum(batch.apps[a].mem for a in apps), 6),
-                    "interference": round(level, 4),
-                }
-            )
+        found = summary.summarise(placement, batch, model, names)
+        # The keys in the order the JSON output has always had them.
         results.append(
             {
                 "planner": planner.name,
-                "hosts_used": placement.hosts_used,
-                "interference": round(sum(h["interference"] for h in hosts), 4),
-                "worst_host": max(h["interference"] for h in hosts),
+                "hosts_used": found["hosts_used"],
+                "interference": found["interference"],
+                "worst_host": found["worst_host"],
                 "seconds": round(seconds, 3),
-                "feasible": placement.feasible(batch),
-                "hosts": hosts,
+                "feasible": found["feasible"],
+                "hosts": found["hosts"],
             }
         )
     _write(args, results, cloud, out)
@@ -103,7 +94,7 @@ def _live_cloud(args: argparse.Namespace, described):
 
 def _write(args: argparse.Namespace, results: list[dict], cloud: dict, out: TextIO) -> None:
     if args.format == "json":
-        json.dump({"batch": args.batch, "cloud": cloud, "plans": results}, out, indent=2)
+        strictjson.dump({"batch": args.batch, "cloud": cloud, "plans": results}, out, indent=2)
         out.write("\n")
         return
     if args.format == "csv":
@@ -183,7 +174,7 @@ def add_parser(sub) -> None:
         "plan",
         help="place a batch of applications with batch planners, side by side",
         description="Place every application of BATCH_FILE at once with each --planner "
-        "(see doc/planners.rst): seed 004's ILS, the exact MILP optimum for small "
+        "(see doc/source/user/planners.rst): seed 004's ILS, the exact MILP optimum for small "
         "batches, and the six bin-packing baselines. Prints the hosts used and the "
         "predicted interference (ivmp) per host for each.",
     )
@@ -205,7 +196,7 @@ def add_parser(sub) -> None:
         type=options.comma_list(str),
         default=DEFAULT_PLANNERS,
         help="comma-separated planners (default ils,ffd,bfd): ils, milp, blossom, greedy, "
-        "ff, bf, wf, ffd, bfd, wfd",
+        "annealing, ff, bf, wf, ffd, bfd, wfd",
     )
     parser.add_argument(
         "--profiles",

@@ -12,7 +12,7 @@ MODEL = "ivmp"
 
 
 def add_planner_arguments(parser: argparse.ArgumentParser, alpha_help: str) -> None:
-    """``--alpha``, ``--multistart``, ``--time-limit`` and ``--seed``."""
+    """``--alpha``, ``--multistart``, ``--time-limit``, ``--seed`` and ``--runtime-model``."""
     parser.add_argument("--alpha", type=options.non_negative_float, default=0.7, help=alpha_help)
     parser.add_argument(
         "--multistart",
@@ -27,7 +27,15 @@ def add_planner_arguments(parser: argparse.ArgumentParser, alpha_help: str) -> N
         metavar="SECONDS",
         help="MILP time limit (default 60)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="ILS's random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="ILS's and annealing's random seed (default 0)"
+    )
+    parser.add_argument(
+        "--runtime-model",
+        metavar="FILE",
+        help="annealing: the fitted runtime-trees model "
+        "('model fit --model runtime-trees ... --save FILE')",
+    )
 
 
 def load_planner(args: argparse.Namespace, name: str):
@@ -51,6 +59,7 @@ def load_planner(args: argparse.Namespace, name: str):
             multistart=args.multistart,
             seed=args.seed,
             time_limit=args.time_limit,
+            runtime_model=getattr(args, "runtime_model", None),
         )
     except planner_registry.UnknownPlanner as error:
         raise common.CommandError(f"--planner: {error}") from None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from typing import TextIO
 
+from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common, options, planning
 
 MIGRATIONS = ("live", "cold")
@@ -161,7 +161,7 @@ def _describe(pooled, plans, out: TextIO, fmt: str) -> None:
                 for p in plans
             ],
         }
-        json.dump(document, out, indent=2)
+        strictjson.dump(document, out, indent=2)
         out.write("\n")
         return
     for host, reason in pooled.left_out:

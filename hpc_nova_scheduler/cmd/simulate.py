@@ -151,6 +151,8 @@ def check(args: argparse.Namespace) -> None:
         raise common.CommandError(
             f"--cores {args.cores} is not a multiple of --cores-per-host {args.cores_per_host}"
         )
+    if args.out:
+        common.check_output_path("--out", args.out, folder=True)
     # A log's rows and files are told apart by its path: twice would be one log.
     twice = [path for index, path in enumerate(args.traces) if path in args.traces[:index]]
     if twice:
@@ -336,6 +338,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
     done = [cell for cell in swept if cell.ok]
+    _early_horizons(done, times, args.err)
     if args.out and done:
         tags = [_tags(cell.cell) for cell in done]
         for path in report.write([cell.value for cell in done], args.out, times, tags):
@@ -348,7 +351,7 @@ def _levels(args: argparse.Namespace) -> tuple[str, ...]:
     table and files as they always were) without a topology option."""
     if not (args.topology or args.topology_spec or args.span_cost):
         return ()
-    from hpc_nova_scheduler.core import topology as topo
+    from hpc_nova_scheduler.topology import levels as topo
 
     return tuple(name for name, _ in args.topology) or topo.DEFAULT_LEVELS
 
@@ -389,15 +392,6 @@ def _topology_headings(levels: tuple[str, ...]) -> list[str]:
     return ["topology refused", *(f"in one {level}" for level in reversed(levels))]
 
 
-def _topology_figures(result, levels: tuple[str, ...]) -> list:
-    if not levels:
-        return []
-    return [
-        len(result.topology_refused),
-        *(result.one_domain_share(level) for level in reversed(levels)),
-    ]
-
-
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
@@ -418,20 +412,6 @@ def _tagged(row: list, replay) -> list:
     return [*head, row[0], *seed, *row[1:]]
 
 
-def _figures(result, times) -> list[float]:
-    """A replay's figures, in the table's order and units."""
-    return [
-        len(result.outcomes),
-        len(result.never_fit),
-        *(result.completed_by(t) for t in times),
-        result.makespan / 3600,
-        result.mean_wait() / 3600,
-        result.mean_bounded_slowdown(),
-        result.utilisation(),
-        result.mean_interference(),
-    ]
-
-
 #: How the table prints the figures after the counts (makespan, wait,
 #: bounded slowdown, utilisation, interference).
 _FORMATS = ("{:.1f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}")
@@ -444,9 +424,11 @@ def _row(cell, times, levels: tuple[str, ...] = ()) -> list:
         name = getattr(cell.cell, "name", cell.key)
         blank = ["" for _ in _topology_headings(levels)]
         return [name, "failed", "", *("" for _ in times), "", "", "", "", "", *blank]
-    figures = _figures(cell.value, times)
+    from hpc_nova_scheduler.sim import summary
+
+    figures = summary.figures(cell.value, times)
     counts = len(figures) - len(_FORMATS)
-    topology = _topology_figures(cell.value, levels)
+    topology = summary.topology_figures(cell.value, levels)
     return [
         cell.value.scenario,
         *figures[:counts],
@@ -459,25 +441,17 @@ def _row(cell, times, levels: tuple[str, ...] = ()) -> list:
 def _means(swept: list, times, levels: tuple[str, ...] = ()) -> list[list]:
     """Per log and scenario, the mean of its seeds' figures; a scenario with a
     failed seed says so rather than average fewer seeds."""
-    import statistics
+    from hpc_nova_scheduler.sim import summary
 
-    groups: dict[tuple, list] = {}
-    for cell in swept:
-        groups.setdefault((cell.cell.log, cell.cell.name), []).append(cell)
     rows = []
-    for (log, name), cells in groups.items():
-        head = [*([] if log is None else [log]), name, len(cells)]
-        if not all(cell.ok for cell in cells):
+    for found in summary.seed_means(swept, times, levels):
+        head = [*([] if found.log is None else [found.log]), found.name, found.seeds]
+        if found.figures is None or found.topology is None:
             blank = ["" for _ in _topology_headings(levels)]
             rows.append([*head, "failed", "", *("" for _ in times), "", "", "", "", "", *blank])
             continue
-        columns = zip(*(_figures(cell.value, times) for cell in cells), strict=True)
-        means = [statistics.fmean(column) for column in columns]
+        means, topology_means = found.figures, found.topology
         counts = len(means) - len(_FORMATS)
-        topology = zip(*(_topology_figures(cell.value, levels) for cell in cells), strict=True)
-        # A share is the mean over the seeds that have jobs of several VMs.
-        found = [[value for value in column if value is not None] for column in topology]
-        topology_means = [statistics.fmean(values) if values else None for values in found]
         rows.append(
             [
                 *head,
@@ -534,6 +508,26 @@ def _grid(args: argparse.Namespace, fn, cells: list, shared, on_result=None) -> 
         )
     except sweep.DaskUnreachable as error:
         raise common.CommandError(f"--dask: {error}") from None
+
+
+def _early_horizons(done: list, times, err: TextIO) -> None:
+    """Say why ``by T`` columns are all zero, when they are.
+
+    A log's jobs can run for days (METACENTRUM's first twenty run 1 to 30
+    days), so a short replay may end no job by 24 h: the zeros are true,
+    but read like a fault. The note gives the first end and the remedy.
+    """
+    ends = [end for end in (cell.value.first_end() for cell in done) if end is not None]
+    if not ends:
+        return
+    first = min(ends)
+    early = [f"by {options.describe_duration(t)}" for t in times if t < first]
+    if early:
+        err.write(
+            f"{common.PROG}: note: {', '.join(early)}: no job had ended yet in any replay; "
+            f"the first ended {options.describe_duration(first)} after the first arrival "
+            "(--times sets the horizons, in hours or with a unit: 90m, 7d)\n"
+        )
 
 
 def _failures(swept: list, err: TextIO) -> int:

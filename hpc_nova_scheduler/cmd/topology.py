@@ -24,13 +24,13 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
-from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.cmd import common, topology_view
-from hpc_nova_scheduler.core import topology
+from hpc_nova_scheduler.topology import levels as topology
+from hpc_nova_scheduler.topology import tree as topology_tree
 
 #: Where the commands get the cloud from, given the ``hpc:<level>`` keys to
 #: read: Nova by default, the harness's Nova in tests.
-Source = Callable[[argparse.Namespace, Sequence[str]], topology_view.Cloud]
+Source = Callable[[argparse.Namespace, Sequence[str]], topology_tree.Cloud]
 #: Exit status of a bad ``topology_levels``, as for a bad option on the command line.
 BAD_OPTION = 2
 
@@ -44,7 +44,7 @@ def _quiet_nova() -> Iterator[None]:
         yield
 
 
-def read_nova(keys: Sequence[str]) -> topology_view.Cloud:
+def read_nova(keys: Sequence[str]) -> topology_tree.Cloud:
     """Every cell's compute hosts and the aggregates' ``keys``, with Nova configured."""
     with _quiet_nova():
         from nova import context as nova_context
@@ -71,13 +71,13 @@ def read_nova(keys: Sequence[str]) -> topology_view.Cloud:
             found[0] += capacity.vcpus
             found[1] += free.vcpus
     aggregates = objects.AggregateList.get_all(ctxt)
-    return topology_view.Cloud(
-        {host: topology_view.HostCores(total, free) for host, (total, free) in totals.items()},
+    return topology_tree.Cloud(
+        {host: topology_tree.HostCores(total, free) for host, (total, free) in totals.items()},
         aggregate_tags.metadata_of(aggregates, keys),
     )
 
 
-def nova_source(args: argparse.Namespace, keys: Sequence[str]) -> topology_view.Cloud:
+def nova_source(args: argparse.Namespace, keys: Sequence[str]) -> topology_tree.Cloud:
     """:func:`read_nova` after loading Nova's configuration from the command's files."""
     from hpc_nova_scheduler.cmd import reconcile
 
@@ -91,9 +91,9 @@ def handler(source: Source = nova_source) -> common.Handler:
 
     def run(args: argparse.Namespace, out: TextIO) -> int:
         try:
-            levels = topology.parse_levels(args.conf[hpc_conf.GROUP_NAME].topology_levels)
-        except ValueError as error:
-            args.err.write(f"{common.PROG}: [{hpc_conf.GROUP_NAME}] topology_levels: {error}\n")
+            levels = topology.configured(args.conf)
+        except topology.LevelsOptionError as error:
+            args.err.write(f"{common.PROG}: {error}\n")
             return BAD_OPTION
         cloud = source(args, [topology.metadata_key(level) for level in levels])
         if args.action == "check":
@@ -103,17 +103,17 @@ def handler(source: Source = nova_source) -> common.Handler:
     return run
 
 
-def _check(cloud: topology_view.Cloud, levels: Sequence[str], out: TextIO) -> int:
-    found = topology_view.problems(cloud, levels)
+def _check(cloud: topology_tree.Cloud, levels: Sequence[str], out: TextIO) -> int:
+    found = topology_tree.problems(cloud, levels)
     for line in topology_view.check_lines(cloud, levels, found):
         out.write(f"{line}\n")
     return 1 if found else 0
 
 
 def _show(
-    args: argparse.Namespace, cloud: topology_view.Cloud, levels: Sequence[str], out: TextIO
+    args: argparse.Namespace, cloud: topology_tree.Cloud, levels: Sequence[str], out: TextIO
 ) -> int:
-    root = topology_view.tree(cloud, levels)
+    root = topology_tree.tree(cloud, levels)
     if args.png:
         # Before anything is printed: a file that cannot be written leaves
         # no tree behind either.
@@ -123,7 +123,7 @@ def _show(
             raise common.CommandError(f"--png {args.png}: {error.strerror or error}") from None
     for line in topology_view.text_lines(root, levels):
         out.write(f"{line}\n")
-    found = topology_view.problems(cloud, levels)
+    found = topology_tree.problems(cloud, levels)
     if found:
         args.err.write(
             f"{common.PROG}: warning: the tags do not form a tree ({len(found)} problem(s)); "

@@ -39,8 +39,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from hpc_nova_scheduler.core import arrangement
-from hpc_nova_scheduler.core import topology as topo
+from hpc_nova_scheduler.core import domains as topo
 from hpc_nova_scheduler.core.cluster import DIMENSIONS, Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns
 from hpc_nova_scheduler.core.criteria import EPSILON, InterferenceTable, Thresholds
@@ -124,7 +123,7 @@ class Policy:
         """Whether hosts differ only in their free and total resources: no
         classes, racks, processor groups, thresholds or harmful pairs, and a
         packing that weighs each host on its own. Such a placement can be
-        planned per class of identical hosts (:mod:`.host_classes`)."""
+        planned per class of identical hosts (:mod:`hpc_nova_scheduler.sim.host_classes`)."""
         return self.packing in BLIND_PACKINGS and not (
             self.classes
             or self.topology
@@ -592,7 +591,7 @@ class _Planner:
         if not self.ranked:
             return rows
         if self.best_fit:
-            return arrangement.arrange(
+            return topo.domain_order().arrange(
                 self.columns.domain[: len(self.columns.levels)],
                 self.room(),
                 self.has_own,
@@ -863,7 +862,7 @@ class _Planner:
                 taken = np.unique(codes[level][rows[self.has_own[rows]]])
             scope = rows[np.isin(codes[level][rows], taken)]
         if level < depth:
-            candidates = arrangement.tightest_first(
+            candidates = topo.domain_order().tightest_first(
                 codes[:depth], room, self.has_own, scope, level, count, self._held_from(0)
             )
         else:
@@ -873,7 +872,7 @@ class _Planner:
         def largest_room() -> float:
             if not scope.size:
                 return 0.0
-            _, rooms, _ = arrangement.domain_rooms(codes[level], room, self.has_own, scope)
+            _, rooms, _ = topo.domain_rooms(codes[level], room, self.has_own, scope)
             return float(rooms.max())
 
         return first_domain_holding(
@@ -899,7 +898,7 @@ class _Planner:
 
     def arranged(self, rows: np.ndarray, room: np.ndarray, top: int, count: int) -> np.ndarray:
         """``rows`` (in one domain above ``top``) in BestFit order for ``count`` VMs."""
-        return arrangement.arrange(
+        return topo.domain_order().arrange(
             self.columns.domain[top : len(self.columns.levels)],
             room,
             self.has_own,
@@ -915,18 +914,16 @@ class _Planner:
         codes = self.columns.domain
         wanted = self.request.count // size
         held = self.held[level] if self.held is not None else None
-        domains, rooms, owned = arrangement.domain_rooms(
-            codes[level], room, self.has_own, rows, held
-        )
+        domains, rooms, owned = topo.domain_rooms(codes[level], room, self.has_own, rows, held)
         # Each segment-level domain as one item of a smaller tree.
         first = np.searchsorted(np.sort(codes[level][rows]), domains)
         members_sorted = rows[np.argsort(codes[level][rows], kind="stable")]
         leaders = members_sorted[first]
         item_room = np.zeros(len(self.columns))
-        item_room[leaders] = np.floor(rooms / size + arrangement.SLACK)
+        item_room[leaders] = np.floor(rooms / size + topo.SLACK)
         item_own = np.zeros(len(self.columns), dtype=bool)
         item_own[leaders] = owned
-        order = arrangement.arrange(
+        order = topo.domain_order().arrange(
             codes[top:level],
             item_room,
             item_own,

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
+from hpc_nova_scheduler.core.domains import DEFAULT_LEVELS, path_of
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS, path_of
 
 
 def rack_id(name: str, rack: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import Host, Resources, RunningVM
 from hpc_nova_scheduler.core.columns import HostColumns, ordered_sum
-from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS
+from hpc_nova_scheduler.core.domains import DEFAULT_LEVELS
 
 
 class ClusterState:

@@ -433,11 +433,18 @@ def _weight(weight: float) -> float:
     return value
 
 
+#: The most cores a demand may be: the largest SQL INTEGER, which is what
+#: every backend stores the column in (PostgreSQL and MySQL refuse more).
+MAX_CORES = 2**31 - 1
+
+
 def _cores(cores: int) -> int:
     if isinstance(cores, bool) or not isinstance(cores, int):
         raise ProfileError("cores", f"{cores!r} is not an integer")
     if cores < 0:
         raise ProfileError("cores", f"{cores!r} is negative")
+    if cores > MAX_CORES:
+        raise ProfileError("cores", f"{cores!r} is more than {MAX_CORES}")
     return cores
 
 

@@ -18,6 +18,13 @@ from nova.tests.functional import integrated_helpers
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.demo import fake_driver
 
+# Nova's harness makes os.uname raise inside a test, and numpy calls it when
+# first imported; the scheduler plugin (which uses numpy) is therefore
+# imported with the cloud, before any cloud starts, rather than when Nova
+# loads it.
+from hpc_nova_scheduler.scheduler import placement_filter as _placement_filter  # noqa: F401
+from hpc_nova_scheduler.scheduler import plan_weigher as _plan_weigher  # noqa: F401
+
 HPC_FILTERS = "hpc_nova_scheduler.scheduler.filters.all_filters"
 HPC_WEIGHERS = "hpc_nova_scheduler.scheduler.weights.all_weighers"
 # Nova loads drivers from nova.virt only: the test driver is grafted onto

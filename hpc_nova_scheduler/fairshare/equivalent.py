@@ -18,7 +18,9 @@ to shrink a share (hypothesis finds counter-examples in both cores and
 worth); weights and usage still order the turns.
 
 It is not in the paper: ``fairshare simulate`` shows it beside PA-based RR
-and the anchors, and nova-scheduler offers it as ``equivalent-rr``.
+and the anchors (``--policy all``, or ``equivalent-rr/rpa/maf``).
+nova-scheduler does not offer it: ``[hpc_scheduler] fairness_policy``
+takes seed 002's first levels only, as the product's description says.
 """
 
 from __future__ import annotations

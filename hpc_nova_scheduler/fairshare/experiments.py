@@ -95,6 +95,22 @@ def anchor_combinations() -> list[Combination]:
     return [Combination(anchor, "rpa", ANCHOR_SECOND_LEVEL) for anchor in ANCHORS]
 
 
+#: First levels of our own, not in seed 002 (:mod:`.equivalent`).
+OWN_FIRST_LEVELS = ("equivalent-rr",)
+
+
+def own_combinations() -> list[Combination]:
+    """Our first levels beside PA-based RR: with RPA (the paper's best metric)
+    and every second level, MAF on both co-runner metrics."""
+    found = []
+    for first in OWN_FIRST_LEVELS:
+        for second in SECOND_LEVELS:
+            found.append(Combination(first, "rpa", second))
+            if second == "maf":
+                found.append(Combination(first, "rpa", second, "raw"))
+    return found
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Cell:
     """One simulation of the grid."""

@@ -102,7 +102,9 @@ def draw(directory: str, judged: Sequence[Judged], engine: str = "") -> list[str
     """Every figure the outcomes allow, as PNG files in ``directory``; their paths.
 
     ``engine`` (discrete or rate) is named in every title."""
-    os.makedirs(directory, exist_ok=True)
+    if not os.path.isdir(directory):
+        # The folder itself, not its parents: a mistyped path is an error.
+        os.mkdir(directory)
     written = []
 
     suffix = f" ({engine} engine)" if engine else ""

@@ -5,8 +5,9 @@ an optional fourth column ``corunners``: the applications that shared the
 node, joined by ``+``, empty for a solo ("OneCore") run. It is the input of
 ``hpc-nova-scheduler fairshare affinity`` and a contract that other tools
 write to, so it is read strictly: an unknown or missing column, a run time
-that is not a positive finite number of seconds, or an empty name is an
-error naming the file and line, and nothing is read.
+that is not a number of seconds from :data:`MIN_RUNTIME_S` to
+:data:`MAX_RUNTIME_S`, or an empty name is an error naming the file and
+line, and nothing is read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from hpc_nova_scheduler.datafiles import DataFileError, RowError, build_rows, cs
 
 REQUIRED = ("application", "platform", "runtime_s")
 OPTIONAL = ("corunners",)
+#: The run times a task may have: a microsecond to about 31 years. Outside
+#: them a run is a typo or a unit slip, and the affinities overflow (a
+#: mean of 1e308 s) or divide to infinity (3600 / 1e-320 tasks an hour).
+MIN_RUNTIME_S = 1e-6
+MAX_RUNTIME_S = 1e9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +91,11 @@ def _run(cells: Mapping[str, str], line: int | None) -> TaskRun:
         raise ProfileError("runtime_s", f"{row['runtime_s']!r} is not a number") from None
     if not math.isfinite(runtime) or runtime <= 0:
         raise ProfileError("runtime_s", f"{row['runtime_s']!r} is not a positive finite number")
+    if not MIN_RUNTIME_S <= runtime <= MAX_RUNTIME_S:
+        raise ProfileError(
+            "runtime_s",
+            f"{row['runtime_s']!r} is not from {MIN_RUNTIME_S:g} to {MAX_RUNTIME_S:g} seconds",
+        )
     corunners: tuple[str, ...] = ()
     if row.get("corunners"):
         corunners = tuple(name.strip() for name in row["corunners"].split("+"))

@@ -23,7 +23,7 @@ Each term is a column of a linear model without intercept, so
 :func:`fit` refits the coefficients to an operator's own measurements by
 least squares.
 
-Reproduction (Table 3.9's scores, model 3.8; doc/interference-models.rst):
+Reproduction (Table 3.9's scores, model 3.8; doc/source/user/interference-models.rst):
 2 x PTRANS.I1.P6 gives 40.0 % (printed 39.97 %), 3 x FFT.I1.P4 40.4 %
 (40.45 %), 3 x MUFITS.I1.P4 11.65 % (11.65 %), 2 x DGEMM.I1.P6 2.57 %
 (2.50 %), 2 x PKTM.I2.P6 0.18 % (0.20 %): the printed scores have three

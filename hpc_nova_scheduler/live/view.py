@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-#: Aggregate metadata keys of the product (see README: tagging hosts).
+#: Aggregate metadata keys of the product (see doc/source/admin/hosts.rst).
 RACK_KEY = "hpc:rack"
 CPU_GROUP_KEY = "hpc:cpu_group"
 

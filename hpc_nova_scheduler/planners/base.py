@@ -21,10 +21,10 @@ from hpc_nova_scheduler.interference.base import InterferenceModel, Tenant
 #: Room for rounding when loads are summed.
 SLACK = 1e-9
 #: The options every planner is built with, as keywords (``--alpha``,
-#: ``--multistart``, ``--seed`` and ``--time-limit`` of ``plan`` and
-#: ``rebalance``): a planner uses those it knows and passes the others on
+#: ``--multistart``, ``--seed``, ``--time-limit`` and ``--runtime-model`` of
+#: ``plan`` and ``rebalance``): a planner uses those it knows and passes the others on
 #: to :class:`Planner`, so that a command never names the planner it builds.
-OPTIONS = frozenset({"alpha", "multistart", "seed", "time_limit"})
+OPTIONS = frozenset({"alpha", "multistart", "seed", "time_limit", "runtime_model"})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@
 ``trees`` (bagged regression trees per application family, registered as
 ``runtime-trees``), ``fitting`` (fit and evaluate on measured runs),
 ``annealing`` (candidate virtual-cluster configurations and simulated
-annealing, a library call) and ``shaped`` (a seeded dataset shaped like the
+annealing), ``planner`` (annealing as the
+batch planner ``annealing``) and ``shaped`` (a seeded dataset shaped like the
 paper's campaign, whose data were not published). See README.rst.
 """

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf as hpc_conf
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY
 from hpc_nova_scheduler.core.columns import domain_ids
 from hpc_nova_scheduler.core.profile import ProfileError
+from hpc_nova_scheduler.topology import levels as topo
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -30,18 +30,17 @@ _LOCK = threading.Lock()
 
 
 def levels() -> tuple[str, ...] | None:
-    """The configured levels; None (said once per value) when the option is wrong."""
-    raw = CONF.hpc_scheduler.topology_levels
+    """The configured levels; None (said once per mistake) when the option is wrong."""
     try:
-        return topo.parse_levels(raw)
-    except topo.TopologyError as error:
-        text = ",".join(raw or ())
+        return topo.configured(CONF)
+    except topo.LevelsOptionError as error:
+        text = error.reason
         with _LOCK:
             if text in _REPORTED:
                 return None
             _REPORTED.add(text)
         LOG.error(
-            "hpc-nova-scheduler: [hpc_scheduler] topology_levels: %s; placing by racks "
+            "hpc-nova-scheduler: %s; placing by racks "
             "(hpc:rack) alone and refusing requests with hpc:topology_* extra specs until "
             "it is fixed",
             error,

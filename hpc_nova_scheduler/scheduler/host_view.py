@@ -18,8 +18,8 @@ from hpc_nova_scheduler.core.cpu_groups import (  # noqa: F401 (the filter's nam
     UNKNOWN_CPU_GROUP,
     cpu_group_from_cpu_info,
 )
-from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS, metadata_key
 from hpc_nova_scheduler.db.api import host_key as db_host_key
+from hpc_nova_scheduler.topology.levels import DEFAULT_LEVELS, metadata_key
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

@@ -24,7 +24,7 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.cluster import Host, RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge, Refusal, summary
-from hpc_nova_scheduler.core.topology import DEFAULT_LEVELS
+from hpc_nova_scheduler.topology.levels import DEFAULT_LEVELS
 
 LOG = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY, Plan
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import ApplicationProfile
-from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import host_view
+from hpc_nova_scheduler.topology.levels import TopologySpec
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,17 +7,17 @@ Two implementations of one placement, chosen by the scenario:
   :class:`~hpc_nova_scheduler.core.state.ClusterState`. It serves every
   policy and keeps each VM, which the interference models need.
 * :class:`ClassedCloud` serves blind policies (MDOBP and the Nova-like
-  packings) with :class:`~hpc_nova_scheduler.core.host_classes.HostClasses`,
+  packings) with :class:`~hpc_nova_scheduler.sim.host_classes.HostClasses`,
   whose cost per job does not grow with the number of hosts.
 * :class:`StateClassedCloud` serves the rest of what one rack level allows
   (hpc-aware, mdobp-cache, nova-default, interference models as ground
   truth or admission, batch arrivals) with
-  :class:`~hpc_nova_scheduler.core.state_classes.StateClasses`: hosts in
+  :class:`~hpc_nova_scheduler.sim.state_classes.StateClasses`: hosts in
   classes by cache total, SyncHPC, rack, processor group and, under an
   admission model, co-runners as well.
 * :class:`CompiledCloud` serves what of that the compiled kernel serves
   (cosine packing with the rack as the only level, no tenant constraints,
-  no admission model) with :class:`~hpc_nova_scheduler.core.host_arrays.HostArrays`:
+  no admission model) with :class:`~hpc_nova_scheduler.sim.host_arrays.HostArrays`:
   every host scored in compiled code, which costs less than the classes'
   bookkeeping where part-full hosts make classes many.
 
@@ -37,10 +37,10 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest, Plan
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.core.criteria import EPSILON
-from hpc_nova_scheduler.core.host_arrays import HostArrays
-from hpc_nova_scheduler.core.host_classes import Block, HostClasses
 from hpc_nova_scheduler.core.profile import AppClass
-from hpc_nova_scheduler.core.state_classes import StateClasses, one_core_vms
+from hpc_nova_scheduler.sim.host_arrays import HostArrays
+from hpc_nova_scheduler.sim.host_classes import Block, HostClasses
+from hpc_nova_scheduler.sim.state_classes import StateClasses, one_core_vms
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.interference.rule import ModelRule

@@ -64,7 +64,9 @@ def write(
     names = list(tags[0]) if tags else []
     # Every result of a run counts the same levels, or none.
     levels = next((r.levels for r in results if r.levels), ())
-    os.makedirs(directory, exist_ok=True)
+    # The folder itself, not its parents: a mistyped path is an error.
+    if not os.path.isdir(directory):
+        os.mkdir(directory)
     jobs_path = os.path.join(directory, "jobs.csv")
     with atomicfile.open_replacing(jobs_path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import NO_TOPOLOGY, Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.core.state import ClusterState
 from hpc_nova_scheduler.interference.base import InterferenceModel
+from hpc_nova_scheduler.topology import levels as topo
 
 UNLIMITED = Thresholds(math.inf, math.inf)
 

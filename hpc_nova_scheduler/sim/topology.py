@@ -15,7 +15,7 @@ each topology-aware scenario (``hpc-aware``) once per *configuration*,
 as ``--betas`` does per beta:
 
 * ``none``: no constraint; with several levels the engine places by
-  BestFit over the nested domains (:mod:`hpc_nova_scheduler.core.arrangement`).
+  BestFit over the nested domains (:mod:`hpc_nova_scheduler.topology.arrangement`).
 * ``required=LEVEL`` / ``preferred=LEVEL`` (``+`` joins two, e.g.
   ``required=block+preferred=rack``): every job of several VMs carries
   that ``hpc:topology_required`` / ``hpc:topology_preferred``, as a
@@ -40,9 +40,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.profile import ProfileError
 from hpc_nova_scheduler.sim.settings import Scenario
+from hpc_nova_scheduler.topology import levels as topo
 
 #: The configuration without constraints.
 NONE = "none"

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+
 from hpc_nova_scheduler.agent.tasks import Agent
 from hpc_nova_scheduler.demo.cloud import HPC_FILTERS, HPC_WEIGHERS, HpcCloud, NovaCloud
 
-__all__ = ["HPC_FILTERS", "HPC_WEIGHERS", "HpcTestCase", "NovaTestCase"]
+__all__ = ["HPC_FILTERS", "HPC_WEIGHERS", "QUIET_LOGGERS", "HpcTestCase", "NovaTestCase"]
+
+#: Loggers whose INFO lines no failing test needs, kept to WARNING and above:
+#: Nova's thread pools announce each start and shutdown (four pools a
+#: cloud, logged as the cloud is torn down, after Nova's log capture has
+#: ended: some 500 lines in the test log of a run), and periodic tasks say
+#: they are skipped, as the harness means them to be.
+QUIET_LOGGERS = ("nova.thread_pool_factory", "oslo_service.periodic_task")
+for _name in QUIET_LOGGERS:
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 class NovaTestCase(NovaCloud):

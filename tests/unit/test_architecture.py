@@ -1,11 +1,13 @@
-"""Every import in the package points down the layers of doc/architecture.rst.
+"""Every import in the package points down the layers of doc/source/contributor/architecture.rst.
 
 The test reads the source with :mod:`ast` rather than importing it, so it
 sees every import: at module level, inside functions and under
 ``TYPE_CHECKING``. It fails on an import against the layer rules and on any
 cycle between modules, and on any thread, green thread, executor or
 looping call started under ``scheduler/``: a filter answers from state,
-and long-running work belongs to ``hpc-scheduler-agent`` (``agent/``).
+and long-running work belongs to ``hpc-scheduler-agent`` (``agent/``). And
+``cmd/`` parses and prints only: it imports no library that computes
+(numpy, scipy, statistics...); its results come from the systems and sim/.
 """
 
 from __future__ import annotations
@@ -173,7 +175,15 @@ def violation(source: str, target: str) -> str | None:
 
 class LayerTest(unittest.TestCase):
     def test_the_systems_are_found(self) -> None:
-        self.assertLessEqual({"ivmp", "pairwise", "runtime"}, SYSTEMS)
+        self.assertLessEqual({"ivmp", "pairwise", "runtime", "fairshare", "topology"}, SYSTEMS)
+
+    def test_topology_is_a_system_core_cannot_name(self) -> None:
+        self.assertEqual(
+            "points up",
+            violation(f"{PACKAGE}.core.algorithm", f"{PACKAGE}.topology.arrangement"),
+        )
+        self.assertIsNotNone(violation(f"{PACKAGE}.ivmp.ils", f"{PACKAGE}.topology.levels"))
+        self.assertIsNone(violation(f"{PACKAGE}.scheduler.domains", f"{PACKAGE}.topology.levels"))
 
     def test_every_module_has_a_layer(self) -> None:
         for module in package_modules():
@@ -251,6 +261,77 @@ class LayerTest(unittest.TestCase):
             )
             path.write_text("import importlib\nimportlib.import_module(NAME)\n")
             self.assertRaises(AssertionError, imports_of, "probe", path, set(modules))
+
+
+# -- cmd/ parses and prints ---------------------------------------------------
+
+#: Libraries that compute: a module of cmd/ that needs one holds a
+#: computation that belongs to a system, the planners or sim/, where it can
+#: be tested without a command line. ``math`` stays allowed: cmd/ checks
+#: that a number it parsed is finite.
+COMPUTING_LIBRARIES = {
+    "numpy",
+    "scipy",
+    "networkx",
+    "sklearn",
+    "highspy",
+    "numba",
+    "pandas",
+    "statistics",
+}
+
+
+def computing_imports(source: str, filename: str = "<source>") -> list[str]:
+    """Where ``source`` imports a computing library, at any depth of the file."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS:
+            argument = node.args[0] if node.args else None
+            if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                names = [argument.value]
+        for name in names:
+            if name.split(".")[0] in COMPUTING_LIBRARIES:
+                found.append(f"{filename}:{node.lineno}: {name}")
+    return found
+
+
+class CmdParsesAndPrintsTest(unittest.TestCase):
+    def test_cmd_imports_no_computing_library(self) -> None:
+        wrong = []
+        for module, path in package_modules().items():
+            if unit(module) == "cmd":
+                wrong += computing_imports(path.read_text(), str(path.relative_to(ROOT)))
+        self.assertEqual([], wrong, "\n".join(wrong))
+
+    def test_the_check_catches_every_way_of_importing_one(self) -> None:
+        for snippet in (
+            "import numpy as np\n",
+            "import scipy.optimize\n",
+            "from statistics import fmean\n",
+            "def mean(xs):\n    import statistics\n    return statistics.fmean(xs)\n",
+            "from networkx.algorithms import matching\n",
+            "import importlib\nimportlib.import_module('sklearn.tree')\n",
+        ):
+            self.assertNotEqual([], computing_imports(snippet), snippet)
+
+    def test_parsing_and_printing_pass(self) -> None:
+        source = (
+            "import math\nimport argparse\nimport csv\n"
+            "from hpc_nova_scheduler.sim import summary\n"
+            "def finite(x):\n    return math.isfinite(x)\n"
+        )
+        self.assertEqual([], computing_imports(source))
+
+    def test_cmd_is_an_adapter(self) -> None:
+        self.assertEqual(len(LAYERS) - 1, layer(f"{PACKAGE}.cmd.plan"))
+        self.assertEqual(
+            "points up", violation(f"{PACKAGE}.topology.tree", f"{PACKAGE}.cmd.topology_view")
+        )
 
 
 #: Small modules with one concern: no module of the Nova adapter is longer.

@@ -65,7 +65,8 @@ class TestArguments(testtools.TestCase):
         return err.getvalue()
 
     def test_concurrency_must_be_a_positive_whole_number(self) -> None:
-        self.assertIn("--concurrency: 0 is not 1 or more", self._refused(["--concurrency", "0"]))
+        refusal = self._refused(["--concurrency", "0"])
+        self.assertIn("--concurrency: must be at least 1, got '0'", refusal)
         self.assertIn("'two' is not a whole number", self._refused(["--concurrency", "two"]))
 
     def test_a_filter_must_be_a_regular_expression(self) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import socketserver
+import subprocess
+import sys
 import threading
+import time
 
 import fixtures
 import testtools
@@ -116,6 +120,38 @@ def pool_grids(once: str, always: str) -> dict:
     }
 
 
+#: A sweep whose cells never end, run as a user's script: each cell marks
+#: that it started in the folder given, then sleeps.
+_ENDLESS = """
+import os
+import sys
+import time
+
+from hpc_nova_scheduler import sweep
+
+
+def endless(cell):
+    open(os.path.join(sys.argv[1], str(cell)), "w").close()
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    try:
+        sweep.run_grid(endless, range(6), workers=2)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\\n")
+        sys.exit(130)
+"""
+#: Only so that a regression fails rather than hangs: the cells sleep an hour.
+_GENEROUS = 120.0
+
+
+def _end(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
 class TestRunGrid(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -204,6 +240,33 @@ class TestRunGrid(testtools.TestCase):
         self.assertEqual([True, False, True], [r.ok for r in results])
         self.assertIn("worker lost", results[1].error)
         self.assertTrue(any("worker lost" in m for m in found["logs"]), found["logs"])
+
+    def test_ctrl_c_ends_a_pool_without_waiting_for_its_cells(self) -> None:
+        script = os.path.join(self.folder, "endless.py")
+        with open(script, "w") as stream:
+            stream.write(_ENDLESS)
+        started = os.path.join(self.folder, "started")
+        os.mkdir(started)
+        process = subprocess.Popen(
+            [sys.executable, script, started],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # A group of its own, as a shell gives a command: Ctrl-C goes to
+            # the command and its workers alike.
+            start_new_session=True,
+        )
+        self.addCleanup(_end, process)
+        deadline = time.monotonic() + _GENEROUS
+        while len(os.listdir(started)) < 2 and process.poll() is None:
+            self.assertLess(time.monotonic(), deadline, "the cells did not start")
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=_GENEROUS)
+        self.assertEqual(130, process.returncode, err)
+        # Not a traceback from each worker: they leave the signal to the parent.
+        self.assertEqual("interrupted\n", err)
+        self.assertEqual(2, len(os.listdir(started)))
 
     def test_what_does_not_pickle_is_refused_before_anything_runs(self) -> None:
         error = self.assertRaises(TypeError, sweep.run_grid, lambda c: 1, GRID, workers=2)

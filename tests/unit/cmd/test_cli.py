@@ -169,6 +169,14 @@ class TestCommandLine(testtools.TestCase):
             self.assertEqual(0, error.code, command)
             self.assertIn("usage: hpc-nova-scheduler", stdout.getDetails()["stdout"].as_text())
 
+    def test_the_top_level_help_names_the_simulator_fair_share_and_topology(self) -> None:
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        self.assertRaises(SystemExit, cli.main, ["--help"])
+        text = " ".join(stdout.getDetails()["stdout"].as_text().split())
+        for words in ("simulator (simulate)", "fair share", "topology (topology)"):
+            self.assertIn(words, text)
+
     def test_unreachable_database_is_a_clear_error(self) -> None:
         conf = self.useFixture(fixtures.TempDir()).join("empty.conf")
         open(conf, "w").close()

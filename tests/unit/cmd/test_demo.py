@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import subprocess
+import sys
 
 import fixtures
 import testtools
@@ -197,3 +199,40 @@ class TestRun(testtools.TestCase):
         code, out, _ = self.demo("50")
         self.assertEqual(0, code, out)
         self.assertIn("nothing compared", self.last_line(out))
+
+
+#: The command as its console script runs it, in a fresh interpreter: the
+#: demo's patching happens when ``hpc_nova_scheduler.cmd`` is first imported.
+COMMAND = "import sys; from hpc_nova_scheduler.cmd import cli; sys.exit(cli.main())"
+#: Only so that a regression fails rather than hangs.
+GENEROUS = 300
+
+
+class TestTopologyOption(testtools.TestCase):
+    def test_a_bad_topology_is_the_usage_error_alone(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        done = subprocess.run(
+            [sys.executable, "-c", COMMAND, "demo", "--topology", "bad=x"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=GENEROUS,
+        )
+        self.assertEqual(2, done.returncode, done.stderr)
+        self.assertEqual("", done.stdout)
+        self.assertEqual(1, len(done.stderr.splitlines()), done.stderr)
+        self.assertIn("demo: error: argument --topology: 'bad=x' is not LEVEL=N", done.stderr)
+        self.assertEqual([], os.listdir(folder))
+
+    def test_checking_the_topology_imports_nothing_of_nova(self) -> None:
+        script = (
+            "import sys; from hpc_nova_scheduler.cmd import demo; "
+            "demo._topology_shape('block=2,rack=2'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nova', 'eventlet')))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=GENEROUS
+        )
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual("[]\n", done.stdout)
+        self.assertEqual("", done.stderr)

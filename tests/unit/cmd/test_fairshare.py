@@ -64,6 +64,13 @@ class TestAffinityCommand(testtools.TestCase):
             json.loads(out),
         )
 
+    def test_json_is_strict(self) -> None:
+        # Run times at the bounds: every figure finite, and only JSON's own constants.
+        path = self.write("application,platform,runtime_s\nA,p,1e-6\nA,q,1e9\nB,p,1e9\nB,q,1e-6\n")
+        code, out, err = affinity(path, "--format", "json")
+        self.assertEqual(0, code, err)
+        json.loads(out, parse_constant=lambda name: self.fail(f"not JSON: {name}"))
+
     def test_csv_rows_of_metric_application_platform_value(self) -> None:
         code, out, err = affinity(SHIPPED, "--format", "csv")
         self.assertEqual(0, code, err)
@@ -92,6 +99,9 @@ class TestAffinityCommand(testtools.TestCase):
             (header + "A,p,nan,\n", "runtime_s: 'nan' is not a positive finite number"),
             ("application,platform,runtime_s,speed\n", "unknown column 'speed'"),
             (header + "A,p,10,B\n", "A ran on p with co-runners but never alone"),
+            # Finite, but the affinities overflow (fsum of the mean) or reach infinity.
+            (header + "A,p,1e308,\nA,p,1e308,\n", "'1e308' is not from 1e-06 to 1e+09 seconds"),
+            (header + "A,p,1e-320,\nA,q,1,\n", "'1e-320' is not from 1e-06 to 1e+09 seconds"),
         ):
             code, out, err = affinity(self.write(text))
             self.assertEqual(1, code, text)

@@ -58,22 +58,48 @@ class FairshareDataCommandTests(_CommandBase):
         )
 
     def test_demand_is_set_listed_and_cleared(self) -> None:
-        self.ok("fairshare", "demand", "set", "a", "64")
+        self.ok("fairshare", "demand", "set", "a", "64", "--application", "Blast")
         self.ok("fairshare", "demand", "set", "b", "0")
         self.assertEqual(
-            {"a": 64, "b": 0},
+            {"a": {"cores": 64, "application": "Blast"}, "b": {"cores": 0, "application": None}},
             json.loads(self.ok("fairshare", "demand", "list", "--format", "json")),
         )
-        self.assertIn("| a       | 64    |", self.ok("fairshare", "demand", "list"))
+        listed = self.ok("fairshare", "demand", "list")
+        self.assertIn("| project | cores | application |", listed)
+        self.assertIn("| a       | 64    | Blast       |", listed)
+        self.assertIn("| b       | 0     | -           |", listed)
         self.assertIn("1 demand(s) cleared", self.ok("fairshare", "demand", "clear", "a"))
         self.assertIn("1 demand(s) cleared", self.ok("fairshare", "demand", "clear"))
         self.assertEqual({}, json.loads(self.ok("fairshare", "demand", "list", "--format", "json")))
+        # Clearing every demand when there is none is done; one that is not there is a mistake.
+        self.assertIn("0 demand(s) cleared", self.ok("fairshare", "demand", "clear"))
+
+    def test_clearing_a_project_without_demand_is_an_error(self) -> None:
+        self.ok("fairshare", "demand", "set", "a", "64")
+        self.assertIn(
+            "PROJECT: 'nosuch' has no demand to clear",
+            self.fails("fairshare", "demand", "clear", "nosuch"),
+        )
+        self.assertEqual(
+            {"a": {"cores": 64, "application": None}},
+            json.loads(self.ok("fairshare", "demand", "list", "--format", "json")),
+        )
 
     def test_bad_demand_writes_nothing(self) -> None:
         for cores in ("-1", "1.5", "x", ""):
             self.assertIn("CORES:", self.fails("fairshare", "demand", "set", "p", cores))
         self.assertIn("PROJECT: empty", self.fails("fairshare", "demand", "set", "", "3"))
         self.assertEqual({}, json.loads(self.ok("fairshare", "demand", "list", "--format", "json")))
+
+    def test_a_demand_too_large_to_store_is_refused_before_the_database(self) -> None:
+        huge = str(10**30)
+        self.assertIn(
+            f"CORES: '{huge}' is more than 2147483647",
+            self.fails("fairshare", "demand", "set", "p", huge),
+        )
+        self.assertIn(
+            "p: demand 2147483647 cores", self.ok("fairshare", "demand", "set", "p", "2147483647")
+        )
 
     def test_runs_import_export_round_trip_and_reimport(self) -> None:
         count = len(runs.read_runs(SHIPPED))

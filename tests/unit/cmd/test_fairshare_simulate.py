@@ -146,6 +146,35 @@ class TestSimulate(testtools.TestCase):
         json.loads(out, parse_constant=lambda c: self.fail(f"non-JSON constant {c}"))
 
 
+class TestPolicyGroups(testtools.TestCase):
+    def test_all_has_seed_002_the_anchors_and_equivalent_rr(self) -> None:
+        from hpc_nova_scheduler.cmd import fairshare_simulate
+        from hpc_nova_scheduler.fairshare import experiments
+
+        labels = [c.label for c in fairshare_simulate._policies(["all"])]
+        self.assertIn("equivalent-rr/rpa/maf", labels)
+        self.assertEqual(50 + 3 + 5, len(labels))
+        self.assertEqual(
+            [c.label for c in experiments.own_combinations()],
+            [label for label in labels if label.startswith("equivalent-rr/")],
+        )
+        seed002 = [c.label for c in fairshare_simulate._policies(["seed002"])]
+        self.assertNotIn("equivalent-rr/rpa/maf", seed002)
+
+
+class TestHelp(testtools.TestCase):
+    def test_list_options_say_they_take_lists(self) -> None:
+        stdout = self.useFixture(fixtures.StringStream("stdout"))
+        self.useFixture(fixtures.MonkeyPatch("sys.stdout", stdout.stream))
+        self.assertRaises(SystemExit, simulate, "--help")
+        text = " ".join(stdout.getDetails()["stdout"].as_text().split())
+        for option in ("--half-life", "--top-percent", "--core-unit", "--node-unit"):
+            self.assertIn(f"{option} LIST", text)
+        self.assertIn(
+            "usage half-lives in seconds for policies with history, comma-separated", text
+        )
+
+
 class TestBadInput(testtools.TestCase):
     def assertRefused(self, message: str, *argv: str) -> None:
         code, out, err = simulate(*argv)
@@ -212,6 +241,16 @@ class TestBadInput(testtools.TestCase):
         self.assertRefused(
             f"--png {blocker}/sub:", "--engine", "rate", *FEW, "--png", f"{blocker}/sub"
         )
+
+    def test_png_in_a_folder_that_does_not_exist_creates_nothing(self) -> None:
+        folder = self.useFixture(fixtures.TempDir()).path
+        missing = os.path.join(folder, "nonexistent", "dir")
+        target = os.path.join(missing, "x")
+        self.assertRefused(f"--png {target}: {missing} does not exist", *FEW, "--png", target)
+        self.assertEqual([], os.listdir(folder))
+        blocker = os.path.join(folder, "file")
+        open(blocker, "w").close()
+        self.assertRefused(f"--png {blocker}: not a directory", *FEW, "--png", blocker)
 
 
 class TestOnDask(testtools.TestCase):

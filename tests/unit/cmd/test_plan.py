@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -50,6 +51,16 @@ class TestPlan(testtools.TestCase):
         self.assertIn("PTRANS.I1.P6 + PKTM.I2.P6", out)
         self.assertGreater(os.path.getsize(figure), 1000)
 
+    def test_a_figure_in_a_missing_folder_is_refused_before_planning(self) -> None:
+        figure = os.path.join(self.dir, "nosuch", "plan.png")
+        code, out, err = self.plan("--planner", "ffd", "--png", figure, self.batch)
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(f"--png {figure}: ", err)
+        self.assertIn("does not exist", err)
+        self.assertFalse(os.path.exists(os.path.dirname(figure)))
+
     def test_json_and_csv(self) -> None:
         code, out, err = self.plan("--planner", "ils,milp,bfd", "--format", "json", self.batch)
         self.assertEqual(0, code, err)
@@ -64,6 +75,60 @@ class TestPlan(testtools.TestCase):
         rows = list(csv.DictReader(io.StringIO(out)))
         self.assertEqual({"ff"}, {r["planner"] for r in rows})
         self.assertTrue(all(float(r["cpu"]) <= 1.0 for r in rows))
+
+    def test_annealing_without_runtime_profiles_is_one_line(self) -> None:
+        # The seed applications' profiles have no solo_runs: no runtime model can judge them.
+        code, out, err = self.plan("--planner", "annealing", self.batch)
+        self.assertEqual((1, ""), (code, out))
+        self.assertEqual(
+            "hpc-nova-scheduler: planner annealing: annealing predicts run times with seed "
+            "000's runtime model, which needs each application's runtime profile (solo_runs); "
+            "no application of the batch has one\n",
+            err,
+        )
+
+    def test_annealing_plans_with_the_runtime_model(self) -> None:
+        from hpc_nova_scheduler import datafiles
+        from tests.unit.runtime.test_planner import fitted
+
+        model, profiles = fitted()
+        saved = os.path.join(self.dir, "runtime.model")
+        with open(saved, "wb") as stream:
+            stream.write(model.dumps())
+        profile_file = os.path.join(self.dir, "profiles.yaml")
+        with open(profile_file, "w") as stream:
+            # plan reports each host's interference by seed 004's model: give it its scores.
+            scored = [
+                dataclasses.replace(p, sllc_score=0.5, dram_score=0.4, net_score=0.3)
+                for p in profiles.values()
+            ]
+            datafiles.write_profiles(stream, scored, "yaml")
+        batch = self.write(
+            "shaped.yaml",
+            "cloud: {hosts: 3, vcpus: 8, ram_mb: 16384}\n"
+            "batch:\n"
+            "  - {application: CG, vcpus: 4, ram_mb: 4096}\n"
+            "  - {application: LAMMPS, vcpus: 4, ram_mb: 4096}\n"
+            "  - {application: NAMD, vcpus: 4, ram_mb: 4096}\n"
+            "  - {application: Zeusmp2, vcpus: 4, ram_mb: 4096}\n",
+        )
+        code, out, err = run(
+            "--config-file", "/dev/null", "plan", "--profiles", profile_file,
+            "--planner", "annealing", "--runtime-model", saved, "--format", "json", batch,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        (found,) = json.loads(out)["plans"]
+        self.assertEqual("annealing", found["planner"])
+        self.assertTrue(found["feasible"])
+        self.assertEqual(4, sum(len(h["applications"]) for h in found["hosts"]))
+        # Without the model it says what to give.
+        code, out, err = run(
+            "--config-file", "/dev/null", "plan", "--profiles", profile_file,
+            "--planner", "annealing", batch,
+        )  # fmt: skip
+        self.assertEqual((1, ""), (code, out))
+        self.assertIn("give --runtime-model FILE", err)
+        self.assertEqual(1, len(err.splitlines()), err)
 
     def test_clear_errors(self) -> None:
         bad = self.write(

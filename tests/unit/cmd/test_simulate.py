@@ -12,6 +12,30 @@ from tests.unit.cmd.test_cli import run
 
 
 class TestSimulateCommand(testtools.TestCase):
+    def test_out_makes_its_folder_never_the_folders_above(self) -> None:
+        from tests import traces
+
+        path = traces.trace(self, "METACENTRUM-2009-2.swf.gz")
+        root = self.useFixture(fixtures.TempDir()).path
+        deep = os.path.join(root, "nosuch", "run")
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--jobs", "20", "--cores", "64",
+            "--policies", "least-free-pes", "--progress", "off", "--out", deep,
+        )  # fmt: skip
+        self.assertEqual(1, code)
+        self.assertEqual("", out)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn(f"--out {deep}: ", err)
+        self.assertEqual([], os.listdir(root))
+        # One level is made, as mkdir makes it.
+        shallow = os.path.join(root, "run")
+        code, out, err = run(
+            "--config-file", "/dev/null", "simulate", path, "--jobs", "20", "--cores", "64",
+            "--policies", "least-free-pes", "--progress", "off", "--out", shallow,
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        self.assertIn("summary.json", os.listdir(shallow))
+
     def test_simulate_compares_policies_and_writes_outputs(self) -> None:
         from tests import traces
 
@@ -48,6 +72,32 @@ class TestSimulateCommand(testtools.TestCase):
             for i in range(1, 9):
                 stream.write(f"{i} 0 5 100 1 -1 512 1 3600 512 1 7 -1 -1 3 -1 -1 -1\n")
         return path
+
+    def test_horizons_before_the_first_end_are_zero_and_say_why(self) -> None:
+        # Jobs of two days, as a short replay of a real log has: no job has
+        # ended by 24 h, which is true, and the note says so.
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, "long.swf")
+        with open(path, "w") as stream:
+            for i in range(1, 5):
+                stream.write(f"{i} {i * 60} 5 172800 1 -1 512 1 172800 512 1 7 -1 -1 3 -1 -1 -1\n")
+        argv = ("--config-file", "/dev/null", "simulate", path, "--cores", "4")
+        code, out, err = run(*argv, "--policies", "mdobp,least-free-pes")
+        self.assertEqual(0, code, err)
+        row = next(line for line in out.splitlines() if line.startswith("| mdobp "))
+        self.assertEqual(["4", "0", "0", "0", "0"], [cell.strip() for cell in row.split("|")[2:7]])
+        self.assertIn(
+            "hpc-nova-scheduler: note: by 1 h, by 6 h, by 24 h: no job had ended yet in any "
+            "replay; the first ended 2 d after the first arrival (--times sets the horizons",
+            err,
+        )
+        code, out, err = run(*argv, "--times", "1d,3d")
+        self.assertEqual(0, code, err)
+        self.assertIn("note: by 1 d: no job had ended yet", err)
+        row = next(line for line in out.splitlines() if line.startswith("| mdobp "))
+        self.assertEqual(["0", "4"], [cell.strip() for cell in row.split("|")[4:6]])
+        code, out, err = run(*argv, "--times", "3d")
+        self.assertEqual(0, code, err)
+        self.assertNotIn("note", err)
 
     def test_backfill_modes(self) -> None:
         path = self.small_trace()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import fixtures
 import testtools
@@ -19,6 +23,33 @@ GRID = (
     "--cores", "16", "--policies", "mdobp,least-free-pes,mdobp-cache", "--betas", "20,60",
     "--batch-window", "600", "--batch-planner", "ffd,wf", "--progress", "off",
 )  # fmt: skip
+
+
+#: The command as its console script runs it.
+COMMAND = "import sys; from hpc_nova_scheduler.cmd import cli; sys.exit(cli.main())"
+#: Only so that a regression fails rather than hangs.
+GENEROUS = 120.0
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (a pool's workers, here)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                # The name may hold spaces: the fields after it are plain.
+                fields = stream.read().rpartition(")")[2].split()
+        except OSError:
+            continue  # not a process, or one that has just ended
+        if entry.isdigit() and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _end(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
 
 
 class TestSimulateSweeps(testtools.TestCase):
@@ -82,6 +113,37 @@ class TestSimulateSweeps(testtools.TestCase):
             self.assertEqual(2, code, out)
             self.assertEqual("", out)
             self.assertIn(message, err)
+
+    def test_ctrl_c_on_the_default_pool_is_one_line_and_130(self) -> None:
+        # Replays of seconds each, so that Ctrl-C finds them running.
+        trace = os.path.join(self.useFixture(fixtures.TempDir()).path, "long.swf")
+        with open(trace, "w") as stream:
+            for i in range(1, 20001):
+                submit, run_s, cores = (i // 5) * 30, 200 + (i * 37) % 9000, 1 + (i * 3) % 8
+                stream.write(
+                    f"{i} {submit} 5 {run_s} {cores} -1 512 {cores} {run_s * 2} 512 1 7 "
+                    "-1 -1 3 -1 -1 -1\n"
+                )
+        argv = ["--config-file", "/dev/null", "simulate", trace, "--jobs", "all"]
+        argv += ["--cores", "64", "--policies", "mdobp,least-free-pes,most-free-pes,mdobp-cache"]
+        process = subprocess.Popen(
+            [sys.executable, "-c", COMMAND, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # As a shell runs a command: Ctrl-C goes to the group.
+            start_new_session=True,
+        )
+        self.addCleanup(_end, process)
+        deadline = time.monotonic() + GENEROUS
+        while not _children(process.pid) and process.poll() is None:
+            self.assertLess(time.monotonic(), deadline, "the pool did not start")
+            time.sleep(0.1)
+        self.assertIsNone(process.poll(), "the replays ended before Ctrl-C")
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=GENEROUS)
+        self.assertEqual(130, process.returncode, err)
+        self.assertEqual("hpc-nova-scheduler: interrupted\n", err)
 
     def test_a_failed_replay_is_a_row_and_an_error(self) -> None:
         from hpc_nova_scheduler.sim import replays, settings

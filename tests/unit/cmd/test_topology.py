@@ -1,7 +1,7 @@
 """``topology show | check`` on data: the check, the tree, its text and its figure.
 
 Nova's compute nodes and aggregates are handed to the command as a
-:class:`~hpc_nova_scheduler.cmd.topology_view.Cloud`, through its
+:class:`~hpc_nova_scheduler.cmd.topology_tree.Cloud`, through its
 injectable source; ``tests/functional/cmd/test_topology.py`` reads them
 from the in-process Nova.
 """
@@ -20,6 +20,7 @@ import testtools
 
 from hpc_nova_scheduler.cmd import cli, common, topology, topology_view
 from hpc_nova_scheduler.scheduler import aggregate_tags
+from hpc_nova_scheduler.topology import tree as topology_tree
 
 PNG = b"\x89PNG\r\n\x1a\n"
 LEVELS = ("block", "rack")
@@ -38,10 +39,10 @@ def aggregates(**layouts: dict[str, list[str]]) -> list[types.SimpleNamespace]:
     ]
 
 
-def cloud(blocks=BLOCKS, racks=RACKS, free=FREE, extra: list | None = None) -> topology_view.Cloud:
+def cloud(blocks=BLOCKS, racks=RACKS, free=FREE, extra: list | None = None) -> topology_tree.Cloud:
     found = aggregates(block=blocks, rack=racks) + list(extra or [])
-    return topology_view.Cloud(
-        {host: topology_view.HostCores(8.0, float(cores)) for host, cores in free.items()},
+    return topology_tree.Cloud(
+        {host: topology_tree.HostCores(8.0, float(cores)) for host, cores in free.items()},
         aggregate_tags.metadata_of(found, ("hpc:block", "hpc:rack")),
     )
 
@@ -66,8 +67,8 @@ class TestMetadataOf(testtools.TestCase):
 
 
 class TestCheck(testtools.TestCase):
-    def lines(self, found: topology_view.Cloud, levels=LEVELS) -> list[str]:
-        return topology_view.check_lines(found, levels, topology_view.problems(found, levels))
+    def lines(self, found: topology_tree.Cloud, levels=LEVELS) -> list[str]:
+        return topology_view.check_lines(found, levels, topology_tree.problems(found, levels))
 
     def test_a_tree_is_consistent(self) -> None:
         self.assertEqual(["topology: 9 hosts, levels block, rack: consistent"], self.lines(cloud()))
@@ -97,7 +98,7 @@ class TestCheck(testtools.TestCase):
 
 class TestTree(testtools.TestCase):
     def test_the_tree_with_free_vcpus(self) -> None:
-        root = topology_view.tree(cloud(), LEVELS)
+        root = topology_tree.tree(cloud(), LEVELS)
         self.assertEqual(
             [
                 "topology: 9 hosts, levels block, rack; 52 of 72 vCPUs free",
@@ -125,7 +126,7 @@ class TestTree(testtools.TestCase):
     def test_a_domain_is_its_path(self) -> None:
         # Two racks called r1, in two blocks: two domains, each in its block.
         racks = {"r1": ["n1", "n2", "n5", "n6"], "r2": ["n3", "n4"], "r4": ["n7", "n8"]}
-        root = topology_view.tree(cloud(racks=racks), LEVELS)
+        root = topology_tree.tree(cloud(racks=racks), LEVELS)
         self.assertEqual(
             [
                 ("b1", "r1", 2, 14.0),
@@ -143,7 +144,7 @@ class TestTree(testtools.TestCase):
 
     def test_a_host_with_two_values_is_drawn_under_the_first(self) -> None:
         racks = dict(RACKS, r4=["n6", "n7", "n8"])
-        root = topology_view.tree(cloud(racks=racks), LEVELS)
+        root = topology_tree.tree(cloud(racks=racks), LEVELS)
         (b2,) = [node for node in root.children if node.name == "b2"]
         self.assertEqual(
             {"r3": ["n5", "n6"], "r4": ["n7", "n8"]},
@@ -154,7 +155,7 @@ class TestTree(testtools.TestCase):
     def test_a_host_alone_at_one_level_only(self) -> None:
         # n9 has a rack but no block: a block of its own, holding its rack.
         found = cloud(racks=dict(RACKS, r9=["n9"]))
-        lines = topology_view.text_lines(topology_view.tree(found, LEVELS), LEVELS)
+        lines = topology_view.text_lines(topology_tree.tree(found, LEVELS), LEVELS)
         self.assertEqual(
             [
                 "block host:n9: 8 of 8 vCPUs free (1 host)",
@@ -165,8 +166,8 @@ class TestTree(testtools.TestCase):
         )
 
     def test_an_empty_cloud(self) -> None:
-        empty = topology_view.Cloud({}, {})
-        root = topology_view.tree(empty, ("rack",))
+        empty = topology_tree.Cloud({}, {})
+        root = topology_tree.tree(empty, ("rack",))
         self.assertEqual(
             ["topology: 0 hosts, level rack; 0 of 0 vCPUs free"],
             topology_view.text_lines(root, ("rack",)),
@@ -180,7 +181,7 @@ class TestFigure(testtools.TestCase):
 
     def test_the_figure_is_a_png(self) -> None:
         path = os.path.join(self.dir, "topology.png")
-        topology_view.draw(topology_view.tree(cloud(), LEVELS), LEVELS, path)
+        topology_view.draw(topology_tree.tree(cloud(), LEVELS), LEVELS, path)
         with open(path, "rb") as stream:
             self.assertEqual(PNG, stream.read(8))
         self.assertEqual(["topology.png"], os.listdir(self.dir))
@@ -191,10 +192,10 @@ class TestFigure(testtools.TestCase):
         blocks = {"b0": [f"h{j:03}" for j in range(150)]}
         for name, found in (
             ("large.png", cloud(blocks, racks, many)),
-            ("empty.png", topology_view.Cloud({}, {})),
+            ("empty.png", topology_tree.Cloud({}, {})),
         ):
             path = os.path.join(self.dir, name)
-            topology_view.draw(topology_view.tree(found, LEVELS), LEVELS, path)
+            topology_view.draw(topology_tree.tree(found, LEVELS), LEVELS, path)
             self.assertGreater(os.path.getsize(path), 0)
 
     def test_a_failed_write_leaves_nothing(self) -> None:
@@ -207,7 +208,7 @@ class TestFigure(testtools.TestCase):
             # root writes anywhere: a folder that does not exist fails for it too.
             path = os.path.join(self.dir, "no", "topology.png")
         self.assertRaises(
-            OSError, topology_view.draw, topology_view.tree(cloud(), LEVELS), LEVELS, path
+            OSError, topology_view.draw, topology_tree.tree(cloud(), LEVELS), LEVELS, path
         )
         with open(os.path.join(self.dir, "topology.png"), "rb") as stream:
             self.assertEqual(b"old", stream.read())
@@ -230,7 +231,7 @@ class TestTopologyCommand(testtools.TestCase):
             stream.write(f"[hpc_scheduler]\ntopology_levels = {levels}\n")
         return path
 
-    def source(self, args, keys) -> topology_view.Cloud:
+    def source(self, args, keys) -> topology_tree.Cloud:
         self.asked.append(tuple(keys))
         return self.cloud
 
@@ -288,6 +289,8 @@ class TestTopologyCommand(testtools.TestCase):
             ("block,host", "topology level 'host' is reserved"),
             ("rack,rack", "topology level 'rack' is named twice"),
             ("Rack 1", "topology level 'rack 1' is not a name"),
+            ("", "no topology level is named"),
+            ("block,,rack", "topology level 2 of 3 is empty"),
         ):
             self.conf_file = self.configure(levels)
             for action in ("check", "show"):
@@ -302,8 +305,9 @@ class TestTopologyCommand(testtools.TestCase):
                 self.assertEqual(1, len(err.splitlines()), err)
         self.assertEqual([], self.asked)
 
-    def test_no_levels_is_seed_003s_rack(self) -> None:
-        self.conf_file = self.configure("")
+    def test_the_option_left_out_is_seed_003s_rack(self) -> None:
+        with open(self.conf_file, "w", encoding="utf-8") as stream:
+            stream.write("[hpc_scheduler]\n")
         code, out, _ = self.command("check")
         self.assertEqual((0, "topology: 9 hosts, level rack: consistent\n"), (code, out))
         self.assertEqual([("hpc:rack",)], self.asked)

@@ -13,9 +13,9 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import NoPlacement, PlacementRequest
 from hpc_nova_scheduler.core.cluster import Resources, RunningVM
 from hpc_nova_scheduler.core.criteria import Thresholds
+from hpc_nova_scheduler.core.domains import TopologySpec
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.core.topology import TopologySpec
 
 LEVELS = ("block", "rack")
 VM = Resources(1, 1024, 0)

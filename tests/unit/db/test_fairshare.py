@@ -55,7 +55,7 @@ class FairshareDataTests:
         self.assertEqual({}, self.database.demand())
 
     def test_bad_demand_is_refused(self) -> None:
-        for cores in (-1, 1.5, "3", True):
+        for cores in (-1, 1.5, "3", True, 2**31, 10**30):
             self.assertRaises(ProfileError, self.database.set_demand, "p", cores)
         self.assertRaises(ProfileError, self.database.set_demand, "", 3)
         self.assertEqual({}, self.database.demand())

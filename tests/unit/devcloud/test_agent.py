@@ -8,21 +8,13 @@ from pathlib import Path
 import testtools
 
 from devcloud import control, faults
-from devcloud.layout import Run
+from tests.unit.devcloud import a_run
 
 
 class TestAgentInTheCloud(testtools.TestCase):
     def test_the_agent_reads_the_schedulers_nova_conf(self) -> None:
         with tempfile.TemporaryDirectory() as folder:
-            run = Run(
-                folder=folder,
-                run_id="x",
-                mysql="m",
-                rabbit="r",
-                computes=1,
-                scheduler_workers=1,
-                plugin=True,
-            )
+            run = a_run(folder=folder)
             command = control.agent_command(run)
         self.assertEqual(["-m", "hpc_nova_scheduler.agent.main"], command[1:3])
         self.assertEqual(["--config-file", str(Path(folder) / "etc/nova.conf")], command[3:])

@@ -10,6 +10,7 @@ import testtools
 
 from devcloud import config
 from devcloud.layout import Run
+from tests.unit.devcloud import a_run
 
 
 class TestCells(testtools.TestCase):
@@ -49,16 +50,7 @@ class TestCells(testtools.TestCase):
 
 class TestPluginAccount(testtools.TestCase):
     def test_an_operator_check_reads_the_plugin_database_as_the_server_admin(self) -> None:
-        run = Run(
-            folder="x",
-            run_id="abc",
-            mysql="mysql+pymysql://root@127.0.0.1",
-            rabbit="rabbit://guest:guest@127.0.0.1:5672",
-            computes=1,
-            scheduler_workers=1,
-            plugin=True,
-            hpc_account=("hpcabc", "secret"),
-        )
+        run = a_run(hpc_account=("hpcabc", "secret"))
         self.assertIn("hpcabc:secret@", run.database_url("hpc"))
         self.assertTrue(
             run.database_url("hpc", as_plugin=False).startswith("mysql+pymysql://root@")

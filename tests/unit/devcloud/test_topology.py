@@ -15,8 +15,8 @@ from oslo_config import cfg
 from devcloud import cli, config, control, operator, stress, workload
 from devcloud.layout import Run
 from hpc_nova_scheduler import conf as hpc_conf
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.profile import AppClass, profile_from_request
+from hpc_nova_scheduler.topology import levels as topo
 
 TWO_LEVELS = (("block", 2), ("rack", 2))
 

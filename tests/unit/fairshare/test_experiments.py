@@ -16,7 +16,11 @@ def run(cells):
 
 class TestCombinations(testtools.TestCase):
     def test_labels_round_trip(self):
-        for combination in experiments.seed002_combinations() + experiments.anchor_combinations():
+        for combination in (
+            experiments.seed002_combinations()
+            + experiments.anchor_combinations()
+            + experiments.own_combinations()
+        ):
             self.assertEqual(combination, Combination.parse(combination.label))
         self.assertEqual("pa-rr/rpa/maf", experiments.PAPER_BEST.label)
         self.assertEqual("paf/epa/maf:raw", Combination("paf", "epa", "maf", "raw").label)
@@ -26,6 +30,18 @@ class TestCombinations(testtools.TestCase):
         # 4 second levels under Fairness and under 3 first levels x 3 metrics,
         # and MAF's raw-difference twin of each MAF.
         self.assertEqual(40 + 10, len(experiments.seed002_combinations()))
+
+    def test_ours_beside_pa_rr_with_every_second_level(self):
+        self.assertEqual(
+            [
+                "equivalent-rr/rpa/allcore",
+                "equivalent-rr/rpa/random",
+                "equivalent-rr/rpa/maf",
+                "equivalent-rr/rpa/maf:raw",
+                "equivalent-rr/rpa/ca-rr",
+            ],
+            [c.label for c in experiments.own_combinations()],
+        )
 
     def test_bad_labels(self):
         self.assertRaises(ValueError, Combination.parse, "pa-rr/maf")

@@ -49,6 +49,8 @@ class TestReadRuns(testtools.TestCase):
             (header + "A,p,-3,\n", ":2: runtime_s: '-3' is not a positive finite number"),
             (header + "A,p,0,\n", ":2: runtime_s: '0' is not a positive finite number"),
             (header + "A,p,soon,\n", ":2: runtime_s: 'soon' is not a number"),
+            (header + "A,p,1e308,\n", ":2: runtime_s: '1e308' is not from 1e-06 to 1e+09 seconds"),
+            (header + "A,p,1e-320,\n", ":2: runtime_s: '1e-320' is not from 1e-06 to 1e+09"),
             (header + ",p,1,\n", ":2: application: empty"),
             (header + "A,,1,\n", ":2: platform: empty"),
             (header + "A,p,1\n", ":2: expected 4 cells, found 3"),

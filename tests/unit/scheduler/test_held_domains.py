@@ -7,10 +7,10 @@ import types
 import testtools
 
 from hpc_nova_scheduler.core.profile import ApplicationProfile
-from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import held_domains
 from hpc_nova_scheduler.scheduler.request import Request, RequestState
+from hpc_nova_scheduler.topology.levels import TopologySpec
 
 LEVELS = ("block", "rack")
 TAGS = {

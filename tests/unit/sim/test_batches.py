@@ -10,11 +10,11 @@ import testtools
 from hpc_nova_scheduler import datafiles, resources
 from hpc_nova_scheduler.core.algorithm import PACKING_MOST_FREE_PES, Policy
 from hpc_nova_scheduler.core.records import ProfileRecord
-from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.planners import planner_registry
 from hpc_nova_scheduler.planners.base import Batch, BatchApp
 from hpc_nova_scheduler.sim import batches, scenarios, settings, simulator
 from hpc_nova_scheduler.sim.cloud import PlannedCloud
+from hpc_nova_scheduler.topology.levels import TopologySpec
 from tests.unit.sim import test_cloud
 from tests.unit.sim.jobs import job
 

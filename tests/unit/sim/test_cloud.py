@@ -11,15 +11,15 @@ import testtools
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hpc_nova_scheduler.core import algorithm, host_classes
+from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core.algorithm import Policy
 from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
-from hpc_nova_scheduler.core.state_classes import StateClasses
-from hpc_nova_scheduler.core.topology import TopologySpec
 from hpc_nova_scheduler.sim import cloud as sim_cloud
-from hpc_nova_scheduler.sim import interference, scenarios, simulator, swf
+from hpc_nova_scheduler.sim import host_classes, interference, scenarios, simulator, swf
 from hpc_nova_scheduler.sim import settings as sim_settings
+from hpc_nova_scheduler.sim.state_classes import StateClasses
+from hpc_nova_scheduler.topology.levels import TopologySpec
 from tests import traces
 from tests.unit.sim.jobs import job
 

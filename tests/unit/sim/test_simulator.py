@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import testtools
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hpc_nova_scheduler.core.algorithm import PACKING_LEAST_FREE_PES, Policy
 from hpc_nova_scheduler.core.criteria import Thresholds
@@ -160,6 +162,34 @@ class TestReplay(testtools.TestCase):
         self.assertEqual(50, result.mean_wait())
         self.assertAlmostEqual(1.0, result.utilisation())
         self.assertEqual(1.5, result.mean_bounded_slowdown())
+
+    def test_a_short_job_that_did_not_wait_has_a_bounded_slowdown_of_one(self) -> None:
+        # 5 s alone, no wait: (0 + 5) / max(5, 10) is 0.5 without the max with 1.
+        short = simulator.Outcome(1, 0.0, 0.0, 5.0, 1, 5.0)
+        result = simulator.Result("s", [short], [], 0, 4)
+        self.assertEqual(1.0, result.mean_bounded_slowdown())
+        waited = simulator.Outcome(2, 0.0, 25.0, 30.0, 1, 5.0)
+        result = simulator.Result("s", [short, waited], [], 0, 4)
+        self.assertEqual((1.0 + 3.0) / 2, result.mean_bounded_slowdown())
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.floats(0, 1e6, allow_nan=False),
+                st.floats(0, 1e6, allow_nan=False),
+                st.floats(0, 1e6, allow_nan=False),
+            ),
+            min_size=1,
+            max_size=20,
+        )
+    )
+    def test_bounded_slowdown_is_never_below_one(self, jobs) -> None:
+        outcomes = [
+            simulator.Outcome(i, submit, submit + wait, submit + wait + run, 1, run)
+            for i, (submit, wait, run) in enumerate(jobs)
+        ]
+        result = simulator.Result("s", outcomes, [], 0, 4)
+        self.assertGreaterEqual(result.mean_bounded_slowdown(), 1.0)
 
     def test_shape_from_total_cores(self) -> None:
         shape = settings.ClusterShape.from_total_cores(1024, 4, 2048, cpu_groups=2)

@@ -8,11 +8,11 @@ from unittest import mock
 import testtools
 
 from hpc_nova_scheduler.core import algorithm
-from hpc_nova_scheduler.core import topology as topo
 from hpc_nova_scheduler.core.algorithm import PACKING_LEAST_FREE_PES, Policy
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.sim import scenarios, settings, simulator
 from hpc_nova_scheduler.sim import topology as sim_topology
+from hpc_nova_scheduler.topology import levels as topo
 from tests.unit.sim.jobs import job
 
 #: 10 hosts of 4 cores: racks of 3 hosts, 2 racks a block (4 racks, 2 blocks).
