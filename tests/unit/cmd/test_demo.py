@@ -225,14 +225,19 @@ class TestTopologyOption(testtools.TestCase):
         self.assertEqual([], os.listdir(folder))
 
     def test_checking_the_topology_imports_nothing_of_nova(self) -> None:
+        # Nothing of Nova, and no eventlet patching. (2025.1's oslo.log
+        # imports eventlet itself, through oslo_utils.eventletutils, but
+        # patches nothing.)
         script = (
             "import sys; from hpc_nova_scheduler.cmd import demo; "
             "demo._topology_shape('block=2,rack=2'); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nova', 'eventlet')))"
+            "patcher = sys.modules.get('eventlet.patcher'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'nova'), "
+            "bool(patcher and patcher.is_monkey_patched('socket')))"
         )
         done = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=GENEROUS
         )
         self.assertEqual(0, done.returncode, done.stderr)
-        self.assertEqual("[]\n", done.stdout)
+        self.assertEqual("[] False\n", done.stdout)
         self.assertEqual("", done.stderr)
