@@ -17,6 +17,7 @@ import testtools
 
 from hpc_nova_scheduler import sweep
 from tests import clusters
+from tests.processes import GENEROUS, end_group
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,14 +143,6 @@ if __name__ == "__main__":
         sys.stderr.write("interrupted\\n")
         sys.exit(130)
 """
-#: Only so that a regression fails rather than hangs: the cells sleep an hour.
-_GENEROUS = 120.0
-
-
-def _end(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
 
 
 class TestRunGrid(testtools.TestCase):
@@ -256,13 +249,13 @@ class TestRunGrid(testtools.TestCase):
             # the command and its workers alike.
             start_new_session=True,
         )
-        self.addCleanup(_end, process)
-        deadline = time.monotonic() + _GENEROUS
+        self.addCleanup(end_group, process)
+        deadline = time.monotonic() + GENEROUS
         while len(os.listdir(started)) < 2 and process.poll() is None:
             self.assertLess(time.monotonic(), deadline, "the cells did not start")
             time.sleep(0.1)
         os.killpg(process.pid, signal.SIGINT)
-        _, err = process.communicate(timeout=_GENEROUS)
+        _, err = process.communicate(timeout=GENEROUS)
         self.assertEqual(130, process.returncode, err)
         # Not a traceback from each worker: they leave the signal to the parent.
         self.assertEqual("interrupted\n", err)

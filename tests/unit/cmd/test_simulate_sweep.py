@@ -15,6 +15,7 @@ import testtools
 from hpc_nova_scheduler import sweep
 from hpc_nova_scheduler.cmd import common, simulate
 from tests import clusters
+from tests.processes import GENEROUS, children, end_group
 from tests.unit.cmd.test_cli import run
 
 # Three policies (one cache-aware at two betas), each online and with two
@@ -27,29 +28,6 @@ GRID = (
 
 #: The command as its console script runs it.
 COMMAND = "import sys; from hpc_nova_scheduler.cmd import cli; sys.exit(cli.main())"
-#: Only so that a regression fails rather than hangs.
-GENEROUS = 120.0
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (a pool's workers, here)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as stream:
-                # The name may hold spaces: the fields after it are plain.
-                fields = stream.read().rpartition(")")[2].split()
-        except OSError:
-            continue  # not a process, or one that has just ended
-        if entry.isdigit() and int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def _end(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
 
 
 class TestSimulateSweeps(testtools.TestCase):
@@ -134,9 +112,9 @@ class TestSimulateSweeps(testtools.TestCase):
             # As a shell runs a command: Ctrl-C goes to the group.
             start_new_session=True,
         )
-        self.addCleanup(_end, process)
+        self.addCleanup(end_group, process)
         deadline = time.monotonic() + GENEROUS
-        while not _children(process.pid) and process.poll() is None:
+        while not children(process.pid) and process.poll() is None:
             self.assertLess(time.monotonic(), deadline, "the pool did not start")
             time.sleep(0.1)
         self.assertIsNone(process.poll(), "the replays ended before Ctrl-C")
