@@ -12,7 +12,6 @@ if "demo" in sys.argv[1:]:
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
     logging.getLogger("nova.monkey_patch").setLevel(logging.ERROR)
 
-if "demo" in sys.argv[1:]:
     # The demo runs Nova's functional harness, whose services are eventlet
     # green threads. oslo.db, which every command imports, keeps its
     # transactions in thread-local state: created before Nova patches the
