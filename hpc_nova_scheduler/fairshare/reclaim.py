@@ -1,0 +1,409 @@
+"""Borrowed capacity taken back: the VMs one allocator run reclaims, and why.
+
+Seed 002's first level gives every project an entitlement per platform. The
+``borrow`` enforcement lends idle cores beyond it; a VM placed so is a
+**loan** (:class:`Loan`), and so is every VM of a flavor with
+``hpc:preemptible = true``. Nothing else is ever taken back.
+
+:func:`plan` is the first level's entitlement applied over time, for one
+platform at a time. Nova-free and database-free: the agent
+(``agent/reclaim.py``) and the simulator (``fairshare/cloud_sim.py``) give
+it the same inputs and act on the same answer.
+
+The rule
+========
+
+* A **beneficiary** is a project below its entitlement E_b on the platform
+  with unmet demand d_b there. It may gain at most
+  ``need_b = min(d_b, E_b - use_b)`` cores, less what reclaims already
+  under way free for it (:class:`Pending`).
+* Idle cores serve the need first; only when the platform has no free room
+  left is anything reclaimed, and only the part the idle cores do not
+  cover.
+* **Victims**, in this order: preemptible VMs (never entitled to
+  anything), youngest first; then borrowed VMs of the project furthest over
+  its entitlement now (recomputed after each pick), youngest first. A
+  borrowed VM is a victim only while its project's use, less what this run
+  already takes from it, stays at or above its entitlement once the VM is
+  gone.
+* **As few VMs as cover the need**: victims are taken until the need is
+  covered, then any victim the others cover without is handed back (the
+  last taken first).
+* **Topology**: a need from a request with ``hpc:topology_required`` is
+  met inside one domain of that level: the domain that needs the fewest
+  victims (then the most idle cores, then the name), its own idle cores
+  counted first. No domain that can hold it: nothing is taken for it.
+
+Why a reclaim never causes another
+==================================
+
+Kueue proves its reclaim free of cycles with ``LessThanOrEqualToFinalShare``:
+a workload preempts another only if its share afterwards is at most the
+other's. Here, with entitlements fixed:
+
+1. A beneficiary gains at most ``E_b - use_b`` cores, so afterwards
+   ``use_b <= E_b``: the VMs it places in the freed cores are within its
+   entitlement, not loans, never victims.
+2. A project that lost a borrowed VM keeps ``use_q >= E_q``: it has no room
+   below its entitlement, so it is never the beneficiary of a later
+   reclaim of those cores. So ``use_b / E_b <= 1 <= use_q / E_q`` after
+   every reclaim: cores move from a project at or above its share to one at
+   or below it, never back.
+3. A reclaim under way (requested, or acted while its victim still counts)
+   covers its beneficiary's need: the same demand never takes a second
+   victim.
+
+Each run therefore only lowers the total overage ``sum(max(0, use - E))``
+and never raises anyone below its entitlement above it by taking from
+another below it. Entitlements change between runs (the first level
+re-plans); a VM that a new generation leaves beyond its project's
+entitlement is that generation's decision, not a cycle of reclaim.
+``tests/unit/fairshare/test_reclaim.py`` checks all three as properties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+#: Kinds of loan.
+BORROWED = "borrowed"
+PREEMPTIBLE = "preemptible"
+LOAN_KINDS = (BORROWED, PREEMPTIBLE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Loan:
+    """A VM that may be taken back."""
+
+    instance_uuid: str
+    project: str
+    platform: str
+    cores: int
+    #: When it was placed (any ordered value: seconds, a datetime).
+    placed_at: object
+    kind: str = BORROWED
+    #: Its domain per topology level (level -> domain name).
+    domains: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def preemptible(self) -> bool:
+        return self.kind == PREEMPTIBLE
+
+
+@dataclasses.dataclass(frozen=True)
+class Demand:
+    """A project's unmet demand on one platform."""
+
+    project: str
+    cores: int
+    #: ``hpc:topology_required``'s level, when the cores must share one domain of it.
+    level: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Pending:
+    """A reclaim under way: its cores count as freed for its beneficiary."""
+
+    instance_uuid: str
+    beneficiary: str
+    cores: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PlatformState:
+    """One platform as a reclaim decision sees it."""
+
+    name: str
+    capacity: int
+    #: project -> entitled cores (the generation in force).
+    entitled: Mapping[str, int]
+    #: project -> cores in use that count against its entitlement (not preemptible).
+    use: Mapping[str, int]
+    #: Cores of preemptible VMs running on the platform.
+    preemptible: int = 0
+    #: level -> domain -> idle cores (for requests with a required level).
+    idle_by_domain: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def idle(self) -> int:
+        return max(0, self.capacity - sum(self.use.values()) - self.preemptible)
+
+    def room(self, project: str) -> int:
+        """Cores ``project`` may still use within its entitlement."""
+        return max(0, self.entitled.get(project, 0) - self.use.get(project, 0))
+
+    def overage(self, project: str) -> int:
+        """Cores ``project`` uses beyond its entitlement."""
+        return max(0, self.use.get(project, 0) - self.entitled.get(project, 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reclaim:
+    """One victim taken back for one beneficiary."""
+
+    victim: Loan
+    beneficiary: str
+    platform: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Unserved:
+    """A need no reclaim can meet this run, and why (for ``reclaim plan``)."""
+
+    project: str
+    platform: str
+    cores: int
+    reason: str
+
+
+@dataclasses.dataclass
+class Decision:
+    """What one run takes back on one platform, and what it cannot serve."""
+
+    reclaims: list[Reclaim] = dataclasses.field(default_factory=list)
+    unserved: list[Unserved] = dataclasses.field(default_factory=list)
+
+
+def _youngest_first(loan: Loan) -> tuple:
+    # Youngest first: it has run least, so taking it loses least work.
+    # Ties by uuid, so that the answer never depends on input order.
+    return (_negated(loan.placed_at), loan.instance_uuid)
+
+
+class _Descending:
+    """Orders any comparable value the other way round."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return other.value < self.value  # type: ignore[operator]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.value == other.value
+
+
+def _negated(value: object) -> object:
+    if isinstance(value, int | float):
+        return -value
+    return _Descending(value)
+
+
+class _Books:
+    """What this run has taken so far on one platform."""
+
+    def __init__(self, state: PlatformState, loans: Sequence[Loan], taken: set[str]) -> None:
+        self.state = state
+        self.taken = set(taken)
+        self.taken_from: dict[str, int] = {}
+        self.loans = [
+            loan for loan in sorted(loans, key=_youngest_first) if loan.platform == state.name
+        ]
+
+    def headroom(self, project: str) -> int:
+        """Cores still takeable from ``project``'s borrowed VMs."""
+        return self.state.overage(project) - self.taken_from.get(project, 0)
+
+    def eligible(self, loan: Loan) -> bool:
+        if loan.instance_uuid in self.taken or loan.cores <= 0:
+            return False
+        return loan.preemptible or loan.cores <= self.headroom(loan.project)
+
+    def pick(self, within: str | None, domain: str | None) -> Loan | None:
+        """The next victim (preemptible first, then the furthest-over project's youngest)."""
+        candidates = [
+            loan
+            for loan in self.loans
+            if (within is None or loan.domains.get(within) == domain) and self.eligible(loan)
+        ]
+        if not candidates:
+            return None
+        preemptible = [loan for loan in candidates if loan.preemptible]
+        if preemptible:
+            return preemptible[0]
+        furthest = max(self.headroom(loan.project) for loan in candidates)
+        project = min(
+            loan.project for loan in candidates if self.headroom(loan.project) == furthest
+        )
+        return next(loan for loan in candidates if loan.project == project)
+
+    def take(self, loan: Loan) -> None:
+        self.taken.add(loan.instance_uuid)
+        if not loan.preemptible:
+            self.taken_from[loan.project] = self.taken_from.get(loan.project, 0) + loan.cores
+
+    def give_back(self, loan: Loan) -> None:
+        self.taken.discard(loan.instance_uuid)
+        if not loan.preemptible:
+            self.taken_from[loan.project] -= loan.cores
+
+
+def _cover(books: _Books, short: int, within: str | None, domain: str | None) -> list[Loan] | None:
+    """The fewest victims, in the rule's order, whose cores reach ``short``; None if none do."""
+    chosen: list[Loan] = []
+    covered = 0
+    while covered < short:
+        loan = books.pick(within, domain)
+        if loan is None:
+            for taken in chosen:
+                books.give_back(taken)
+            return None
+        books.take(loan)
+        chosen.append(loan)
+        covered += loan.cores
+    # Hand back any victim the others cover without, the last taken first.
+    for loan in reversed(list(chosen)):
+        if covered - loan.cores >= short:
+            books.give_back(loan)
+            chosen.remove(loan)
+            covered -= loan.cores
+    return chosen
+
+
+def _beneficiaries(state: PlatformState, demands: Iterable[Demand]) -> list[tuple[Demand, int]]:
+    """(demand, cores it may gain) for projects below their entitlement, neediest first."""
+    found = []
+    for demand in demands:
+        room = state.room(demand.project)
+        if demand.cores > 0 and room > 0:
+            found.append((demand, min(demand.cores, room)))
+    # The project furthest below its entitlement (relatively) is served first.
+    return sorted(
+        found,
+        key=lambda item: (
+            state.use.get(item[0].project, 0) / max(1, state.entitled.get(item[0].project, 0)),
+            item[0].project,
+            item[0].level or "",
+        ),
+    )
+
+
+def plan(
+    state: PlatformState,
+    loans: Sequence[Loan],
+    demands: Sequence[Demand],
+    pending: Sequence[Pending] = (),
+) -> Decision:
+    """What to take back on ``state``'s platform now (see the module's docstring)."""
+    decision = Decision()
+    under_way = {p.instance_uuid for p in pending}
+    freeing: dict[str, int] = {}
+    for p in pending:
+        freeing[p.beneficiary] = freeing.get(p.beneficiary, 0) + p.cores
+    books = _Books(state, loans, under_way)
+    idle = state.idle
+    idle_in = {level: dict(domains) for level, domains in state.idle_by_domain.items()}
+    for demand, gain in _beneficiaries(state, demands):
+        # Reclaims under way for this project cover its need first.
+        covered_by_pending = min(gain, freeing.get(demand.project, 0))
+        freeing[demand.project] = freeing.get(demand.project, 0) - covered_by_pending
+        need = gain - covered_by_pending
+        if need <= 0:
+            continue
+        if demand.level is None:
+            served = min(idle, need)
+            idle -= served
+            short = need - served
+            if short <= 0:
+                continue
+            victims = _cover(books, short, None, None)
+            where = ""
+        else:
+            found = _in_one_domain(books, idle_in.get(demand.level, {}), demand.level, need)
+            if found is None:
+                decision.unserved.append(
+                    Unserved(
+                        demand.project,
+                        state.name,
+                        need,
+                        f"no {demand.level} of {state.name} can hold {need} cores",
+                    )
+                )
+                continue
+            domain, served, victims = found
+            idle_in[demand.level][domain] -= served
+            idle = max(0, idle - served)
+            if not victims:
+                continue
+            where = f" in {demand.level} {domain}"
+        if victims is None:
+            decision.unserved.append(
+                Unserved(
+                    demand.project,
+                    state.name,
+                    short,
+                    f"no loan on {state.name} can be taken without leaving its project "
+                    "below its entitlement",
+                )
+            )
+            continue
+        for victim in victims:
+            decision.reclaims.append(
+                Reclaim(
+                    victim=victim,
+                    beneficiary=demand.project,
+                    platform=state.name,
+                    reason=(
+                        f"{demand.project} has {state.use.get(demand.project, 0)} of its "
+                        f"{state.entitled.get(demand.project, 0)} cores on {state.name} and "
+                        f"asks {demand.cores} more{where}; {victim.instance_uuid} "
+                        f"({victim.cores} cores of {victim.project}) is "
+                        + (
+                            "preemptible"
+                            if victim.preemptible
+                            else f"borrowed beyond {victim.project}'s entitlement"
+                        )
+                    ),
+                )
+            )
+    return decision
+
+
+def _in_one_domain(
+    books: _Books, idle: Mapping[str, int], level: str, need: int
+) -> tuple[str, int, list[Loan]] | None:
+    """(domain, idle cores used, victims) of the best domain of ``level`` for ``need``."""
+    domains = set(idle) | {loan.domains[level] for loan in books.loans if level in loan.domains}
+    best: tuple[tuple, str, int, list[Loan]] | None = None
+    for domain in sorted(domains):
+        served = min(idle.get(domain, 0), need)
+        short = need - served
+        victims: list[Loan] | None = []
+        if short > 0:
+            victims = _cover(books, short, level, domain)
+            if victims is None:
+                continue
+            for victim in victims:
+                books.give_back(victim)  # only trying: the best domain takes its own
+        rank = (len(victims), -idle.get(domain, 0), domain)
+        if best is None or rank < best[0]:
+            best = (rank, domain, served, victims)
+    if best is None:
+        return None
+    _, domain, served, victims = best
+    for victim in victims:
+        books.take(victim)
+    return domain, served, victims
+
+
+def total_cores(reclaims: Iterable[Reclaim]) -> int:
+    return sum(r.victim.cores for r in reclaims)
+
+
+__all__ = [
+    "BORROWED",
+    "PREEMPTIBLE",
+    "Decision",
+    "Demand",
+    "Loan",
+    "Pending",
+    "PlatformState",
+    "Reclaim",
+    "Unserved",
+    "plan",
+    "total_cores",
+]
