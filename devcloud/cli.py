@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from devcloud import SOURCE_TREE, backends, control, fairshare, services
+from devcloud import SOURCE_TREE, backends, config, control, fairshare, services
 from hpc_nova_scheduler.cmd import options
 
 DEFAULT_ROOT = SOURCE_TREE / ".cloud"
@@ -38,6 +38,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         enforcement=args.enforcement,
         topology=args.topology,
         cells=args.cells,
+        reclaim=args.reclaim,
+        reclaim_grace=args.reclaim_grace,
     )
     return 0
 
@@ -48,6 +50,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"run {run.run_id} in {run.folder} (plugin {'on' if run.plugin else 'off'}, "
         f"interference_model {run.interference_model}, fairness_policy {run.fairness}"
         + (f" ({run.enforcement})" if run.fairness != "none" else "")
+        + (
+            f", fairshare_reclaim {run.reclaim} (grace {run.reclaim_grace} s)"
+            if run.fairness != "none" and run.reclaim != "off"
+            else ""
+        )
         + f"; {control.describe_topology(run)}"
         + (f"; {run.cells} cells" if run.cells > 1 else "")
         + ")"
@@ -71,6 +78,40 @@ def cmd_stress(args: argparse.Namespace) -> int:
 
     run = control.load_current(args.root)
     return stress.main(run, args, say=_say)
+
+
+def reclaim_grace(text: str) -> int:
+    """``--reclaim-grace``: whole seconds, within ``fairshare_reclaim_grace``'s bounds."""
+    seconds = options.non_negative_int(text)
+    if seconds > GRACE_MAX:
+        raise argparse.ArgumentTypeError(f"at most {GRACE_MAX} seconds (7 days), not {seconds}")
+    return seconds
+
+
+#: ``[hpc_scheduler] fairshare_reclaim_grace``'s maximum.
+GRACE_MAX = 7 * 24 * 3600
+
+
+def add_reclaim_arguments(parser: argparse.ArgumentParser, *, default: bool) -> None:
+    """``--reclaim`` and ``--reclaim-grace``; ``default``: up's defaults, else None (keep)."""
+    parser.add_argument(
+        "--reclaim",
+        choices=config.RECLAIM_MODES,
+        default="off" if default else None,
+        help="[hpc_scheduler] fairshare_reclaim under --fairness: how hpc-scheduler-agent "
+        "takes borrowed cores back (default "
+        + ("off" if default else "the cloud's; restarts nova-scheduler if it changes")
+        + f"); with it on, fairshare_interval is {config.RECLAIM_INTERVAL} s instead of "
+        f"{config.FAIRSHARE_INTERVAL}",
+    )
+    parser.add_argument(
+        "--reclaim-grace",
+        type=reclaim_grace,
+        metavar="SECONDS",
+        default=config.RECLAIM_GRACE if default else None,
+        help="[hpc_scheduler] fairshare_reclaim_grace: seconds between marking a victim and "
+        "acting on it (default " + (f"{config.RECLAIM_GRACE}" if default else "the cloud's") + ")",
+    )
 
 
 def topology_shape(text: str) -> tuple[tuple[str, int], ...]:
@@ -137,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="strict",
         help="[hpc_scheduler] fairshare_enforcement under --fairness (default strict)",
     )
+    add_reclaim_arguments(up, default=True)
     up.add_argument(
         "--topology",
         type=topology_shape,

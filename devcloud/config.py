@@ -6,7 +6,11 @@ Nova 34 no longer ships the ``noauth2`` pipeline, so the compute API gets a
 copy of Nova's ``api-paste.ini`` without ``authtoken``: Nova's own
 ``keystonecontext`` middleware then builds the request context from the
 identity headers a client sends (``X-User-Id``, ``X-Project-Id``,
-``X-Roles``), which is what ``noauth2`` did. Placement keeps its
+``X-Roles``), which is what ``noauth2`` did. In ``authtoken``'s place,
+:mod:`devcloud.identity` turns a service token of an agreed form into those
+headers: the stand-in for Keystone through which ``hpc-scheduler-agent``
+reaches Nova with keystoneauth options (``[hpc_scheduler_agent]``, for
+fair-share reclaim). Placement keeps its
 ``noauth2``; Glance runs its unauthenticated pipeline. Every service listens
 on 127.0.0.1 only. Neutron runs its API only (ML2, no agents): servers
 boot without networks, and Nova asks Neutron for their ports.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
+from devcloud import identity
 from devcloud.layout import Run
 
 #: Nova's stock fake driver with a realistic size (10 vCPU, 8 GB).
@@ -40,6 +45,22 @@ RECONCILE_INTERVAL = 10
 #: stress, so that a generation changes during the load only when its inputs
 #: (demand, VMs running, refusals) do, and never goes stale (two intervals).
 FAIRSHARE_INTERVAL = 600
+#: ``fairshare_interval`` with ``fairshare_reclaim`` on: short, so that
+#: refusals count as unmet demand for a short while only and reclaims follow
+#: them within a stress of a few minutes (the option's minimum is 10).
+RECLAIM_INTERVAL = 30
+#: ``[hpc_scheduler] fairshare_reclaim_grace`` of the trial cloud by default.
+RECLAIM_GRACE = 10
+#: ``fairshare_reclaim`` values, as ``[hpc_scheduler]`` takes them.
+RECLAIM_MODES = ("off", "stop", "shelve", "delete")
+#: Who hpc-scheduler-agent is to Nova: its service token (:mod:`devcloud.identity`).
+AGENT_USER, AGENT_PROJECT, AGENT_ROLES = (
+    "hpc-scheduler-agent",
+    "service",
+    ("admin", "member", "reader"),
+)
+#: The paste filter that reads service tokens, where ``authtoken`` was.
+TOKEN_FILTER = "devtoken"
 
 
 def _data_file(*parts: str) -> Path:
@@ -76,14 +97,29 @@ def _value(value: object) -> str:
 
 
 def nova_paste(run: Run) -> Path:
-    """Nova's api-paste.ini, trusting identity headers instead of Keystone."""
+    """Nova's api-paste.ini, trusting identity headers and service tokens
+    (:mod:`devcloud.identity`) instead of Keystone."""
     text = _data_file("nova", "api-paste.ini").read_text()
-    trusted = text.replace(" authtoken keystonecontext ", " keystonecontext ")
+    trusted = text.replace(" authtoken keystonecontext ", f" {TOKEN_FILTER} keystonecontext ")
     if trusted == text:
         raise RuntimeError("Nova's api-paste.ini has no 'authtoken keystonecontext' pipeline")
+    trusted += (
+        f"\n[filter:{TOKEN_FILTER}]\n"
+        f"paste.filter_factory = {identity.__name__}:{identity.filter_factory.__name__}\n"
+    )
     path = run.path / "etc" / "api-paste.ini"
     path.write_text(trusted)
     return path
+
+
+def agent_token() -> str:
+    """hpc-scheduler-agent's token for Nova's API: an admin of the service project."""
+    return identity.token(AGENT_USER, AGENT_PROJECT, AGENT_ROLES)
+
+
+def fairshare_interval(run: Run) -> int:
+    """``[hpc_scheduler] fairshare_interval`` of the run (under ``--fairness``)."""
+    return FAIRSHARE_INTERVAL if run.reclaim == "off" else RECLAIM_INTERVAL
 
 
 def nova_conf(run: Run) -> Path:
@@ -139,6 +175,13 @@ def nova_conf(run: Run) -> Path:
             # Records of servers the stress deletes converge within this.
             "reconcile_interval": RECONCILE_INTERVAL,
         },
+        # The agent's own credentials for Nova's API (fair-share reclaim),
+        # through the stand-in for Keystone.
+        "hpc_scheduler_agent": {
+            "auth_type": "admin_token",
+            "endpoint": f"{run.url('nova')}/v2.1",
+            "token": agent_token(),
+        },
         "oslo_messaging_rabbit": {"heartbeat_timeout_threshold": 30},
         # The stress load is bounded by the computes, not by project quotas.
         "quota": {"instances": -1, "cores": -1, "ram": -1},
@@ -148,7 +191,9 @@ def nova_conf(run: Run) -> Path:
             {
                 "fairness_policy": run.fairness,
                 "fairshare_enforcement": run.enforcement,
-                "fairshare_interval": FAIRSHARE_INTERVAL,
+                "fairshare_interval": fairshare_interval(run),
+                "fairshare_reclaim": run.reclaim,
+                "fairshare_reclaim_grace": run.reclaim_grace,
             }
         )
     if run.topology:

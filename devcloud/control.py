@@ -298,6 +298,8 @@ def up(
     enforcement: str = "strict",
     topology: Sequence[tuple[str, int]] = (),
     cells: int = 1,
+    reclaim: str = "off",
+    reclaim_grace: int = config.RECLAIM_GRACE,
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -313,6 +315,8 @@ def up(
         enforcement=enforcement,
         topology=[(level, int(n)) for level, n in topology],
         cells=cells,
+        reclaim=reclaim,
+        reclaim_grace=reclaim_grace,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -420,14 +424,30 @@ def set_interference_model(run: Run, name: str, *, say: Say, timeout: float = 12
 
 
 def set_fairness(
-    run: Run, policy: str, enforcement: str, *, say: Say, timeout: float = 120.0
+    run: Run,
+    policy: str,
+    enforcement: str,
+    *,
+    say: Say,
+    reclaim: str | None = None,
+    reclaim_grace: int | None = None,
+    timeout: float = 120.0,
 ) -> None:
-    """Set ``fairness_policy`` and ``fairshare_enforcement``: rewrite nova.conf,
-    restart nova-scheduler."""
+    """Set ``fairness_policy``, ``fairshare_enforcement`` and (unless None)
+    ``fairshare_reclaim`` and its grace: rewrite nova.conf, restart
+    nova-scheduler, reload the agent."""
     run.fairness, run.enforcement = policy, enforcement
+    if reclaim is not None:
+        run.reclaim = reclaim
+    if reclaim_grace is not None:
+        run.reclaim_grace = reclaim_grace
     why = f"with fairness_policy = {policy}"
     if policy != "none":
-        why += f", fairshare_enforcement = {enforcement}"
+        why += (
+            f", fairshare_enforcement = {enforcement}, fairshare_reclaim = {run.reclaim}"
+            + (f" (grace {run.reclaim_grace} s)" if run.reclaim != "off" else "")
+            + f", fairshare_interval = {config.fairshare_interval(run)}"
+        )
     _restart_scheduler(run, why, say=say, timeout=timeout)
 
 

@@ -147,7 +147,7 @@ def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
         since, restarted_at = _utc(), time.monotonic()
         say(f"fault: {control.AGENT} started again (pid {restarted.pid})")
         fair = run.fairness != "none"
-        interval = config.FAIRSHARE_INTERVAL if fair else config.RECONCILE_INTERVAL
+        interval = config.fairshare_interval(run) if fair else config.RECONCILE_INTERVAL
         new_name = f":{restarted.pid}"
 
         def swept() -> bool:
@@ -176,7 +176,7 @@ def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
             latest = database.latest_generation()
             say(
                 f"fault: fair-share generation {latest.number} of {latest.created_at:%H:%M:%S} "
-                f"(UTC), fairshare_interval {config.FAIRSHARE_INTERVAL} s"
+                f"(UTC), fairshare_interval {config.fairshare_interval(run)} s"
             )
     finally:
         database.dispose()

@@ -61,6 +61,10 @@ class Run:
     fairness: str = "none"
     #: ``[hpc_scheduler] fairshare_enforcement``, written while fairness is on.
     enforcement: str = "strict"
+    #: ``[hpc_scheduler] fairshare_reclaim`` (off, stop, shelve, delete),
+    #: written while fairness is on, and ``fairshare_reclaim_grace``.
+    reclaim: str = "off"
+    reclaim_grace: int = 10
     #: ``up --topology``: the levels above the host, outermost first, each
     #: with how many domains of the next level (hosts, for the last) one of
     #: its domains holds, as ``simulate --topology`` reads them; empty: racks
