@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -339,3 +340,177 @@ def read_record(path: Path) -> Record:
         asked = Asked(**fields)
         servers.extend(Server(uuid, host, asked) for uuid, host in request["hosts"].items())
     return Record(tuple(document["levels"]), document["domains"], document["groups"], servers)
+
+
+# -- fair-share reclaim ----------------------------------------------------------
+#
+# What the stress saw of reclaims, from the plugin database polled during the
+# load (:mod:`devcloud.reclaims`) and from its own ledger. Times are naive UTC.
+
+
+@dataclasses.dataclass(frozen=True)
+class LoanSeen:
+    """A row of ``fairshare_loans`` as the poll first saw it: written by the
+    scheduler with the VM's record, from its claim, not by the agent."""
+
+    instance_uuid: str
+    project: str
+    platform: str
+    cores: int
+    kind: str
+    over_by: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReclaimSeen:
+    """A row of ``fairshare_reclaims`` as the poll last saw it."""
+
+    id: int
+    instance_uuid: str
+    project: str
+    platform: str
+    cores: int
+    kind: str
+    beneficiary: str
+    state: str
+    requested_at: datetime.datetime
+    acted_at: datetime.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """A VM recorded in ``app_running``: its project, platform and when it was placed."""
+
+    instance_uuid: str
+    project: str
+    platform: str
+    at: datetime.datetime
+
+
+BORROWED = "borrowed"
+
+
+def wrong_victims(
+    reclaims: Iterable[ReclaimSeen], loans: Mapping[str, LoanSeen], governed: Iterable[str]
+) -> list[str]:
+    """Reclaims whose victim was not a loan, or was a borrowed VM placed within
+    its project's entitlement (``over_by`` 0), or of a project without a share.
+
+    ``loans`` is every loan the poll saw during the load, by VM: the union of
+    what ``fairshare_loans`` held, which the scheduler writes from the claim
+    that placed the VM, whatever the agent later chose.
+    """
+    wanted = set(governed)
+    found = []
+    for reclaim in sorted(reclaims, key=lambda r: r.id):
+        loan = loans.get(reclaim.instance_uuid)
+        where = f"reclaim {reclaim.id} ({reclaim.state}) of {reclaim.instance_uuid}"
+        if loan is None:
+            found.append(f"{where} of {reclaim.project}: never recorded as a loan")
+        elif loan.project != reclaim.project or loan.project not in wanted:
+            found.append(
+                f"{where}: a loan of {loan.project}, reclaimed as {reclaim.project}'s"
+                + ("" if loan.project in wanted else f"; {loan.project} has no share")
+            )
+        elif loan.kind == BORROWED and loan.over_by <= 0:
+            found.append(
+                f"{where} of {loan.project}: borrowed, but placed within its entitlement "
+                f"(over_by {loan.over_by})"
+            )
+    return found
+
+
+def unused_reclaims(
+    reclaims: Iterable[ReclaimSeen],
+    placed: Iterable[Placed],
+    window: float,
+    until: datetime.datetime,
+) -> tuple[list[str], int]:
+    """Acted reclaims whose beneficiary placed nothing on the reclaim's platform
+    within ``window`` seconds after it acted; and how many were judged.
+
+    A reclaim acted less than ``window`` before ``until`` (the end of the
+    load) is not judged: its beneficiary had no full window to use the room.
+    """
+    by_project: dict[str, list[Placed]] = collections.defaultdict(list)
+    for vm in placed:
+        by_project[vm.project].append(vm)
+    span = datetime.timedelta(seconds=window)
+    found, judged = [], 0
+    for reclaim in sorted(reclaims, key=lambda r: r.id):
+        if reclaim.acted_at is None or reclaim.acted_at + span > until:
+            continue
+        judged += 1
+        used = any(
+            vm.platform == reclaim.platform and reclaim.acted_at <= vm.at <= reclaim.acted_at + span
+            for vm in by_project.get(reclaim.beneficiary, ())
+        )
+        if not used:
+            found.append(
+                f"reclaim {reclaim.id}: {reclaim.cores} cores of {reclaim.project} freed on "
+                f"{reclaim.platform} at {reclaim.acted_at:%H:%M:%S}; {reclaim.beneficiary} "
+                f"placed nothing there within {window:g} s"
+            )
+    return found, judged
+
+
+def unmet_since(
+    beneficiary: str,
+    requested_at: datetime.datetime,
+    placed: Iterable[Placed],
+    unmet: Mapping[str, Iterable[datetime.datetime]],
+) -> datetime.datetime | None:
+    """When the beneficiary's demand that a reclaim requested at ``requested_at``
+    serves went unmet: its first unmet request or refusal since its last
+    placement before the request (None: none since then).
+
+    ``unmet`` gives each project's times of requests refused for its
+    entitlement or ending without a placement.
+    """
+    last = max(
+        (vm.at for vm in placed if vm.project == beneficiary and vm.at <= requested_at),
+        default=None,
+    )
+    # A refusal and a placement in the same (database) second: the placement met it.
+    since = [
+        at
+        for at in unmet.get(beneficiary, ())
+        if at <= requested_at and (last is None or at > last)
+    ]
+    return min(since, default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class FreedIn:
+    """Time from unmet demand to freed cores, over the acted reclaims."""
+
+    seconds: tuple[float, ...]
+    #: Acted reclaims with no unmet request or refusal of their beneficiary
+    #: since its last placement (its declared demand alone).
+    untimed: int
+    bound: float
+
+    @property
+    def within(self) -> int:
+        return sum(1 for s in self.seconds if s <= self.bound)
+
+
+def time_to_freed_cores(
+    reclaims: Iterable[ReclaimSeen],
+    placed: Iterable[Placed],
+    unmet: Mapping[str, Iterable[datetime.datetime]],
+    bound: float,
+) -> FreedIn:
+    """Seconds from each acted reclaim's :func:`unmet_since` to its ``acted_at``;
+    ``bound`` is one ``fairshare_interval`` plus the grace."""
+    placed = list(placed)
+    seconds, untimed = [], 0
+    for reclaim in reclaims:
+        if reclaim.acted_at is None:
+            continue
+        start = unmet_since(reclaim.beneficiary, reclaim.requested_at, placed, unmet)
+        if start is None:
+            untimed += 1
+            continue
+        seconds.append(max(0.0, (reclaim.acted_at - start).total_seconds()))
+    return FreedIn(tuple(sorted(seconds)), untimed, bound)

@@ -47,6 +47,10 @@ class Project:
     application: str | None
     #: Cores declared with ``fairshare demand set``.
     demand: int = 0
+    #: The share of the load its clients wait before their first request.
+    idle_share: float = 0.0
+    #: Requests each of its clients keeps alive (None: the stress's default).
+    keep_alive: int | None = None
 
 
 #: Together the three ask for more than the 80 cores of the default cloud
@@ -56,6 +60,19 @@ PROJECTS = (
     Project("fair-a", 2.0, "LU", 48),
     Project("fair-b", 1.0, "CG", 32),
     Project("fair-c", 1.0, "FT", 32),
+    Project("no-share", None, None),
+)
+#: The trial under ``fairshare_reclaim``: a project returning after being
+#: idle, as in the issue. fair-a declares no demand and sends nothing for the
+#: first part of the load, while fair-b and fair-c keep many requests alive
+#: and, under ``borrow``, borrow the cores fair-a leaves idle (their VMs
+#: beyond their entitlement are loans). Then fair-a asks: refused for its
+#: entitlement, its refusals are unmet demand, the next generation entitles
+#: it, and the agent reclaims loans for it where no core is idle.
+RECLAIM_PROJECTS = (
+    Project("fair-a", 2.0, "LU", 0, idle_share=0.4),
+    Project("fair-b", 1.0, "CG", 32, keep_alive=12),
+    Project("fair-c", 1.0, "FT", 32, keep_alive=12),
     Project("no-share", None, None),
 )
 #: Cache scores of the governed projects' requests: the lowest of the trial,
@@ -72,8 +89,13 @@ RUN_TIMES = {
 }
 
 
-def governed() -> dict[str, Project]:
-    return {p.name: p for p in PROJECTS if p.weight is not None}
+def trial(reclaim: str) -> tuple[Project, ...]:
+    """The projects of the trial with ``fairshare_reclaim`` set to ``reclaim``."""
+    return PROJECTS if reclaim == "off" else RECLAIM_PROJECTS
+
+
+def governed(projects: tuple[Project, ...] = PROJECTS) -> dict[str, Project]:
+    return {p.name: p for p in projects if p.weight is not None}
 
 
 def write_runs(path: Path) -> Path:
@@ -109,12 +131,12 @@ def _allocate(run: Run) -> dict:
 
 
 def prepare(run: Run, say: Say) -> int:
-    """Shares, runs and demand of the trial's projects, and a generation in
-    force; the generation's number. Idempotent: a second stress sets the
-    same values and writes a new generation."""
+    """Shares, runs and demand of the trial's projects (:func:`trial`), and a
+    generation in force; the generation's number. Idempotent: a second
+    stress sets the same values and writes a new generation."""
     runs = write_runs(run.path / "etc" / "fairshare-runs.csv")
     _hpc(run, "fairshare", "runs", "import", str(runs))
-    for project in governed().values():
+    for project in governed(trial(run.reclaim)).values():
         _hpc(run, "fairshare", "share", "set", project.name, f"{project.weight:g}")
         _hpc(
             run,

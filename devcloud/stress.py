@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import datetime
 import random
 import re
 import secrets
@@ -45,7 +46,17 @@ from typing import TypeVar
 from keystoneauth1 import exceptions as keystoneauth_exceptions
 from openstack import exceptions as openstack_exceptions
 
-from devcloud import checker, config, control, fairshare, faults, models, operator, workload
+from devcloud import (
+    checker,
+    config,
+    control,
+    fairshare,
+    faults,
+    models,
+    operator,
+    reclaims,
+    workload,
+)
 from devcloud.layout import Run
 from hpc_nova_scheduler.cmd import options
 from hpc_nova_scheduler.core.criteria import InterferenceTable
@@ -159,6 +170,9 @@ def add_arguments(sub, func) -> None:
         help="fairshare_enforcement of the schedulers under --fairness (restarts "
         "nova-scheduler if it changes)",
     )
+    from devcloud import cli
+
+    cli.add_reclaim_arguments(parser, default=False)
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
     parser.add_argument(
         "--record",
@@ -228,6 +242,7 @@ class Client(threading.Thread):
         prefix: str,
         kinds=KINDS,
         projects: tuple[fairshare.Project, ...] | None = None,
+        started: float | None = None,
     ) -> None:
         super().__init__(name=f"stress-client-{index}", daemon=True)
         self.index = index
@@ -240,6 +255,11 @@ class Client(threading.Thread):
         self.kinds = kinds
         self.run_ = run
         self.deadline = deadline
+        #: When its first request goes (monotonic): the project may be idle a while.
+        self.begin = 0.0
+        if started is not None:
+            self.begin = started + (deadline - started) * self.project.idle_share
+        self.keep_alive = self.project.keep_alive or KEEP_ALIVE
         self.rng = random.Random(seed)
         self.ledger = ledger
         self.deleted: list[str] = []
@@ -265,6 +285,7 @@ class Client(threading.Thread):
         scores = workload.CACHE_SCORES if self.project.weight is None else fairshare.CACHE_SCORES
         alive: collections.deque[Outcome] = collections.deque()
         number = 0
+        time.sleep(max(0.0, min(self.begin, self.deadline) - time.monotonic()))
         while time.monotonic() < self.deadline:
             number += 1
             asked, flavor = random_request(
@@ -289,7 +310,7 @@ class Client(threading.Thread):
                 alive.append(outcome)
             else:
                 self._discard(conn, outcome)
-            while len(alive) > KEEP_ALIVE:
+            while len(alive) > self.keep_alive:
                 self._discard(conn, alive.popleft())
 
     def _boot(self, conn, asked: checker.Asked, flavor: str) -> Outcome:
@@ -392,7 +413,7 @@ def start_clients(
     started = time.monotonic()
     ledger: list[Outcome] = []
     pool = [
-        Client(i, run, started + seconds, seed + i, ledger, prefix, kinds, projects)
+        Client(i, run, started + seconds, seed + i, ledger, prefix, kinds, projects, started)
         for i in range(clients)
     ]
     for client in pool:
@@ -400,12 +421,16 @@ def start_clients(
     return pool, ledger, started
 
 
+#: Server states nothing more happens in: a reclaim stops or shelves a victim.
+SETTLED = ("ACTIVE", "ERROR", "SHUTOFF", "SHELVED", "SHELVED_OFFLOADED")
+
+
 def _settle(conn, deleted: set[str], timeout: float = 180.0) -> list:
     """Every server once deletions are done and nothing is building."""
     deadline = time.monotonic() + timeout
     while True:
         servers = read(lambda: list(conn.compute.servers(details=True, all_projects=True)))
-        busy = [s for s in servers if s.id in deleted or s.status not in ("ACTIVE", "ERROR")]
+        busy = [s for s in servers if s.id in deleted or s.status not in SETTLED]
         if not busy or time.monotonic() > deadline:
             return servers
         time.sleep(1)
@@ -581,25 +606,32 @@ def _interference_violations(run: Run, placed, groups, say: Say) -> list[str]:
 
 
 def _use_fairness(run: Run, args: argparse.Namespace, say: Say) -> None:
-    """Make the schedulers share by ``--fairness`` and ``--enforcement`` (each
-    None: keep the current one), restarting them only for a change."""
+    """Make the schedulers share by ``--fairness``, ``--enforcement``,
+    ``--reclaim`` and ``--reclaim-grace`` (each None: keep the current one),
+    restarting them only for a change."""
     policy = getattr(args, "fairness", None) or run.fairness
     enforcement = getattr(args, "enforcement", None) or run.enforcement
+    reclaim = getattr(args, "reclaim", None) or run.reclaim
+    grace = getattr(args, "reclaim_grace", None)
+    grace = run.reclaim_grace if grace is None else grace
+    wanted = (policy, enforcement, reclaim, grace)
     if policy == "none" == run.fairness:
         # Not written while fair share is off: kept for a later --fairness.
-        run.enforcement = enforcement
+        run.enforcement, run.reclaim, run.reclaim_grace = enforcement, reclaim, grace
         run.save()
-    elif (policy, enforcement) != (run.fairness, run.enforcement):
-        control.set_fairness(run, policy, enforcement, say=say)
+    elif wanted != (run.fairness, run.enforcement, run.reclaim, run.reclaim_grace):
+        control.set_fairness(
+            run, policy, enforcement, say=say, reclaim=reclaim, reclaim_grace=grace
+        )
 
 
 def _fair_report(
-    run: Run, placed: list, ledger: list[Outcome], first: int, last: int, say: Say
+    run: Run, placed: list, ledger: list[Outcome], found: fairshare.Generations, say: Say
 ) -> list[str]:
     """Entitlement violations of the load, and what each project got, under the
-    generations from ``first`` (in force at the start) to ``last`` (at the end)."""
-    found = fairshare.generations(run.database_url("hpc"), first, last)
-    projects = fairshare.governed()
+    generations ``found`` (from the one in force at the start to the last)."""
+    trial = fairshare.trial(run.reclaim)
+    projects = fairshare.governed(trial)
     violations = checker.entitlement_violations(
         placed,
         governed=projects,
@@ -614,7 +646,7 @@ def _fair_report(
         f"{numbers[-1] if numbers else '-'} in force during the load ({len(numbers)}); "
         f"platforms {found.capacity}"
     )
-    for project in fairshare.PROJECTS:
+    for project in trial:
         mine = [o for o in ledger if o.asked.project == project.name]
         results = collections.Counter(o.result for o in mine if o.asked.app_class is not None)
         held: collections.Counter = collections.Counter()
@@ -631,6 +663,90 @@ def _fair_report(
             f"requests {dict(results)}; cores held at the end / most entitled: {cores}"
         )
     return violations
+
+
+#: What a request ends as when its project's demand went unmet.
+UNMET = ("novalidhost", "error", "timeout")
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def unmet_requests(
+    ledger: list[Outcome], started: float, started_utc: datetime.datetime
+) -> dict[str, list[datetime.datetime]]:
+    """project -> when each of its HPC requests that ended without a placement
+    was posted (UTC), from the ledger's monotonic times."""
+    found: dict[str, list[datetime.datetime]] = {}
+    for outcome in ledger:
+        if outcome.asked.app_class is None or outcome.result not in UNMET:
+            continue
+        at = started_utc + datetime.timedelta(seconds=outcome.posted - started)
+        found.setdefault(outcome.asked.project or "", []).append(at)
+    return found
+
+
+def _reclaim_report(
+    run: Run,
+    watch: reclaims.Watch,
+    unmet: dict[str, list[datetime.datetime]],
+    platform_of: dict[str, str],
+    ended_utc: datetime.datetime,
+    say: Say,
+) -> list[str]:
+    """What the agent reclaimed during the load; the wrong victims (the stress fails on any)."""
+    seen = list(watch.reclaims.values())
+    states = collections.Counter(r.state for r in seen)
+    wrong = checker.wrong_victims(
+        seen, watch.loans, fairshare.governed(fairshare.trial(run.reclaim))
+    )
+    placed = watch.placed(platform_of)
+    bound = config.fairshare_interval(run) + run.reclaim_grace
+    unused, judged = checker.unused_reclaims(seen, placed, bound, ended_utc)
+    refused = watch.refused()
+    for project, times in unmet.items():
+        refused.setdefault(project, []).extend(times)
+    freed = checker.time_to_freed_cores(seen, placed, refused, bound)
+    kinds = collections.Counter(loan.kind for loan in watch.loans.values())
+    say(
+        f"reclaim ({run.reclaim}, grace {run.reclaim_grace} s, fairshare_interval "
+        f"{config.fairshare_interval(run)} s): {len(seen)} reclaims {dict(states)}; loans seen "
+        f"{dict(kinds)} over {watch.looks} looks"
+        + (f" ({watch.failed_looks} failed)" if watch.failed_looks else "")
+    )
+    by_pair = collections.Counter((r.project, r.beneficiary, r.platform) for r in seen)
+    for (victim, beneficiary, platform), count in sorted(by_pair.items()):
+        say(f"  {count} from {victim} for {beneficiary} on {platform}")
+    say(
+        f"reclaim: {len(wrong)} wrong victims; {len(unused)} of {judged} acted reclaims judged "
+        f"freed room nobody used within {bound} s (interval + grace)"
+    )
+    if freed.seconds:
+        values = list(freed.seconds)
+        say(
+            f"reclaim: time from unmet demand to freed cores p50 {_percentile(values, 0.5):.0f} s, "
+            f"p95 {_percentile(values, 0.95):.0f} s, max {max(values):.0f} s over "
+            f"{len(values)} acted reclaims; {freed.within} within one interval + grace "
+            f"({bound} s)"
+            + (
+                f"; {freed.untimed} with no unmet request since the last placement"
+                if freed.untimed
+                else ""
+            )
+        )
+    else:
+        say(
+            "reclaim: no acted reclaim to time"
+            + (
+                f" ({freed.untimed} with no unmet request since the last placement)"
+                if freed.untimed
+                else ""
+            )
+        )
+    for line in unused[:10]:
+        say(f"  unused: {line}")
+    return wrong
 
 
 def placements(ledger: list[Outcome]) -> list[checker.Server]:
@@ -697,12 +813,17 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     first_generation = fairshare.prepare(run, say) if fair else None
     scheduler_log = run.path / "logs" / "nova-scheduler.log"
     log_offset = _log_size(scheduler_log)
+    watch = None
+    if fair and run.reclaim != "off":
+        watch = reclaims.Watch(run.database_url("hpc", as_plugin=False))
+        watch.start()
+    started_utc = _utc_now()
     clients, ledger, started = start_clients(
         run,
         seconds=args.seconds,
         clients=args.clients,
         seed=seed,
-        projects=fairshare.PROJECTS if fair else None,
+        projects=fairshare.trial(run.reclaim) if fair else None,
     )
     windows = []
     injectors = []
@@ -719,6 +840,7 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         injectors.append(injector)
     for client in clients:
         client.join()
+    ended_utc = _utc_now()
     for injector in injectors:
         injector.join()
     # Every placement is done: later generations held none of them.
@@ -730,6 +852,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         say(f"client failed: {error!r}")
     deleted = {uuid for c in clients for uuid in c.deleted}
     servers = _settle(admin, deleted)
+    if watch is not None:
+        watch.stop()
     asked_by_tag = {o.asked.tag: o.asked for o in ledger}
     placed = []
     for server in servers:
@@ -755,8 +879,19 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         write_record(record, run, ledger)
         say(f"placed requests and the cloud's domains written to {record}")
     entitlement: list[str] = []
+    wrong_victims: list[str] = []
     if first_generation is not None:
-        entitlement = _fair_report(run, placed, ledger, first_generation, last_generation, say)
+        found = fairshare.generations(run.database_url("hpc"), first_generation, last_generation)
+        entitlement = _fair_report(run, placed, ledger, found, say)
+        if watch is not None:
+            wrong_victims = _reclaim_report(
+                run,
+                watch,
+                unmet_requests(ledger, started, started_utc),
+                found.platform_of,
+                ended_utc,
+                say,
+            )
     mismatches: list[str] = []
     if run.plugin:
         mismatches = _records_converge(run, placed, {s.id for s in servers}, say)
@@ -782,6 +917,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         say(f"entitlement: {line}")
     for line in mismatches[:20]:
         say(f"record: {line}")
+    for line in wrong_victims[:20]:
+        say(f"wrong victim: {line}")
     elapsed = time.monotonic() - started
     if not args.keep_servers:
         clear(admin, say)
@@ -792,4 +929,5 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         f"{len(mismatches)} record mismatches, {elapsed:.0f} s",
         flush=True,
     )
-    return 1 if violations or topology or entitlement or mismatches or errors or left_broken else 0
+    failed = violations or topology or entitlement or mismatches or wrong_victims
+    return 1 if failed or errors or left_broken else 0

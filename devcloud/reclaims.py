@@ -1,0 +1,119 @@
+"""What the stress sees of fair-share reclaim: the plugin database, polled during the load.
+
+A reclaim's victim must have been a loan when it was chosen, but a loan
+lives only as long as its VM's record, and the agent prunes it: the
+watch (:class:`Watch`) reads ``fairshare_loans`` every second and keeps the
+union, with the first row seen of each VM, so that the checker judges the
+agent's choice against what the scheduler recorded when it placed the VM
+(:func:`devcloud.checker.wrong_victims`). It also keeps every reclaim in its
+latest state, every VM placement (``app_running``, with when it was placed)
+and every refusal for entitlement (pruned after four intervals), for the
+room used after a reclaim and the time from unmet demand to freed cores.
+
+It reads through the operator's account, which the ``plugin-db`` fault does
+not lock; a read that fails (a fault) is tried again at the next look.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+
+import sqlalchemy as sa
+
+from devcloud import checker
+from hpc_nova_scheduler.db import models as hpc_models
+
+#: Seconds between two looks.
+POLL = 1.0
+
+
+class Watch(threading.Thread):
+    """Polls the plugin database at ``url`` until :meth:`stop`."""
+
+    def __init__(self, url: str, poll: float = POLL) -> None:
+        super().__init__(name="stress-reclaim-watch", daemon=True)
+        self.url = url
+        self.poll = poll
+        self.loans: dict[str, checker.LoanSeen] = {}
+        self.reclaims: dict[int, checker.ReclaimSeen] = {}
+        #: instance uuid -> (project, host, placed_at).
+        self.records: dict[str, tuple[str, str, datetime.datetime]] = {}
+        #: (id, project, at) of every refusal for entitlement.
+        self.refusals: set[tuple[int, str, datetime.datetime]] = set()
+        self.looks = 0
+        self.failed_looks = 0
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        """A last look, then stop."""
+        self._stop.set()
+        self.join()
+
+    def run(self) -> None:
+        engine = sa.create_engine(self.url, pool_pre_ping=True)
+        try:
+            while True:
+                last = self._stop.is_set()
+                try:
+                    with engine.connect() as connection:
+                        self.look(connection)
+                    self.looks += 1
+                except sa.exc.SQLAlchemyError:
+                    self.failed_looks += 1
+                if last:
+                    return
+                self._stop.wait(self.poll)
+        finally:
+            engine.dispose()
+
+    def look(self, connection) -> None:
+        loans = hpc_models.FairshareLoan.__table__
+        for row in connection.execute(sa.select(loans)).mappings():
+            if row["instance_uuid"] not in self.loans:
+                self.loans[row["instance_uuid"]] = checker.LoanSeen(
+                    row["instance_uuid"],
+                    row["project"],
+                    row["platform"],
+                    int(row["cores"]),
+                    row["kind"],
+                    int(row["over_by"]),
+                )
+        reclaims = hpc_models.FairshareReclaim.__table__
+        for row in connection.execute(sa.select(reclaims)).mappings():
+            self.reclaims[int(row["id"])] = checker.ReclaimSeen(
+                int(row["id"]),
+                row["instance_uuid"],
+                row["project"],
+                row["platform"],
+                int(row["cores"]),
+                row["kind"],
+                row["beneficiary"],
+                row["state"],
+                row["requested_at"],
+                row["acted_at"],
+            )
+        running = hpc_models.AppRunning.__table__
+        query = sa.select(
+            running.c.instance_uuid, running.c.project_id, running.c.host, running.c.created_at
+        )
+        for uuid, project, host, placed_at in connection.execute(query):
+            if uuid not in self.records and project and placed_at is not None:
+                self.records[uuid] = (project, host, placed_at)
+        refusals = hpc_models.FairshareRefusal.__table__
+        query = sa.select(refusals.c.id, refusals.c.project, refusals.c.created_at)
+        self.refusals.update((int(i), p, at) for i, p, at in connection.execute(query))
+
+    def placed(self, platform_of: dict[str, str]) -> list[checker.Placed]:
+        """Every VM recorded during the load, on the platform of its host."""
+        return [
+            checker.Placed(uuid, project, platform_of.get(host, f"?{host}"), at)
+            for uuid, (project, host, at) in sorted(self.records.items())
+        ]
+
+    def refused(self) -> dict[str, list[datetime.datetime]]:
+        """project -> times of its refusals for entitlement."""
+        found: dict[str, list[datetime.datetime]] = {}
+        for _, project, at in sorted(self.refusals):
+            found.setdefault(project, []).append(at)
+        return found

@@ -1,0 +1,319 @@
+"""tools/cloud.py under fair-share reclaim: options, the agent's credentials, the checks."""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import datetime
+import io
+import json
+from pathlib import Path
+
+import fixtures
+import testtools
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from paste import deploy
+
+from devcloud import checker, cli, config, fairshare, identity, stress
+from devcloud.layout import Run
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.agent import main as agent_main
+from hpc_nova_scheduler.core.profile import AppClass
+from tests.unit.devcloud import a_run
+
+T0 = datetime.datetime(2026, 11, 29, 2, 0, 0)
+
+
+def at(seconds: float) -> datetime.datetime:
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+def reclaim(
+    number,
+    victim="v1",
+    project="fair-b",
+    beneficiary="fair-a",
+    platform="xeon",
+    requested=0.0,
+    acted=None,
+    state="acted",
+):
+    return checker.ReclaimSeen(
+        number,
+        victim,
+        project,
+        platform,
+        2,
+        "borrowed",
+        beneficiary,
+        state,
+        at(requested),
+        None if acted is None else at(acted),
+    )
+
+
+def loan(uuid="v1", project="fair-b", kind="borrowed", over_by=2):
+    return checker.LoanSeen(uuid, project, "xeon", 2, kind, over_by)
+
+
+class TestOptions(testtools.TestCase):
+    def _parse(self, *argv: str):
+        return cli.build_parser().parse_args(list(argv))
+
+    def test_up_defaults_to_no_reclaim_with_the_trial_grace(self) -> None:
+        args = self._parse("up")
+        self.assertEqual(("off", config.RECLAIM_GRACE), (args.reclaim, args.reclaim_grace))
+        args = self._parse("up", "--reclaim", "shelve", "--reclaim-grace", "0")
+        self.assertEqual(("shelve", 0), (args.reclaim, args.reclaim_grace))
+
+    def test_stress_keeps_the_clouds_settings_unless_told(self) -> None:
+        args = self._parse("stress")
+        self.assertEqual((None, None), (args.reclaim, args.reclaim_grace))
+        args = self._parse("stress", "--reclaim", "stop", "--reclaim-grace", "15")
+        self.assertEqual(("stop", 15), (args.reclaim, args.reclaim_grace))
+
+    def test_the_modes_are_the_options_choices(self) -> None:
+        self.assertEqual(hpc_conf.RECLAIM_MODES, config.RECLAIM_MODES)
+
+    def test_bad_values_are_one_line_naming_the_option(self) -> None:
+        for argv in (
+            ["stress", "--reclaim", "kill"],
+            ["up", "--reclaim-grace", "-1"],
+            ["up", "--reclaim-grace", "1.5"],
+            ["stress", "--reclaim-grace", str(cli.GRACE_MAX + 1)],
+        ):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                raised = self.assertRaises(SystemExit, self._parse, *argv)
+            self.assertEqual(2, raised.code)
+            self.assertIn(f"argument {argv[1]}", err.getvalue())
+            self.assertNotIn("Traceback", err.getvalue())
+
+    def test_a_run_saved_before_reclaim_loads_with_it_off(self) -> None:
+        folder = Path(self.useFixture(fixtures.TempDir()).path)
+        run = a_run(folder=str(folder))
+        saved = json.loads(json.dumps(run.__dict__, default=lambda o: o.__dict__))
+        for key in ("reclaim", "reclaim_grace"):
+            saved.pop(key)
+        (folder / "cloud.json").write_text(json.dumps(saved))
+        loaded = Run.load(folder)
+        self.assertEqual(("off", config.RECLAIM_GRACE), (loaded.reclaim, loaded.reclaim_grace))
+
+
+class TestNovaConf(testtools.TestCase):
+    def _run(self, **settings) -> Run:
+        root = self.useFixture(fixtures.TempDir()).path
+        run = Run.new(
+            Path(root),
+            mysql="mysql+pymysql://root@127.0.0.1",
+            rabbit="rabbit://guest:guest@127.0.0.1:5672",
+            computes=2,
+            scheduler_workers=2,
+            plugin=True,
+            **settings,
+        )
+        run.ports = {
+            name: 8000 + i for i, name in enumerate(("placement", "glance", "neutron", "nova"))
+        }
+        return run
+
+    def _read(self, path: Path) -> configparser.ConfigParser:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read(path)
+        return parser
+
+    def test_reclaim_is_written_with_a_short_interval(self) -> None:
+        run = self._run(fairness="pa-rr", enforcement="borrow", reclaim="stop", reclaim_grace=7)
+        group = self._read(config.nova_conf(run))["hpc_scheduler"]
+        self.assertEqual("stop", group["fairshare_reclaim"])
+        self.assertEqual("7", group["fairshare_reclaim_grace"])
+        self.assertEqual(str(config.RECLAIM_INTERVAL), group["fairshare_interval"])
+
+    def test_without_reclaim_the_long_interval_stays(self) -> None:
+        run = self._run(fairness="pa-rr", enforcement="borrow")
+        group = self._read(config.nova_conf(run))["hpc_scheduler"]
+        self.assertEqual("off", group["fairshare_reclaim"])
+        self.assertEqual(str(config.FAIRSHARE_INTERVAL), group["fairshare_interval"])
+
+    def test_the_written_options_are_valid_for_the_agent(self) -> None:
+        """The agent's own parse: the options' bounds, and credentials it accepts."""
+        run = self._run(fairness="pa-rr", enforcement="borrow", reclaim="stop", reclaim_grace=0)
+        path = config.nova_conf(run)
+        conf = cfg.ConfigOpts()
+        hpc_conf.register_opts(conf)
+        hpc_conf.register_agent_opts(conf)
+        conf([], default_config_files=[str(path)])
+        self.assertIsNone(agent_main.reclaim_problem(conf))
+        settings = hpc_conf.fairness_settings(conf)
+        self.assertEqual(
+            ("stop", 0, config.RECLAIM_INTERVAL),
+            (settings.reclaim, settings.reclaim_grace, settings.interval),
+        )
+        auth = ks_loading.load_auth_from_conf_options(conf, hpc_conf.AGENT_GROUP_NAME)
+        self.assertEqual(f"{run.url('nova')}/v2.1", auth.get_endpoint(None))
+        self.assertEqual(
+            ("hpc-scheduler-agent", "service", ("admin", "member", "reader")),
+            identity.parse(auth.get_token(None)),
+        )
+
+    def test_nova_paste_puts_the_token_filter_where_authtoken_was(self) -> None:
+        run = self._run()
+        path = config.nova_paste(run)
+        text = path.read_text()
+        self.assertNotIn(" authtoken ", text)
+        self.assertIn(f" {config.TOKEN_FILTER} keystonecontext ", text)
+        made = deploy.loadfilter(f"config:{path}", config.TOKEN_FILTER)
+        self.assertIsInstance(made(lambda environ, start: []), identity.ServiceTokens)
+
+
+class TestServiceTokens(testtools.TestCase):
+    def _through(self, environ: dict) -> dict:
+        seen = {}
+
+        def application(env, start_response):
+            seen.update(env)
+            return [b""]
+
+        identity.ServiceTokens(application)(environ, lambda *a: None)
+        return seen
+
+    def test_a_token_of_the_agreed_form_becomes_identity_headers(self) -> None:
+        token = identity.token("agent", "service", ["admin", "reader"])
+        seen = self._through(
+            {"HTTP_X_AUTH_TOKEN": token, "HTTP_X_USER_ID": "mallory", "HTTP_X_TENANT_ID": "x"}
+        )
+        self.assertEqual("agent", seen["HTTP_X_USER_ID"])
+        self.assertEqual("service", seen["HTTP_X_PROJECT_ID"])
+        self.assertEqual("admin,reader", seen["HTTP_X_ROLES"])
+        self.assertNotIn("HTTP_X_TENANT_ID", seen)
+
+    def test_other_requests_pass_unchanged(self) -> None:
+        for environ in (
+            {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_X_USER_ID": "admin"},
+            {"HTTP_X_AUTH_TOKEN": "devcloud:a:b:", "HTTP_X_USER_ID": "u"},
+            {"HTTP_X_AUTH_TOKEN": "devcloud:a:b:c:d"},
+            {},
+        ):
+            self.assertEqual(environ, self._through(dict(environ)))
+
+    def test_tokens_read_back_and_bad_parts_are_refused(self) -> None:
+        self.assertEqual(("u", "p", ("r",)), identity.parse(identity.token("u", "p", ["r"])))
+        for user, project, roles in (("", "p", ["r"]), ("u:x", "p", ["r"]), ("u", "p", ["a,b"])):
+            self.assertRaises(ValueError, identity.token, user, project, roles)
+
+
+class TestWrongVictims(testtools.TestCase):
+    GOVERNED = ("fair-a", "fair-b")
+
+    def test_a_loan_placed_beyond_the_entitlement_is_a_right_victim(self) -> None:
+        loans = {"v1": loan(), "v2": loan("v2", kind="preemptible", over_by=0)}
+        found = checker.wrong_victims(
+            [reclaim(1), reclaim(2, victim="v2", state="requested")], loans, self.GOVERNED
+        )
+        self.assertEqual([], found)
+
+    def test_each_kind_of_wrong_victim_is_found(self) -> None:
+        loans = {
+            "within": loan("within", over_by=0),
+            "other": loan("other", project="fair-a"),
+            "unshared": loan("unshared", project="no-share"),
+        }
+        found = checker.wrong_victims(
+            [
+                reclaim(1, victim="never"),
+                reclaim(2, victim="within", state="cancelled"),
+                reclaim(3, victim="other"),
+                reclaim(4, victim="unshared", project="no-share"),
+            ],
+            loans,
+            self.GOVERNED,
+        )
+        self.assertEqual(4, len(found), found)
+        self.assertIn("never recorded as a loan", found[0])
+        self.assertIn("placed within its entitlement (over_by 0)", found[1])
+        self.assertIn("a loan of fair-a, reclaimed as fair-b's", found[2])
+        self.assertIn("no-share has no share", found[3])
+
+
+class TestUnusedRoom(testtools.TestCase):
+    def test_room_is_used_by_a_placement_of_the_beneficiary_there_within_the_window(self) -> None:
+        placed = [
+            checker.Placed("n1", "fair-a", "xeon", at(30)),
+            checker.Placed("n2", "fair-a", "epyc", at(12)),
+            checker.Placed("n3", "fair-c", "xeon", at(12)),
+        ]
+        reclaims = [
+            reclaim(1, acted=10),  # fair-a placed on xeon 20 s later: used
+            reclaim(2, acted=5),  # only on epyc, or other projects, within 20 s: unused
+            reclaim(3, acted=100, platform="epyc"),  # too close to the end: not judged
+            reclaim(4, state="requested"),  # never acted
+        ]
+        found, judged = checker.unused_reclaims(reclaims, placed[:1] + placed[1:], 20.0, at(110))
+        self.assertEqual(2, judged)
+        self.assertEqual(1, len(found), found)
+        self.assertTrue(found[0].startswith("reclaim 2: 2 cores of fair-b freed on xeon"))
+
+
+class TestTimeToFreedCores(testtools.TestCase):
+    def test_from_the_first_unmet_request_since_the_last_placement(self) -> None:
+        placed = [
+            checker.Placed("a1", "fair-a", "xeon", at(0)),
+            checker.Placed("a2", "fair-a", "xeon", at(50)),
+            checker.Placed("b1", "fair-b", "xeon", at(60)),
+        ]
+        unmet = {"fair-a": [at(10), at(20), at(55), at(58)], "fair-b": [at(1)]}
+        # Requested at 40: the last placement was at 0, the first unmet after it at 10.
+        self.assertEqual(at(10), checker.unmet_since("fair-a", at(40), placed, unmet))
+        # Requested at 70: placed at 50, unmet again from 55.
+        self.assertEqual(at(55), checker.unmet_since("fair-a", at(70), placed, unmet))
+        # A refusal in the same second as a placement was met by it.
+        self.assertIsNone(checker.unmet_since("fair-b", at(70), placed, {"fair-b": [at(60)]}))
+        self.assertIsNone(checker.unmet_since("fair-c", at(70), placed, unmet))
+
+    def test_figures_over_the_acted_reclaims(self) -> None:
+        placed = [checker.Placed("a1", "fair-a", "xeon", at(0))]
+        unmet = {"fair-a": [at(10)]}
+        reclaims = [
+            reclaim(1, requested=12, acted=30),
+            reclaim(2, requested=15, acted=60),
+            reclaim(3, requested=15),  # not acted: not timed
+            reclaim(4, beneficiary="fair-c", requested=15, acted=20),  # nothing unmet
+        ]
+        freed = checker.time_to_freed_cores(reclaims, placed, unmet, bound=40.0)
+        self.assertEqual((20.0, 50.0), freed.seconds)
+        self.assertEqual((1, 1), (freed.untimed, freed.within))
+
+
+class TestReclaimTrial(testtools.TestCase):
+    def test_the_trial_has_a_project_idle_first_and_borrowers(self) -> None:
+        self.assertIs(fairshare.PROJECTS, fairshare.trial("off"))
+        projects = fairshare.trial("stop")
+        self.assertEqual([p.name for p in fairshare.PROJECTS], [p.name for p in projects])
+        idle = [p for p in projects if p.idle_share > 0]
+        self.assertEqual(["fair-a"], [p.name for p in idle])
+        self.assertEqual(0, idle[0].demand)
+        self.assertTrue(any(p.keep_alive for p in projects if p.weight is not None))
+
+    def test_an_idle_project_starts_late_and_a_borrower_keeps_more_alive(self) -> None:
+        projects = fairshare.trial("stop")
+        clients = [
+            stress.Client(i, None, 100.0, i, [], "s0000", projects=projects, started=0.0)
+            for i in range(4)
+        ]
+        self.assertEqual([40.0, 0.0, 0.0, 0.0], [c.begin for c in clients])
+        self.assertEqual(
+            [stress.KEEP_ALIVE, 12, 12, stress.KEEP_ALIVE], [c.keep_alive for c in clients]
+        )
+
+    def test_unplaced_hpc_requests_are_unmet_at_their_wall_time(self) -> None:
+        hpc = checker.Asked("r1", AppClass.SYNC_HPC, 10.0, "LU", 1, "fair-a", 2)
+        plain = checker.Asked("r2", None, 0.0, None, 1, "fair-a", 1)
+        ledger = [
+            stress.Outcome(hpc, posted=105.0, result="novalidhost"),
+            stress.Outcome(hpc, posted=106.0, result="active"),
+            stress.Outcome(plain, posted=107.0, result="novalidhost"),
+        ]
+        self.assertEqual(
+            {"fair-a": [at(5)]}, stress.unmet_requests(ledger, started=100.0, started_utc=T0)
+        )
