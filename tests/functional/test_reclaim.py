@@ -214,3 +214,67 @@ class TestUnreachableNova(ReclaimCloud):
         self.assertEqual({loans_db.FAILED}, {s for _, s in changed})
         self.assertEqual({"ACTIVE"}, {self.server(s["id"])["status"] for s in borrowed})
         self.assertEqual([], self.agent().reclaimer.request(self.settings()))
+
+
+class TestTopologyRequired(ReclaimCloud):
+    """A need for one rack is freed inside one rack."""
+
+    RACKS = {"r1": ["i1", "i2"], "r2": ["i3"], "r3": ["a1", "a2", "a3"]}
+
+    def test_the_freed_cores_share_the_rack_the_request_requires(self) -> None:
+        _, borrowed = self.borrow_intel()
+        flavor = self.hpc_flavor(
+            vcpus=4, app_class="AsyncHPC", cache_score=1, app_name="gene", topology_required="rack"
+        )
+        # p-gene has no entitlement yet: refused, its demand recorded with its level.
+        self.assert_refused(self.boot_as("p-gene", flavor, 2))
+        refusals = self.database.refusals(self.database.latest_generation().created_at)
+        self.assertEqual(
+            [("p-gene", 8, "rack")], [(r.project, r.cores, r.topology_level) for r in refusals]
+        )
+        outcome = self.allocate_now()
+        self.assertEqual({"intel": 8}, outcome.allocation["p-gene"])
+        victims = {r.instance_uuid for r in self.database.reclaims()}
+        hosts = {self.server(uuid)["OS-EXT-SRV-ATTR:host"] for uuid in victims}
+        self.assertEqual(2, len(victims))
+        self.assertEqual({"i1", "i2"}, hosts)
+        self.act()
+        self.wait_for_status(victims, {"SHUTOFF"})
+        gene = self.boot_as("p-gene", flavor, 2)
+        self.assertEqual({"ACTIVE"}, {s["status"] for s in gene})
+        racks = {
+            rack for rack, members in self.RACKS.items() if set(self.hosts_of(gene)) <= set(members)
+        }
+        self.assertEqual(1, len(racks))
+
+
+class TestPreemptible(ReclaimCloud):
+    """A preemptible VM is taken back first, for a project within its entitlement."""
+
+    def test_a_preemptible_vm_makes_way_for_an_entitled_request(self) -> None:
+        self.allocate_now()
+        preemptible = self.hpc_flavor(
+            vcpus=4, app_class="AsyncHPC", cache_score=1, app_name="gene", preemptible="true"
+        )
+        spot = self.boot_as("p-gene", preemptible, 3)
+        self.assertEqual({"intel"}, self.platforms_of(spot))
+        self.assertEqual({db_api.PREEMPTIBLE}, {loan.kind for loan in self.database.loans()})
+        # p-blast now asks for both platforms: intel is its entitlement, full of spot VMs.
+        self.database.set_demand("p-blast", 24, "blast")
+        outcome = self.allocate_now()
+        self.assertEqual({"amd": 12, "intel": 12}, outcome.allocation["p-blast"])
+        flavor = self.app_flavor("blast", vcpus=4)
+        self.boot_as("p-blast", flavor, 3)
+        self.assert_refused(self.boot_as("p-blast", flavor, 3))
+        victims = {r.instance_uuid for r in self.database.reclaims()}
+        if not victims:
+            # The refusal (unmet demand within the entitlement) triggers the next run.
+            self.allocate_now()
+            victims = {r.instance_uuid for r in self.database.reclaims()}
+        self.assertEqual({s["id"] for s in spot}, victims)
+        self.assertEqual({"p-blast"}, {r.beneficiary for r in self.database.reclaims()})
+        self.act()
+        self.wait_for_status(victims, {"SHUTOFF"})
+        later = self.boot_as("p-blast", flavor, 3)
+        self.assertEqual({"ACTIVE"}, {s["status"] for s in later})
+        self.assertEqual({"intel"}, self.platforms_of(later))
