@@ -222,7 +222,7 @@ class TestTopologyRequired(ReclaimCloud):
     RACKS = {"r1": ["i1", "i2"], "r2": ["i3"], "r3": ["a1", "a2", "a3"]}
 
     def test_the_freed_cores_share_the_rack_the_request_requires(self) -> None:
-        _, borrowed = self.borrow_intel()
+        self.borrow_intel()
         flavor = self.hpc_flavor(
             vcpus=4, app_class="AsyncHPC", cache_score=1, app_name="gene", topology_required="rack"
         )
