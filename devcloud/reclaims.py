@@ -43,18 +43,18 @@ class Watch(threading.Thread):
         self.refusals: set[tuple[int, str, datetime.datetime]] = set()
         self.looks = 0
         self.failed_looks = 0
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def stop(self) -> None:
         """A last look, then stop."""
-        self._stop.set()
+        self._done.set()
         self.join()
 
     def run(self) -> None:
         engine = sa.create_engine(self.url, pool_pre_ping=True)
         try:
             while True:
-                last = self._stop.is_set()
+                last = self._done.is_set()
                 try:
                     with engine.connect() as connection:
                         self.look(connection)
@@ -63,7 +63,7 @@ class Watch(threading.Thread):
                     self.failed_looks += 1
                 if last:
                     return
-                self._stop.wait(self.poll)
+                self._done.wait(self.poll)
         finally:
             engine.dispose()
 

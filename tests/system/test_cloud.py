@@ -25,8 +25,11 @@ from pathlib import Path
 import fixtures
 import sqlalchemy as sa
 import testtools
+from oslo_config import cfg
 
 from devcloud import cli, control, services, stress
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.agent import reclaim as agent_reclaim
 from tests import db_backends
 
 LAST_LINE = re.compile(
@@ -54,6 +57,20 @@ def _missing_backend() -> str | None:
 
 
 class TestCloudStress(testtools.TestCase):
+    def _agent_reaches_nova(self, run) -> None:
+        """hpc-scheduler-agent's own credentials from nova.conf (keystoneauth's
+        admin_token through devcloud's stand-in for Keystone) act on Nova's API
+        as the agent: what fair-share reclaim marks and stops victims with."""
+        conf = cfg.ConfigOpts()
+        hpc_conf.register_opts(conf)
+        conf([], default_config_files=[str(Path(run.folder) / "etc" / "nova.conf")])
+        connection = agent_reclaim.connect(conf)
+        try:
+            # keystonecontext answers 401 to a request it finds no user in.
+            self.assertEqual([], list(connection.compute.servers(all_projects=True)))
+        finally:
+            connection.close()
+
     def _stress_under_a_stored_model(self, run) -> None:
         """A short stress with ``--interference-model pair-forest``: the forest
         is fitted and stored, nova-scheduler restarted to use it, and no shared
@@ -113,6 +130,7 @@ class TestCloudStress(testtools.TestCase):
             self.fail(f"up failed: {error}\n" + "\n".join(self.log))
         up_pids = [s.pid for s in run.services]
         try:
+            self._agent_reaches_nova(run)
             args = argparse.Namespace(
                 seconds=60.0,
                 clients=4,

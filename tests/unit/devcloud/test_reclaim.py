@@ -7,6 +7,7 @@ import contextlib
 import datetime
 import io
 import json
+import time
 from pathlib import Path
 
 import fixtures
@@ -15,11 +16,15 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from paste import deploy
 
-from devcloud import checker, cli, config, fairshare, identity, stress
+from devcloud import checker, cli, config, fairshare, identity, reclaims, stress
 from devcloud.layout import Run
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import main as agent_main
 from hpc_nova_scheduler.core.profile import AppClass
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.db import loans as loans_db
+from hpc_nova_scheduler.db import migration
+from tests import db_backends
 from tests.unit.devcloud import a_run
 
 T0 = datetime.datetime(2026, 11, 29, 2, 0, 0)
@@ -317,3 +322,59 @@ class TestReclaimTrial(testtools.TestCase):
         self.assertEqual(
             {"fair-a": [at(5)]}, stress.unmet_requests(ledger, started=100.0, started_utc=T0)
         )
+
+
+class WatchTests:
+    """What the watch keeps of the plugin database, on each database."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        migration.upgrade(self.database.engine)
+
+    def _vm(self, uuid: str, project: str, host: str = "x1") -> db_api.RunningRecord:
+        return db_api.RunningRecord(
+            uuid, host, AppClass.ASYNC_HPC, 10.0, "LU", project_id=project, cores=2
+        )
+
+    def test_loans_are_kept_after_they_are_gone_and_reclaims_in_their_last_state(self) -> None:
+        self.database.record_running([self._vm("v1", "fair-b"), self._vm("n1", "fair-a")])
+        self.database.add_loan(
+            loans_db.LoanRecord("v1", "fair-b", "xeon", 2, "borrowed", T0, 3, False, "x1", None)
+        )
+        self.database.record_refusal("fair-a", "LU", 4)
+        (requested,) = self.database.request_reclaims(
+            [loans_db.NewReclaim("v1", "fair-b", "xeon", 2, "borrowed", "fair-a", "test")],
+            "stop",
+            10,
+            T0,
+        )
+        watch = reclaims.Watch(self.db_url, poll=0.01)
+        watch.start()
+        self.assertTrue(wait_for(lambda: watch.looks > 0))
+        self.database.update_reclaim(requested.id, state="acted", acted_at=at(12))
+        self.database.forget_running(["v1"])
+        self.database.prune_loans()
+        watch.stop()
+        self.assertEqual(
+            {"v1": checker.LoanSeen("v1", "fair-b", "xeon", 2, "borrowed", 3)}, watch.loans
+        )
+        seen = watch.reclaims[requested.id]
+        self.assertEqual(("acted", at(12), "fair-a"), (seen.state, seen.acted_at, seen.beneficiary))
+        placed = watch.placed({"x1": "xeon"})
+        self.assertEqual(
+            [("fair-a", "xeon"), ("fair-b", "xeon")], [(p.project, p.platform) for p in placed]
+        )
+        self.assertEqual(["fair-a"], list(watch.refused()))
+        self.assertEqual(0, watch.failed_looks)
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+db_backends.for_each_backend(globals(), WatchTests, "TestWatch")
