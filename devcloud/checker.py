@@ -390,6 +390,73 @@ class Placed:
 BORROWED = "borrowed"
 
 
+@dataclasses.dataclass(frozen=True)
+class GenerationSeen:
+    """A generation of entitlements, as the poll read it."""
+
+    number: int
+    created_at: datetime.datetime
+    #: project -> platform -> cores.
+    allocation: dict[str, dict[str, int]]
+    #: host -> platform.
+    platform_of: dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class UseSeen:
+    """What one look saw each project use per platform, as fair share counts it
+    (stopped victims and preemptible VMs left out)."""
+
+    at: datetime.datetime
+    #: (project, platform) -> cores.
+    use: dict[tuple[str, str], int]
+
+
+def victims_left_below(
+    reclaims: Iterable[ReclaimSeen],
+    uses: Sequence[UseSeen],
+    generations: Iterable[GenerationSeen],
+) -> tuple[list[str], int]:
+    """Acted reclaims of borrowed VMs whose project, by the last look before the
+    reclaim acted, held less than its entitlement in force plus the victim's
+    cores: taking the victim left it below its entitlement, which reclaim
+    never does. And how many were judged (a look and a generation before).
+
+    A look is up to a poll before the act: the project's own placements in
+    between could make one of these a false alarm, which is why the stress
+    reports them and does not fail on them.
+    """
+    ordered = sorted(generations, key=lambda g: g.created_at)
+    acted = sorted(
+        (r for r in reclaims if r.acted_at is not None and r.kind == BORROWED),
+        key=lambda r: (r.acted_at, r.id),
+    )
+    found, judged = [], 0
+    for index, reclaim in enumerate(acted):
+        looks = [u for u in uses if u.at <= reclaim.acted_at]
+        in_force = [g for g in ordered if g.created_at <= reclaim.acted_at]
+        if not looks or not in_force:
+            continue
+        judged += 1
+        look, generation = looks[-1], in_force[-1]
+        # This victim and the project's others taken there since the look.
+        taken = sum(
+            r.cores
+            for r in acted[: index + 1]
+            if (r.project, r.platform) == (reclaim.project, reclaim.platform)
+            and r.acted_at >= look.at
+        )
+        use = look.use.get((reclaim.project, reclaim.platform), 0)
+        entitled = generation.allocation.get(reclaim.project, {}).get(reclaim.platform, 0)
+        if use - taken < entitled:
+            found.append(
+                f"reclaim {reclaim.id}: {reclaim.project} used {use} cores on "
+                f"{reclaim.platform} at {look.at:%H:%M:%S}, entitled to {entitled} "
+                f"(generation {generation.number}); {taken} taken since"
+            )
+    return found, judged
+
+
 def wrong_victims(
     reclaims: Iterable[ReclaimSeen], loans: Mapping[str, LoanSeen], governed: Iterable[str]
 ) -> list[str]:

@@ -16,12 +16,14 @@ not lock; a read that fails (a fault) is tried again at the next look.
 
 from __future__ import annotations
 
+import collections
 import datetime
+import json
 import threading
 
 import sqlalchemy as sa
 
-from devcloud import checker
+from devcloud import checker, fairshare
 from hpc_nova_scheduler.db import models as hpc_models
 
 #: Seconds between two looks.
@@ -41,6 +43,10 @@ class Watch(threading.Thread):
         self.records: dict[str, tuple[str, str, datetime.datetime]] = {}
         #: (id, project, at) of every refusal for entitlement.
         self.refusals: set[tuple[int, str, datetime.datetime]] = set()
+        #: Every generation written during the load, by number.
+        self.generations: dict[int, checker.GenerationSeen] = {}
+        #: What each look saw the projects use, as fair share counts it.
+        self.uses: list[checker.UseSeen] = []
         self.looks = 0
         self.failed_looks = 0
         self._done = threading.Event()
@@ -68,8 +74,13 @@ class Watch(threading.Thread):
             engine.dispose()
 
     def look(self, connection) -> None:
+        self._generations(connection)
         loans = hpc_models.FairshareLoan.__table__
+        uncounted = set()
         for row in connection.execute(sa.select(loans)).mappings():
+            if row["stopped"] or row["kind"] != checker.BORROWED:
+                # Fair share counts neither a stopped VM nor a preemptible one.
+                uncounted.add(row["instance_uuid"])
             if row["instance_uuid"] not in self.loans:
                 self.loans[row["instance_uuid"]] = checker.LoanSeen(
                     row["instance_uuid"],
@@ -95,14 +106,57 @@ class Watch(threading.Thread):
             )
         running = hpc_models.AppRunning.__table__
         query = sa.select(
-            running.c.instance_uuid, running.c.project_id, running.c.host, running.c.created_at
+            running.c.instance_uuid,
+            running.c.project_id,
+            running.c.host,
+            running.c.created_at,
+            running.c.cores,
         )
-        for uuid, project, host, placed_at in connection.execute(query):
+        platform_of = self._platform_of()
+        use: dict[tuple[str, str], int] = collections.Counter()
+        for uuid, project, host, placed_at, cores in connection.execute(query):
             if uuid not in self.records and project and placed_at is not None:
                 self.records[uuid] = (project, host, placed_at)
+            if project and uuid not in uncounted and host in platform_of:
+                use[(project, platform_of[host])] += int(cores or 0)
+        # Stamped after the reads: a look stamped before an act read nothing after it.
+        self.uses.append(checker.UseSeen(_utc_now(), dict(use)))
         refusals = hpc_models.FairshareRefusal.__table__
         query = sa.select(refusals.c.id, refusals.c.project, refusals.c.created_at)
         self.refusals.update((int(i), p, at) for i, p, at in connection.execute(query))
+
+    def _generations(self, connection) -> None:
+        generations = hpc_models.FairshareGeneration.__table__
+        allocations = hpc_models.FairshareAllocation.__table__
+        newest = max(self.generations, default=0)
+        rows = connection.execute(
+            sa.select(
+                generations.c.generation, generations.c.created_at, generations.c.templates
+            ).where(generations.c.generation > newest)
+        ).all()
+        if not rows:
+            return
+        cores = collections.defaultdict(dict)
+        for number, project, platform, value in connection.execute(
+            sa.select(
+                allocations.c.generation,
+                allocations.c.project,
+                allocations.c.platform,
+                allocations.c.cores,
+            ).where(allocations.c.generation > newest)
+        ):
+            cores[int(number)].setdefault(project, {})[platform] = int(value)
+        for number, created_at, templates in rows:
+            stored = json.loads(templates) if isinstance(templates, str) else templates
+            platform_of, _ = fairshare.stored_cloud(stored or {})
+            self.generations[int(number)] = checker.GenerationSeen(
+                int(number), created_at, cores.get(int(number), {}), platform_of
+            )
+
+    def _platform_of(self) -> dict[str, str]:
+        if not self.generations:
+            return {}
+        return self.generations[max(self.generations)].platform_of
 
     def placed(self, platform_of: dict[str, str]) -> list[checker.Placed]:
         """Every VM recorded during the load, on the platform of its host."""
@@ -117,3 +171,7 @@ class Watch(threading.Thread):
         for _, project, at in sorted(self.refusals):
             found.setdefault(project, []).append(at)
         return found
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)

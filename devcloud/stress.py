@@ -744,8 +744,15 @@ def _reclaim_report(
                 else ""
             )
         )
+    below, weighed = checker.victims_left_below(seen, watch.uses, watch.generations.values())
+    say(
+        f"reclaim: {len(below)} of {weighed} acted reclaims of borrowed VMs left their "
+        "project below its entitlement, by the last look before they acted"
+    )
     for line in unused[:10]:
         say(f"  unused: {line}")
+    for line in below[:10]:
+        say(f"  below: {line}")
     return wrong
 
 

@@ -342,6 +342,8 @@ class WatchTests:
             loans_db.LoanRecord("v1", "fair-b", "xeon", 2, "borrowed", T0, 3, False, "x1", None)
         )
         self.database.record_refusal("fair-a", "LU", 4)
+        cloud = {"cloud": {"platforms": [["xeon", 1, 10]], "hosts": {"x1": "xeon"}}}
+        self.database.write_generation("pa-rr", {"fair-b": {"xeon": 1}}, cloud)
         (requested,) = self.database.request_reclaims(
             [loans_db.NewReclaim("v1", "fair-b", "xeon", 2, "borrowed", "fair-a", "test")],
             "stop",
@@ -366,6 +368,13 @@ class WatchTests:
         )
         self.assertEqual(["fair-a"], list(watch.refused()))
         self.assertEqual(0, watch.failed_looks)
+        (generation,) = watch.generations.values()
+        self.assertEqual(
+            ({"fair-b": {"xeon": 1}}, {"x1": "xeon"}),
+            (generation.allocation, generation.platform_of),
+        )
+        self.assertEqual({("fair-a", "xeon"): 2, ("fair-b", "xeon"): 2}, watch.uses[0].use)
+        self.assertEqual({("fair-a", "xeon"): 2}, watch.uses[-1].use)
 
 
 def wait_for(condition, timeout: float = 30.0) -> bool:
@@ -378,3 +387,41 @@ def wait_for(condition, timeout: float = 30.0) -> bool:
 
 
 db_backends.for_each_backend(globals(), WatchTests, "TestWatch")
+
+
+class TestVictimsLeftBelow(testtools.TestCase):
+    GENERATIONS = [
+        checker.GenerationSeen(1, at(0), {"fair-b": {"xeon": 10}}, {}),
+        checker.GenerationSeen(2, at(50), {"fair-b": {"xeon": 4}}, {}),
+    ]
+
+    def test_a_victim_the_project_could_spare(self) -> None:
+        uses = [checker.UseSeen(at(9), {("fair-b", "xeon"): 12})]
+        found, judged = checker.victims_left_below([reclaim(1, acted=10)], uses, self.GENERATIONS)
+        self.assertEqual(([], 1), (found, judged))
+
+    def test_victims_taken_together_are_counted_together(self) -> None:
+        uses = [checker.UseSeen(at(9), {("fair-b", "xeon"): 13})]
+        found, judged = checker.victims_left_below(
+            [reclaim(1, acted=10), reclaim(2, victim="v2", acted=10)], uses, self.GENERATIONS
+        )
+        self.assertEqual(2, judged)
+        self.assertEqual(1, len(found), found)
+        self.assertTrue(found[0].startswith("reclaim 2: fair-b used 13 cores on xeon"), found)
+
+    def test_the_generation_and_look_before_the_act_are_the_ones_judged(self) -> None:
+        uses = [
+            checker.UseSeen(at(9), {("fair-b", "xeon"): 20}),
+            checker.UseSeen(at(59), {("fair-b", "xeon"): 6}),
+            # After the act: the victim no longer counts.
+            checker.UseSeen(at(61), {("fair-b", "xeon"): 4}),
+        ]
+        reclaims = [
+            reclaim(1, acted=60),
+            reclaim(2, acted=5),  # no look before it: not judged
+            checker.ReclaimSeen(
+                3, "p", "fair-b", "xeon", 2, "preemptible", "fair-a", "acted", at(0), at(60)
+            ),
+        ]
+        found, judged = checker.victims_left_below(reclaims, uses, self.GENERATIONS)
+        self.assertEqual(([], 1), (found, judged))
