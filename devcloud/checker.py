@@ -375,6 +375,8 @@ class ReclaimSeen:
     state: str
     requested_at: datetime.datetime
     acted_at: datetime.datetime | None = None
+    #: Why it failed or was cancelled, as the agent recorded it.
+    error: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

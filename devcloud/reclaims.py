@@ -103,6 +103,7 @@ class Watch(threading.Thread):
                 row["state"],
                 row["requested_at"],
                 row["acted_at"],
+                row["error"],
             )
         running = hpc_models.AppRunning.__table__
         query = sa.select(
