@@ -16,7 +16,7 @@ rest).
   call that fails is tried again at the next look, up to
   ``fairshare_reclaim_attempts`` times, then the reclaim is failed and
   reported. Acted reclaims are followed: a shelved victim is offloaded, a
-  stopped victim its tenant starts again counts again (``restarted``).
+  victim its tenant starts or unshelves again counts again (``restarted``).
 
 Nova records each stop, shelve and delete as an instance action of the
 agent's user (``openstack server event list``), next to the metadata key
@@ -279,8 +279,9 @@ class Reclaimer:
                 error="the server is gone",
             )
             return loans_db.CANCELLED
-        if record.mode == hpc_conf.RECLAIM_STOP:
-            database.set_stopped(record.instance_uuid, True)
+        # Stopped, shelved or deleted, the victim runs nothing: fair share stops
+        # counting it now, not when the sweep next sees Nova's view.
+        database.set_stopped(record.instance_uuid, True)
         if loan is not None and loan.kind == db_api.BORROWED:
             key = (loan.project, record.platform)
             overage[key] = overage.get(key, 0) - loan.cores
@@ -327,7 +328,7 @@ class Reclaimer:
         return True
 
     def _follow(self, database: db_api.Database, record: loans_db.ReclaimRecord) -> str | None:
-        """An acted reclaim: offload a shelved victim; notice a stopped one started again."""
+        """An acted reclaim: offload a shelved victim; notice one its tenant started again."""
         if record.mode == hpc_conf.RECLAIM_DELETE:
             return None
         from openstack import exceptions
@@ -346,7 +347,7 @@ class Reclaimer:
             except Exception as error:
                 LOG.debug("hpc-scheduler-agent: cannot offload %s: %s", record.instance_uuid, error)
             return None
-        if record.mode == hpc_conf.RECLAIM_STOP and status == "ACTIVE":
+        if status == "ACTIVE":
             database.set_stopped(record.instance_uuid, False)
             database.update_reclaim(
                 record.id,
