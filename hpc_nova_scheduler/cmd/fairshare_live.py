@@ -504,7 +504,7 @@ def add_parser(actions, source: CloudSource = nova_source) -> None:
         "the entitlement); of those in use, the borrowed cores (VMs placed beyond the "
         "entitlement under fairshare_enforcement = borrow, which fairshare_reclaim may take "
         "back); the cores of the project's preemptible VMs (flavors with hpc:preemptible = "
-        "true, always open to reclaim); a VM a reclaim stopped counts in none; the decayed "
+        "true, always open to reclaim); a VM a reclaim took back counts in none; the decayed "
         "usage in best-equivalent core-hours as the allocator last charged it; the "
         "affinity the filter orders platforms by (platform_affinity); and the relative "
         "throughput, the project's application's "

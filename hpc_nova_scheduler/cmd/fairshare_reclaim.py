@@ -288,7 +288,7 @@ def add_parser(actions, source: TagsSource = fairshare_live.nova_tags) -> None:
         "(requested: marked, waiting for its grace; acted: the victim was stopped, "
         "shelved or deleted; failed: Nova's API refused fairshare_reclaim_attempts "
         "times, the operator acts; cancelled: the victim went away or back within its "
-        "entitlement; restarted: a stopped victim was started again by its tenant), "
+        "entitlement; restarted: its tenant started or unshelved the victim again), "
         "mode, victim server, its project, platform, cores and kind (borrowed or "
         "preemptible), the beneficiary, when it was requested, when it may be acted on, "
         "when it was acted on, the attempts, the last error and the reason. Ended "

@@ -207,8 +207,8 @@ def lent_by_platform(
     """project -> platform -> loan kind -> cores of its running loans.
 
     A loan's platform is its host's in the generation (where it runs now),
-    else the one it was placed on. Loans a reclaim stopped are left out:
-    they hold no cores that count.
+    else the one it was placed on. Loans a reclaim stopped, shelved or
+    deleted are left out: they hold no cores that count.
     """
     found: dict[str, dict[str, dict[str, int]]] = {}
     for loan in loans:
