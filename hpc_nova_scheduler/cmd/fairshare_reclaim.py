@@ -191,7 +191,9 @@ def _plan(args: argparse.Namespace, out: TextIO, source: TagsSource) -> int:
 def _plan_tables(found: live_reclaim.Plan, policy: str, mode: str, out: TextIO) -> None:
     from hpc_nova_scheduler.fairshare import reclaim_report
 
-    out.write(f"generation {found.generation}: dry run, nothing written\n")
+    out.write(
+        f"generation {found.generation}, fairshare_reclaim = {mode}: dry run, nothing written\n"
+    )
     if policy == hpc_conf.NO_FAIRNESS or mode == hpc_conf.RECLAIM_OFF:
         option = (
             "fairness_policy = none"

@@ -212,7 +212,9 @@ class FairshareReclaimCommandTests(_CommandBase):
         before = self.written()
         out = self.planned()
         self.assertEqual(before, self.written())
-        self.assertEqual("generation 1: dry run, nothing written", out.splitlines()[0])
+        self.assertEqual(
+            "generation 1, fairshare_reclaim = stop: dry run, nothing written", out.splitlines()[0]
+        )
         # The youngest first: b3, then b2.
         self.assertRegex(
             out, r"\| amd +\| b3 +\| pb +\| borrowed +\| 4 +\| 2026-11-29 00:03:00 +\| pa +\|"
