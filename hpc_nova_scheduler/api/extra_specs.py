@@ -176,7 +176,8 @@ EXTRA_SPEC_VALIDATORS = [
             "count against it, and may be taken back (stopped, shelved or "
             "deleted, as the operator's fairshare_reclaim says) when a "
             "project below its entitlement needs the cores. Absent means "
-            "false. Without fair share it changes nothing."
+            "false. Without fair share it changes nothing, but a flavor whose "
+            "only hpc: key it is is placed by the plugin, as NonHPC."
         ),
         value={"type": bool, "description": "true or false; case-insensitive."},
     ),
