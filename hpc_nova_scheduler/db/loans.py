@@ -32,6 +32,10 @@ CANCELLED = "cancelled"
 RESTARTED = "restarted"
 #: States of a reclaim whose victim has not been dealt with for good.
 OPEN_STATES = (REQUESTED, ACTED)
+#: States of a reclaim whose cores cover its beneficiary's demand while its
+#: victim still counts: a failed one too, so that no second victim is taken
+#: for the same demand (the operator acts on it).
+COVERING_STATES = (REQUESTED, ACTED, FAILED)
 STATES = (REQUESTED, ACTED, FAILED, CANCELLED, RESTARTED)
 
 #: The lock row of reclaim requests.

@@ -354,8 +354,8 @@ class FairshareLoan(Base):
     Written with the VM's ``app_running`` row (from its claim) and gone
     with it. ``over_by`` is the project's cores beyond its entitlement on
     the platform when the VM was placed (0 for a preemptible VM);
-    ``stopped`` is set while a reclaim has stopped it: a stopped VM runs
-    nothing, so fair share does not count its cores.
+    ``stopped`` is set once a reclaim has stopped, shelved or deleted it:
+    it runs nothing, so fair share does not count its cores.
     """
 
     __tablename__ = "fairshare_loans"
