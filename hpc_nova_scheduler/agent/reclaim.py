@@ -76,20 +76,6 @@ def connect(conf=CONF) -> Any:
     )
 
 
-def domains_of_hosts(tags) -> live_reclaim.DomainsOf:
-    """host key -> level -> domain, as placement names them."""
-    levels = topology_domains.in_force()
-
-    def domains_of(key: str) -> dict[str, str]:
-        host = key.split("/", 1)[0]
-        return {
-            level: topology_domains.domain_of(host, key, tags or {}, levels, depth)
-            for depth, level in enumerate(levels)
-        }
-
-    return domains_of
-
-
 class Reclaimer:
     """Reclaims of one agent: requested after allocator runs, acted on while it holds the lease."""
 
@@ -137,7 +123,7 @@ class Reclaimer:
             generation,
             options.interval,
             now,
-            domains_of=domains_of_hosts(self._tags()),
+            domains_of=topology_domains.domains_of_hosts(self._tags()),
         )
         for unserved in found.unserved:
             LOG.info(

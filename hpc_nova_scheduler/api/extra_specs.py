@@ -168,6 +168,19 @@ EXTRA_SPEC_VALIDATORS = [
         ),
         value={"type": str, "description": "A non-empty name."},
     ),
+    HpcExtraSpecValidator(
+        name=profile.SPEC_PREEMPTIBLE,
+        description=(
+            "Under fair share, the VMs are preemptible: they may use any "
+            "platform's idle cores beyond the project's entitlement, never "
+            "count against it, and may be taken back (stopped, shelved or "
+            "deleted, as the operator's fairshare_reclaim says) when a "
+            "project below its entitlement needs the cores. Absent means "
+            "false. Without fair share it changes nothing, but a flavor whose "
+            "only hpc: key it is is placed by the plugin, as NonHPC."
+        ),
+        value={"type": bool, "description": "true or false; case-insensitive."},
+    ),
     HpcTopologyValidator(
         name=topology.SPEC_REQUIRED,
         description=(

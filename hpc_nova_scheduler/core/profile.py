@@ -18,7 +18,11 @@ SPEC_NAMESPACE = "hpc"
 SPEC_APP_CLASS = "hpc:app_class"
 SPEC_CACHE_SCORE = "hpc:cache_score"
 SPEC_APP_NAME = "hpc:app_name"
-KNOWN_SPECS = (SPEC_APP_CLASS, SPEC_CACHE_SCORE, SPEC_APP_NAME)
+#: Fair share (issue 45): the VMs may be taken back at any time, and never
+#: count against their project's entitlement. Not part of the profile: it
+#: says how the VMs may be treated, not what the application is.
+SPEC_PREEMPTIBLE = "hpc:preemptible"
+KNOWN_SPECS = (SPEC_APP_CLASS, SPEC_CACHE_SCORE, SPEC_APP_NAME, SPEC_PREEMPTIBLE)
 #: The tenant's topology constraints, parsed by :mod:`.topology` against the
 #: cloud's levels (required, preferred, segment size, segment level).
 TOPOLOGY_SPECS = (
@@ -128,6 +132,27 @@ def parse_app_name(value: Any, key: str = SPEC_APP_NAME) -> str:
     return name
 
 
+#: What ``hpc:preemptible`` accepts (case-insensitive).
+PREEMPTIBLE_VALUES = {"true": True, "false": False}
+
+
+def parse_preemptible(value: Any, key: str = SPEC_PREEMPTIBLE) -> bool:
+    """Parse ``hpc:preemptible``: ``true`` or ``false``, ignoring case and spaces."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        found = PREEMPTIBLE_VALUES.get(value.strip().lower())
+        if found is not None:
+            return found
+    raise ProfileError(key, f"expected true or false, got {value!r}")
+
+
+def preemptible_from_specs(extra_specs: Mapping[str, Any] | None) -> bool:
+    """Whether the flavor's VMs are preemptible (absent: not)."""
+    specs = extra_specs or {}
+    return parse_preemptible(specs[SPEC_PREEMPTIBLE]) if SPEC_PREEMPTIBLE in specs else False
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApplicationProfile:
     """What the scheduler knows of one request's application.
@@ -167,6 +192,8 @@ def validate_extra_spec(name: str, value: Any) -> None:
         parse_cache_score(value, key=name)
     elif name == SPEC_APP_NAME:
         parse_app_name(value, key=name)
+    elif name == SPEC_PREEMPTIBLE:
+        parse_preemptible(value, key=name)
     else:
         known = ", ".join((*KNOWN_SPECS, *TOPOLOGY_SPECS))
         raise ProfileError(

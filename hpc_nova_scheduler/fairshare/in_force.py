@@ -6,6 +6,16 @@ affinity first, each with the hosts that follow the node templates, and the
 check that runs under the platform's lock when the plan is claimed
 (:meth:`Database.claim`): two scheduler workers never spend one
 entitlement, or one idle core, twice.
+
+Cores in use come as project -> host key -> cores, where preemptible VMs
+are under the pseudo-project :data:`~.db.api.PREEMPTIBLE_USE`: a platform's
+total counts them (they take cores), no project's use does (they never
+spend an entitlement), and no node template sees them as a project.
+
+A claim may be a **loan** (issue 45): a VM placed beyond its project's
+entitlement under ``borrow`` is borrowed, one of a preemptible flavor is
+preemptible, whatever the enforcement. Both take idle cores only, and the
+agent may take either back.
 """
 
 from __future__ import annotations
@@ -51,22 +61,49 @@ class Choice:
     keys: frozenset[str]
     hosts: tuple[str, ...]
     capacity: int
+    #: ``hpc:preemptible``: idle cores only, never the entitlement.
+    preemptible: bool = False
 
     @property
     def lock(self) -> str:
         return db_api.lock_name("platform", self.platform)
 
+    @property
+    def loan(self) -> str | None:
+        """The kind of loan a claim of this choice is (None: within the entitlement)."""
+        if self.preemptible:
+            return db_api.PREEMPTIBLE
+        if self.borrowed:
+            return db_api.BORROWED
+        return None
+
+    @property
+    def idle_only(self) -> bool:
+        """Whether the claim takes idle cores (a loan) rather than its entitlement."""
+        return self.loan is not None
+
+    def over_by(self, use: Mapping[str, Mapping[str, int]]) -> int:
+        """The project's cores beyond its entitlement here once this claim's VMs run.
+
+        What a borrowed claim records as its loan's ``over_by``, from the
+        cores in use read under the platform's lock; 0 for a preemptible or
+        entitled claim (preemptible cores are no project's use).
+        """
+        if self.loan != db_api.BORROWED:
+            return 0
+        return max(0, _used_on(use, self.project, self.keys) + self.cores - self.entitled)
+
     def refusal(self, use: Mapping[str, Mapping[str, int]]) -> str | None:
         """Why the claim may not be written, from the cores in use under the lock."""
-        mine = sum(c for key, c in use.get(self.project, {}).items() if key in self.keys)
-        if not self.borrowed:
+        if not self.idle_only:
+            mine = _used_on(use, self.project, self.keys)
             if mine + self.cores <= self.entitled:
                 return None
             return (
                 f"{self.project} uses {mine} of its {self.entitled} cores on {self.platform}; "
                 f"{self.cores} more exceed its entitlement"
             )
-        total = sum(c for by_key in use.values() for key, c in by_key.items() if key in self.keys)
+        total = _platform_total(use, self.keys)
         if total + self.cores <= self.capacity:
             return None
         return f"{self.platform} has {self.capacity - total} idle cores, {self.cores} asked"
@@ -74,6 +111,11 @@ class Choice:
 
 def _used_on(use: Mapping[str, Mapping[str, int]], project: str, keys: frozenset[str]) -> int:
     return sum(c for key, c in use.get(project, {}).items() if key in keys)
+
+
+def _platform_total(use: Mapping[str, Mapping[str, int]], keys: frozenset[str]) -> int:
+    """Every core in use on ``keys``: all projects' and the preemptible VMs'."""
+    return sum(c for by_key in use.values() for key, c in by_key.items() if key in keys)
 
 
 def template_hosts(
@@ -97,6 +139,10 @@ def template_hosts(
         return None
     on_host: dict[str, dict[str, int]] = collections.defaultdict(dict)
     for name, by_key in use.items():
+        if name == db_api.PREEMPTIBLE_USE:
+            # Preemptible VMs are no project of a template: they may be
+            # taken back, and leave a host as the template found it.
+            continue
         for key, cores in by_key.items():
             if cores > 0:
                 on_host[key][name] = cores
@@ -125,13 +171,16 @@ def choices(
     candidate_keys: Iterable[str],
     use: Mapping[str, Mapping[str, int]],
     enforcement: str,
+    preemptible: bool = False,
 ) -> list[Choice]:
     """The platforms a request of ``project`` for ``cores`` cores may go to, in order.
 
     First the platforms of its entitlement with room left, highest affinity
     first; then, under ``borrow``, the platforms with that many idle cores,
     highest affinity first. Only platforms among ``candidate_keys`` (the
-    hosts Nova's filters passed) count.
+    hosts Nova's filters passed) count. A ``preemptible`` request goes to
+    the platforms with that many idle cores only, under either enforcement,
+    and follows no node template.
     """
     entitled = in_force.allocation.get(project, {})
     affinity = in_force.affinity.get(project, {})
@@ -141,6 +190,23 @@ def choices(
         if platform is not None:
             present[platform].add(key)
     by_affinity = sorted(present, key=lambda p: (-affinity.get(p, 0.0), p))
+    if preemptible:
+        return [
+            Choice(
+                platform=platform,
+                preferred=None,
+                entitled=entitled.get(platform, 0),
+                borrowed=False,
+                cores=cores,
+                project=project,
+                keys=cloud.keys[platform],
+                hosts=cloud.hosts.get(platform, ()),
+                capacity=cloud.cores(platform),
+                preemptible=True,
+            )
+            for platform in by_affinity
+            if _platform_total(use, cloud.keys[platform]) + cores <= cloud.cores(platform)
+        ]
     found: list[Choice] = []
     for borrowed in (False, True):
         if borrowed and enforcement != hpc_conf.BORROW:
@@ -155,8 +221,7 @@ def choices(
             if borrowed:
                 if any(c.platform == platform for c in found):
                     continue
-                total = sum(_used_on(use, name, keys) for name in use)
-                if total + cores > capacity:
+                if _platform_total(use, keys) + cores > capacity:
                     continue
             found.append(
                 Choice(
@@ -192,4 +257,22 @@ def describe_refusal(
     return (
         f"project {project}: {cores} cores beyond its entitlement (generation "
         f"{in_force.generation}; used/entitled per platform: {', '.join(parts)})"
+    )
+
+
+def describe_no_idle_cores(
+    in_force: InForce,
+    cloud: Cloud,
+    project: str,
+    cores: int,
+    use: Mapping[str, Mapping[str, int]],
+) -> str:
+    """Why no platform may take a preemptible request: the idle cores of each."""
+    parts = [
+        f"{platform} {cloud.cores(platform) - _platform_total(use, keys)}"
+        for platform, keys in sorted(cloud.keys.items())
+    ]
+    return (
+        f"project {project}: {cores} preemptible cores, more than any platform has idle "
+        f"(generation {in_force.generation}; idle cores per platform: {', '.join(parts)})"
     )

@@ -74,13 +74,23 @@ def read_inputs(
         for r in database.refusals(now - datetime.timedelta(seconds=interval))
         if r.project in shares
     ]
+    # What the first level sees as a project's use: not its preemptible VMs
+    # (they never count against its entitlement) nor VMs a reclaim stopped
+    # (they run nothing).
+    not_counted = {
+        loan.instance_uuid
+        for loan in database.loans()
+        if loan.kind == db_api.PREEMPTIBLE or loan.stopped
+    }
     running: dict[str, dict[str, int]] = collections.defaultdict(dict)
     weighted: dict[str, list[tuple[str | None, int]]] = collections.defaultdict(list)
     for vm in records:
+        weighted[vm.project_id].append((vm.app_name, vm.cores))
+        if vm.instance_uuid in not_counted:
+            continue
         platform = cloud.platform_of[vm.key]
         by_platform = running[vm.project_id]
         by_platform[platform] = by_platform.get(platform, 0) + vm.cores
-        weighted[vm.project_id].append((vm.app_name, vm.cores))
     for project, application in database.demand_applications().items():
         weighted[project].append((application, declared.get(project, 0)))
     refused = unmet_refusals(refusals, records)

@@ -101,10 +101,15 @@ def unmet_demand(
     database: db_api.Database,
     running: Mapping[str, int],
     since: datetime.datetime,
-) -> tuple[dict[str, int], list[tuple[str, int, str | None]]]:
-    """Per project, declared cores not running; and the unmet refusals (project, cores, level).
+) -> list[tuple[str, int, str | None]]:
+    """(project, cores, required level) of every project's demand not running.
 
-    ``running`` is each project's counted cores everywhere.
+    As the first level counts demand (the larger of the declared cores and
+    the running ones plus those refused, ``entitlements.ProjectView``), a
+    project's unmet cores are the larger of its declared cores not running
+    and its unmet refusals: the refusals with their levels, and the rest of
+    the declared cores, if any, with none. ``running`` is each project's
+    counted cores everywhere.
     """
     declared = {
         project: max(0, cores - running.get(project, 0))
@@ -113,6 +118,7 @@ def unmet_demand(
     refusals = database.refusals(since)
     unmet = unmet_refusals(refusals, database.list_running())
     found: list[tuple[str, int, str | None]] = []
+    refused: dict[str, int] = collections.Counter()
     # The newest refusals are the ones still unmet (the oldest are met first).
     for refusal in reversed(refusals):
         left = unmet.get(refusal.project, 0)
@@ -120,8 +126,12 @@ def unmet_demand(
             continue
         cores = min(left, refusal.cores)
         unmet[refusal.project] = left - cores
+        refused[refusal.project] += cores
         found.append((refusal.project, cores, refusal.topology_level))
-    return {p: c for p, c in declared.items() if c > 0}, found
+    for project, cores in sorted(declared.items()):
+        if cores > refused[project]:
+            found.append((project, cores - refused[project], None))
+    return found
 
 
 def spread(
@@ -186,9 +196,7 @@ def plan(
             pending_by_platform[record.platform].append(
                 reclaim.Pending(record.instance_uuid, record.beneficiary, record.cores)
             )
-    declared, refused = unmet_demand(
-        database, running_total, now - datetime.timedelta(seconds=interval)
-    )
+    wanted = unmet_demand(database, running_total, now - datetime.timedelta(seconds=interval))
     room = {
         project: {
             platform.name: max(
@@ -199,13 +207,14 @@ def plan(
         for project, by_platform in generation.allocation.items()
     }
     demands: dict[str, list[reclaim.Demand]] = collections.defaultdict(list)
-    wanted = [(p, c, None) for p, c in sorted(declared.items())] + refused
     for project, cores, level in wanted:
         if project not in room:
             continue
         for platform, demand in spread(
             project, cores, level, room[project], affinity.get(project, {})
         ):
+            # A project's demands share its room on each platform.
+            room[project][platform] -= demand.cores
             demands[platform].append(demand)
     capacity_of_key = {p.name: p.cores_per_node for p in cloud.platforms}
     plans = []

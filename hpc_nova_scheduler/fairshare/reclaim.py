@@ -26,9 +26,11 @@ The rule
   borrowed VM is a victim only while its project's use, less what this run
   already takes from it, stays at or above its entitlement once the VM is
   gone.
-* **As few VMs as cover the need**: victims are taken until the need is
-  covered, then any victim the others cover without is handed back (the
-  last taken first).
+* **As few VMs as cover the need**: of the victims in that order, the
+  first that covers the rest of the need alone is taken if there is one
+  (so that small VMs taken first do not shut out one that suffices);
+  victims are taken until the need is covered, then any victim the others
+  cover without is handed back (the last taken first).
 * **Topology**: a need from a request with ``hpc:topology_required`` is
   met inside one domain of that level: the domain that needs the fewest
   victims (then the most idle cores, then the name), its own idle cores
@@ -51,7 +53,12 @@ other's. Here, with entitlements fixed:
    or below it, never back.
 3. A reclaim under way (requested, or acted while its victim still counts)
    covers its beneficiary's need: the same demand never takes a second
-   victim.
+   victim. Its victim, passed among the loans, counts as already taken from
+   its project, so a later run never takes the same overage twice. A run
+   serves every need in the same order (idle cores, then cores under way
+   for the project, then new victims; what a victim frees beyond its need
+   is idle for the needs after it, and idle cores are booked per domain),
+   so a later run finds covered every need this one covered.
 
 Each run therefore only lowers the total overage ``sum(max(0, use - E))``
 and never raises anyone below its entitlement above it by taking from
@@ -203,6 +210,13 @@ class _Books:
         self.loans = [
             loan for loan in sorted(loans, key=_youngest_first) if loan.platform == state.name
         ]
+        # A victim under way still runs, so its cores are still in its
+        # project's use: they are already taken from its overage. Without
+        # this, a later run would take them from that project a second time
+        # and leave it below its entitlement once both victims are gone.
+        for loan in self.loans:
+            if loan.instance_uuid in self.taken and not loan.preemptible:
+                self.taken_from[loan.project] = self.taken_from.get(loan.project, 0) + loan.cores
 
     def headroom(self, project: str) -> int:
         """Cores still takeable from ``project``'s borrowed VMs."""
@@ -213,8 +227,16 @@ class _Books:
             return False
         return loan.preemptible or loan.cores <= self.headroom(loan.project)
 
-    def pick(self, within: str | None, domain: str | None) -> Loan | None:
-        """The next victim (preemptible first, then the furthest-over project's youngest)."""
+    def pick(self, within: str | None, domain: str | None, short: int) -> Loan | None:
+        """The next victim for ``short`` more cores, in the rule's order.
+
+        Preemptible VMs first, youngest first; then the project furthest
+        over its entitlement, its youngest VM first. Of that order, the
+        first VM that covers ``short`` alone is taken if there is one: as
+        few victims as cover the need, and a large VM is not shut out by
+        the small ones taken before it (each one lowers its project's
+        headroom).
+        """
         candidates = [
             loan
             for loan in self.loans
@@ -222,14 +244,16 @@ class _Books:
         ]
         if not candidates:
             return None
-        preemptible = [loan for loan in candidates if loan.preemptible]
-        if preemptible:
-            return preemptible[0]
-        furthest = max(self.headroom(loan.project) for loan in candidates)
-        project = min(
-            loan.project for loan in candidates if self.headroom(loan.project) == furthest
+        order = sorted(
+            candidates,
+            key=lambda loan: (
+                not loan.preemptible,
+                0 if loan.preemptible else -self.headroom(loan.project),
+                "" if loan.preemptible else loan.project,
+                _youngest_first(loan),
+            ),
         )
-        return next(loan for loan in candidates if loan.project == project)
+        return next((loan for loan in order if loan.cores >= short), order[0])
 
     def take(self, loan: Loan) -> None:
         self.taken.add(loan.instance_uuid)
@@ -247,7 +271,7 @@ def _cover(books: _Books, short: int, within: str | None, domain: str | None) ->
     chosen: list[Loan] = []
     covered = 0
     while covered < short:
-        loan = books.pick(within, domain)
+        loan = books.pick(within, domain, short - covered)
         if loan is None:
             for taken in chosen:
                 books.give_back(taken)
@@ -267,16 +291,24 @@ def _cover(books: _Books, short: int, within: str | None, domain: str | None) ->
 def _beneficiaries(state: PlatformState, demands: Iterable[Demand]) -> list[tuple[Demand, int]]:
     """(demand, cores it may gain) for projects below their entitlement, neediest first."""
     found = []
-    for demand in demands:
-        room = state.room(demand.project)
+    # A project's demands share its room: together they never gain more
+    # than its entitlement less its use (step 1 of the argument).
+    room_left = {project: state.room(project) for project in {d.project for d in demands}}
+    for demand in sorted(demands, key=lambda d: (d.project, d.level is None, d.level or "")):
+        room = room_left[demand.project]
         if demand.cores > 0 and room > 0:
-            found.append((demand, min(demand.cores, room)))
+            gain = min(demand.cores, room)
+            room_left[demand.project] = room - gain
+            found.append((demand, gain))
     # The project furthest below its entitlement (relatively) is served first.
+    # A project's demands that need one domain go before the others: they
+    # count the cores under way inside their domain first.
     return sorted(
         found,
         key=lambda item: (
             state.use.get(item[0].project, 0) / max(1, state.entitled.get(item[0].project, 0)),
             item[0].project,
+            item[0].level is None,
             item[0].level or "",
         ),
     )
@@ -291,29 +323,73 @@ def plan(
     """What to take back on ``state``'s platform now (see the module's docstring)."""
     decision = Decision()
     under_way = {p.instance_uuid for p in pending}
-    freeing: dict[str, int] = {}
-    for p in pending:
-        freeing[p.beneficiary] = freeing.get(p.beneficiary, 0) + p.cores
     books = _Books(state, loans, under_way)
     idle = state.idle
     idle_in = {level: dict(domains) for level, domains in state.idle_by_domain.items()}
-    for demand, gain in _beneficiaries(state, demands):
-        # Reclaims under way for this project cover its need first.
-        covered_by_pending = min(gain, freeing.get(demand.project, 0))
-        freeing[demand.project] = freeing.get(demand.project, 0) - covered_by_pending
-        need = gain - covered_by_pending
-        if need <= 0:
-            continue
+    wanted = _beneficiaries(state, demands)
+    gains: dict[str, int] = {}
+    for demand, gain in wanted:
+        gains[demand.project] = gains.get(demand.project, 0) + gain
+    freeing = _Freeing(pending, loans, gains)
+
+    def release(domains: Mapping[str, str], cores: int) -> None:
+        # Cores freed beyond what their beneficiary needs: idle for anyone.
+        nonlocal idle
+        if cores <= 0:
+            return
+        idle += cores
+        for level, domain in domains.items():
+            idle_in.setdefault(level, {})
+            idle_in[level][domain] = idle_in[level].get(domain, 0) + cores
+
+    def consume(cores: int, level: str | None = None, domain: str | None = None) -> None:
+        # Idle cores used: from ``domain`` at ``level``; at the other levels
+        # (and for a need anywhere) from the domains with the fewest idle
+        # cores first, as a best fit keeps large idle domains whole. So no
+        # idle core serves two needs, a domain's or the platform's.
+        for name, domains in idle_in.items():
+            left = cores
+            if name == level and domain is not None:
+                domains[domain] = domains.get(domain, 0) - cores
+                continue
+            for key in sorted(domains, key=lambda d: (domains[d], d)):
+                if left <= 0:
+                    break
+                use = min(left, max(domains[key], 0))
+                domains[key] -= use
+                left -= use
+
+    for domains, cores in freeing.surplus:
+        release(domains, cores)
+    current = None
+    for demand, gain in wanted:
+        if demand.project != current:
+            # The cores under way that the last project did not need are idle now.
+            for domains, cores in freeing.rest(current):
+                release(domains, cores)
+            current = demand.project
+        need = gain
         if demand.level is None:
+            # Idle cores first, then those reclaims under way free for the
+            # project (what it leaves of them is idle for the projects after
+            # it): a later run serves each demand as this one did.
             served = min(idle, need)
             idle -= served
+            consume(served)
             short = need - served
+            short -= freeing.take(demand.project, short)
             if short <= 0:
                 continue
             victims = _cover(books, short, None, None)
             where = ""
         else:
-            found = _in_one_domain(books, idle_in.get(demand.level, {}), demand.level, need)
+            found = _in_one_domain(
+                books,
+                idle_in.get(demand.level, {}),
+                freeing.within(demand.project, demand.level),
+                demand.level,
+                need,
+            )
             if found is None:
                 decision.unserved.append(
                     Unserved(
@@ -325,8 +401,14 @@ def plan(
                 )
                 continue
             domain, served, victims = found
-            idle_in[demand.level][domain] -= served
-            idle = max(0, idle - served)
+            short = need - served
+            # The domain's idle cores serve first, then those under way there
+            # for the project, as on a platform.
+            idle_in.setdefault(demand.level, {})
+            from_idle = min(idle_in[demand.level].get(domain, 0), served)
+            freeing.take(demand.project, served - from_idle, demand.level, domain)
+            consume(from_idle, demand.level, domain)
+            idle = max(0, idle - from_idle)
             if not victims:
                 continue
             where = f" in {demand.level} {domain}"
@@ -341,6 +423,9 @@ def plan(
                 )
             )
             continue
+        # What the victims free beyond the need is idle for the needs that
+        # follow, as a later run counts it (a reclaim under way's surplus).
+        release(victims[-1].domains if victims else {}, sum(v.cores for v in victims) - short)
         for victim in victims:
             decision.reclaims.append(
                 Reclaim(
@@ -363,14 +448,82 @@ def plan(
     return decision
 
 
+class _Freeing:
+    """The cores reclaims under way free, per beneficiary (and per domain of their victims).
+
+    Up to what the beneficiary may gain now they are its alone: no other
+    project's need is served by them, and a need of the beneficiary counts
+    them before taking anyone. The rest (``surplus``) is idle for anyone,
+    as the surplus of a victim chosen in this run is.
+    """
+
+    def __init__(
+        self, pending: Sequence[Pending], loans: Sequence[Loan], gains: Mapping[str, int]
+    ) -> None:
+        where = {loan.instance_uuid: loan.domains for loan in loans}
+        self._left: dict[str, list[tuple[Mapping[str, str], int]]] = {}
+        self.surplus: list[tuple[Mapping[str, str], int]] = []
+        kept: dict[str, int] = {}
+        for p in sorted(pending, key=lambda p: p.instance_uuid):
+            domains = where.get(p.instance_uuid, {})
+            mine = min(p.cores, gains.get(p.beneficiary, 0) - kept.get(p.beneficiary, 0))
+            if mine > 0:
+                kept[p.beneficiary] = kept.get(p.beneficiary, 0) + mine
+                self._left.setdefault(p.beneficiary, []).append((domains, mine))
+            if p.cores - max(mine, 0) > 0:
+                self.surplus.append((domains, p.cores - max(mine, 0)))
+
+    def rest(self, project: str | None) -> list[tuple[Mapping[str, str], int]]:
+        """What ``project`` did not use of its cores under way, given up."""
+        left = [(d, c) for d, c in self._left.pop(project, []) if c > 0] if project else []
+        return left
+
+    def within(self, project: str, level: str) -> dict[str, int]:
+        """Domain of ``level`` -> cores under way there for ``project``."""
+        found: dict[str, int] = {}
+        for domains, cores in self._left.get(project, ()):
+            if level in domains and cores > 0:
+                found[domains[level]] = found.get(domains[level], 0) + cores
+        return found
+
+    def take(
+        self, project: str, cores: int, level: str | None = None, domain: str | None = None
+    ) -> int:
+        """Use up to ``cores`` of ``project``'s (inside ``domain`` of ``level``); how many."""
+        taken = 0
+        entries = self._left.get(project, [])
+        for index, (domains, left) in enumerate(entries):
+            if taken >= cores:
+                break
+            if level is not None and domains.get(level) != domain:
+                continue
+            use = min(left, cores - taken)
+            entries[index] = (domains, left - use)
+            taken += use
+        return taken
+
+
 def _in_one_domain(
-    books: _Books, idle: Mapping[str, int], level: str, need: int
+    books: _Books,
+    idle: Mapping[str, int],
+    freeing: Mapping[str, int],
+    level: str,
+    need: int,
 ) -> tuple[str, int, list[Loan]] | None:
-    """(domain, idle cores used, victims) of the best domain of ``level`` for ``need``."""
-    domains = set(idle) | {loan.domains[level] for loan in books.loans if level in loan.domains}
+    """(domain, cores served without a new victim, victims) of the best domain for ``need``.
+
+    A domain's own cores are its idle ones and those reclaims under way free
+    there for the same project.
+    """
+    domains = (
+        set(idle)
+        | set(freeing)
+        | {loan.domains[level] for loan in books.loans if level in loan.domains}
+    )
     best: tuple[tuple, str, int, list[Loan]] | None = None
     for domain in sorted(domains):
-        served = min(idle.get(domain, 0), need)
+        own = idle.get(domain, 0) + freeing.get(domain, 0)
+        served = min(own, need)
         short = need - served
         victims: list[Loan] | None = []
         if short > 0:
@@ -379,7 +532,9 @@ def _in_one_domain(
                 continue
             for victim in victims:
                 books.give_back(victim)  # only trying: the best domain takes its own
-        rank = (len(victims), -idle.get(domain, 0), domain)
+        # Fewest victims, then the most idle cores: a domain where a reclaim
+        # under way frees cores is kept for the need it was chosen for.
+        rank = (len(victims), -idle.get(domain, 0), -own, domain)
         if best is None or rank < best[0]:
             best = (rank, domain, served, victims)
     if best is None:

@@ -181,6 +181,8 @@ def claim(
     is claimed: the plan stands on what this scheduler alone knows. With
     ``fair`` the claim also takes its platform's lock and is refused when
     the cores in use there leave no room for it (:meth:`Choice.refusal`).
+    A claim of a loan (borrowed or preemptible, :attr:`Choice.loan`) says
+    so, and recording its VMs records the loans.
     """
     database = state.database
     if database is None:
@@ -189,7 +191,8 @@ def claim(
     profile = context.request.profile
     claim_id = str(uuid_lib.uuid4())
     adding = dict(plan.vms_per_host())
-    claims = []
+    loan = fair.loan if fair is not None else None
+    claims: list[db_api.Claim] = []
     for key in [*adding, *spares]:
         hs = by_key[key]
         claims.append(
@@ -207,6 +210,9 @@ def claim(
                 app_name=profile.app_name,
                 project_id=context.project_id,
                 cores=state.vm_cores,
+                loan=loan,
+                loan_platform=fair.platform if loan is not None else None,
+                loan_over=0 if loan is not None else None,
             )
         )
     slots = {**{key: 1 for key in spares}, **adding}
@@ -215,7 +221,17 @@ def claim(
         def check(view: db_api.ClaimView) -> str | None:
             reason = context.check(view, plan, slots)
             if reason is None and fair is not None:
-                reason = fair.refusal(view.use or {})
+                use = view.use or {}
+                reason = fair.refusal(use)
+                if reason is None and loan == db_api.BORROWED:
+                    # How far beyond its entitlement the project goes, from
+                    # the cores in use read under the platform's lock: no
+                    # concurrent claim can change it before these rows are
+                    # written. Database.claim writes ``claims`` after this
+                    # check returns, in the same transaction, so the rows
+                    # are replaced in place here (a retry computes it again).
+                    over = fair.over_by(use)
+                    claims[:] = [dataclasses.replace(c, loan_over=over) for c in claims]
             return reason
 
         conflict = database.claim(

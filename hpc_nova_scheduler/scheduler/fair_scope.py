@@ -1,9 +1,13 @@
 """Fair share as the filter applies it to one request: its scope and its tries.
 
 A request falls under fair share when its project has a share in the
-generation of entitlements in force (:func:`scope`); it is then planned on
-each platform its project may use, in turn (:func:`tries`), and refused when
-there is none.
+generation of entitlements in force, or when it is preemptible
+(``hpc:preemptible``) while a generation is in force (:func:`scope`); it is
+then planned on each platform its project may use, in turn (:func:`tries`),
+and refused when there is none. A preemptible request may use any
+platform's idle cores, never its project's entitlement, and its claim is a
+loan the agent may take back; so is a claim beyond the entitlement under
+``borrow``.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ def scope(
 ) -> fairness.InForce | None:
     """The entitlements the request is held to; None when fair share does not apply.
 
-    It applies to the HPC requests of projects with a share, while a
-    generation less than two intervals old is in force.
+    It applies to the HPC requests of projects with a share, and to
+    preemptible requests of every project (so that each is recorded as a
+    loan the agent may take back), while a generation less than two
+    intervals old is in force.
     """
     options = fairness.settings()
     if options is None or state.database is None or not request.project_id:
@@ -39,7 +45,9 @@ def scope(
     except db_api.ERRORS as error:
         LOG.warning("hpc-nova-scheduler: cannot read entitlements (%s); fair share skipped", error)
         return None
-    if in_force is None or request.project_id not in in_force.governed:
+    if in_force is None:
+        return None
+    if request.project_id not in in_force.governed and not state.preemptible:
         return None
     if in_force.stale(options.interval, timeutils.utcnow()):
         fairness.warn_stale(in_force)
@@ -56,7 +64,12 @@ def tries(
 ) -> list[Try]:
     """(hosts, choice) to plan over in turn: every host when fair share does not
     apply; else each platform the project may use, its template-following hosts
-    first; empty after refusing the request."""
+    first; empty after refusing the request.
+
+    A preemptible request of a project without a share may also go, last,
+    to the hosts of no platform, as it would without fair share: no
+    entitlement or loan is counted there.
+    """
     if in_force is None:
         return [(core_hosts, None)]
     options = fairness.settings()
@@ -70,6 +83,7 @@ def tries(
         [host.name for host in core_hosts],
         use,
         options.enforcement if options is not None else hpc_conf.STRICT,
+        preemptible=state.preemptible,
     )
     planned: list[Try] = []
     for choice in found:
@@ -79,12 +93,26 @@ def tries(
             if following and len(following) < len(on_platform):
                 planned.append((following, choice))
         planned.append((on_platform, choice))
+    if state.preemptible and project not in in_force.governed:
+        elsewhere = [host for host in core_hosts if host.name not in in_force.cloud.platform_of]
+        if elsewhere:
+            planned.append((elsewhere, None))
     if planned:
         return planned
+    if state.preemptible:
+        # No idle cores: not demand for the entitlement, nothing to reclaim for.
+        state.refusal = fairness.describe_no_idle_cores(
+            in_force, in_force.cloud, project, cores, use
+        )
+        LOG.info("hpc-nova-scheduler: refusing %s: %s", state.application_id, state.refusal)
+        return []
     state.refusal = fairness.describe_refusal(in_force, in_force.cloud, project, cores, use)
     LOG.info("hpc-nova-scheduler: refusing %s: %s", state.application_id, state.refusal)
     try:
-        state.database.record_refusal(project, state.profile.app_name, cores)
+        # The required level tells the reclaim to free cores inside one domain.
+        state.database.record_refusal(
+            project, state.profile.app_name, cores, topology_level=state.topology.required
+        )
     except db_api.ERRORS as error:
         LOG.warning("hpc-nova-scheduler: could not record the refusal: %s", error)
     return []
@@ -98,6 +126,6 @@ def log_choice(application_id: str, choice: fairness.Choice | None, tried: list[
         "hpc-nova-scheduler: %s on platform %s (%s, %d hosts)",
         application_id,
         choice.platform,
-        "borrowed" if choice.borrowed else f"entitled {choice.entitled}",
+        choice.loan or f"entitled {choice.entitled}",
         len(tried),
     )

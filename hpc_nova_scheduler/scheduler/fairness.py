@@ -2,7 +2,9 @@
 
 A **project** with a share (``fairshare share set``) is governed: its HPC
 requests are held to its entitlements. Projects without a share, and
-requests without ``hpc:`` extra specs or hint, are placed as before.
+requests without ``hpc:`` extra specs or hint, are placed as before, but
+for preemptible ones (``hpc:preemptible``): those of every project take
+idle cores only, as loans the agent may take back.
 
 nova-scheduler only reads: ``hpc-scheduler-agent`` (:mod:`hpc_nova_scheduler.agent`)
 runs seed 002's two levels and writes the generations. Here,
@@ -31,6 +33,7 @@ from hpc_nova_scheduler.fairshare.in_force import (
     Choice,
     InForce,
     choices,
+    describe_no_idle_cores,
     describe_refusal,
 )
 from hpc_nova_scheduler.fairshare.platforms import cloud_from_json
@@ -44,6 +47,7 @@ __all__ = [
     "Entitlements",
     "InForce",
     "choices",
+    "describe_no_idle_cores",
     "describe_refusal",
     "settings",
     "warn_stale",

@@ -176,8 +176,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             if state is None:
                 refuse = (request or Request.of_flavor(spec_obj)).hpc
             else:
-                # A constraint on the topology is never dropped silently either.
-                refuse = state.profile.is_hpc or not state.topology.empty
+                # A constraint on the topology is never dropped silently either,
+                # nor a preemptible VM placed where no loan would record it.
+                refuse = state.profile.is_hpc or not state.topology.empty or state.preemptible
             LOG.exception(
                 "hpc-nova-scheduler: unexpected error; %s",
                 "refusing the request" if refuse else "leaving the request to Nova",
@@ -197,6 +198,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         try:
             profile = core_profile.profile_from_request(specs, request.hints)
             topology = domains.spec_of(specs)
+            preemptible = core_profile.preemptible_from_specs(specs)
         except core_profile.ProfileError as error:
             LOG.error(
                 "hpc-nova-scheduler: refusing request: invalid %s (%s); fix the flavor or the hint",
@@ -219,7 +221,9 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         moving = where_now is not None
         if existing is not None and existing.request_id and request.group_uuid is None:
             application_id = existing.request_id
-        state = RequestState(profile, application_id, database=database, topology=topology)
+        state = RequestState(
+            profile, application_id, database=database, topology=topology, preemptible=preemptible
+        )
         state.moving_from = where_now
         if plain:
             # Left to Nova: only another application's dedicated hosts are off

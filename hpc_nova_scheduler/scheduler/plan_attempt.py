@@ -205,14 +205,7 @@ def record_unmet(state: RequestState, request: algorithm.PlacementRequest, choic
     which reclaims them. A request refused on borrowed choices only is not
     recorded here: it is beyond its project's entitlement.
     """
-    entitled = next(
-        (
-            c
-            for c in choices
-            if c is not None and not c.borrowed and getattr(c, "loan", None) is None
-        ),
-        None,
-    )
+    entitled = next((c for c in choices if c is not None and c.loan is None), None)
     if entitled is None or state.database is None:
         return
     level = request.topology.required if request.topology is not None else None

@@ -147,6 +147,9 @@ class RequestState:
     own_vms: frozenset[str] = frozenset()
     #: Cores of each VM (its flavor's vCPUs), recorded for fair share.
     vm_cores: int = 0
+    #: ``hpc:preemptible``: under fair share its VMs use idle cores, never
+    #: the project's entitlement, and may be taken back.
+    preemptible: bool = False
 
 
 #: The state of every request being scheduled. Nova hands the filter the

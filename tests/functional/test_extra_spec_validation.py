@@ -23,7 +23,12 @@ class TestExtraSpecValidation(base.NovaTestCase):
         self.assertIn(reason, error.response.text)
 
     def test_valid_specs_are_stored(self) -> None:
-        specs = {"hpc:app_class": "synchpc", "hpc:cache_score": "16", "hpc:app_name": "LU.C.16"}
+        specs = {
+            "hpc:app_class": "synchpc",
+            "hpc:cache_score": "16",
+            "hpc:app_name": "LU.C.16",
+            "hpc:preemptible": "True",
+        }
         self.set_specs(specs)
         self.assertEqual(specs, self.admin_api.get_extra_specs(self.flavor_id))
 
@@ -37,6 +42,7 @@ class TestExtraSpecValidation(base.NovaTestCase):
             ({"hpc:cache_score": "1e300"}, "hpc:cache_score", "beyond any measurement"),
             ({"hpc:app_name": ""}, "hpc:app_name", "empty"),
             ({"hpc:rack": "r1"}, "hpc:rack", "not appear to be a valid extra spec"),
+            ({"hpc:preemptible": "maybe"}, "hpc:preemptible", "expected true or false"),
         ):
             self.assert_rejected(specs, key, reason)
         self.assertEqual({}, self.admin_api.get_extra_specs(self.flavor_id))

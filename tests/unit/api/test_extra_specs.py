@@ -11,7 +11,7 @@ from hpc_nova_scheduler.api import extra_specs
 
 class TestRegistration(testtools.TestCase):
     def test_nova_loads_our_validators_through_the_entry_point(self) -> None:
-        for name in ("hpc:app_class", "hpc:cache_score", "hpc:app_name"):
+        for name in ("hpc:app_class", "hpc:cache_score", "hpc:app_name", "hpc:preemptible"):
             self.assertIsInstance(validators.VALIDATORS[name], extra_specs.HpcExtraSpecValidator)
         self.assertIn("hpc", validators.NAMESPACES)
 
@@ -29,6 +29,8 @@ class TestValidation(testtools.TestCase):
             ("hpc:cache_score", "0"),
             ("hpc:cache_score", "7.5"),
             ("hpc:app_name", "LU.C.16"),
+            ("hpc:preemptible", "true"),
+            ("hpc:preemptible", "False"),
         ):
             validators.validate(name, value)
 
@@ -40,6 +42,7 @@ class TestValidation(testtools.TestCase):
             ("hpc:cache_score", "inf", "not a finite number"),
             ("hpc:cache_score", "lots", "not a number"),
             ("hpc:app_name", "", "empty"),
+            ("hpc:preemptible", "maybe", "expected true or false, got 'maybe'"),
         ):
             error = self.assertRaises(exception.ValidationError, validators.validate, name, value)
             self.assertIn(f"extra spec '{name}'", str(error))

@@ -77,6 +77,31 @@ class TestAppName(testtools.TestCase):
             self.assertRaises(ProfileError, profile.parse_app_name, bad)
 
 
+class TestPreemptible(testtools.TestCase):
+    def test_true_or_false_in_any_case(self) -> None:
+        for text, expected in (("true", True), (" TRUE ", True), ("False", False), (True, True)):
+            self.assertIs(expected, profile.parse_preemptible(text))
+
+    def test_anything_else_names_the_key(self) -> None:
+        for bad in ("maybe", "", "1", "yes", None, 1):
+            error = self.assertRaises(ProfileError, profile.parse_preemptible, bad)
+            self.assertEqual("hpc:preemptible", error.key)
+            self.assertIn("expected true or false", str(error))
+
+    def test_absent_is_false_and_the_profile_ignores_it(self) -> None:
+        self.assertFalse(profile.preemptible_from_specs({}))
+        self.assertFalse(profile.preemptible_from_specs(None))
+        specs = {"hpc:preemptible": "true"}
+        self.assertTrue(profile.preemptible_from_specs(specs))
+        # Known in the namespace: alone, it makes a NonHPC request of the plugin.
+        self.assertEqual(ApplicationProfile(), profile.profile_from_request(specs))
+        self.assertTrue(profile.has_hpc_specs(specs))
+        profile.validate_extra_spec("hpc:preemptible", "false")
+        self.assertRaises(
+            ProfileError, profile.preemptible_from_specs, {"hpc:preemptible": "maybe"}
+        )
+
+
 class TestProfileFromRequest(testtools.TestCase):
     def test_defaults_without_hpc_specs(self) -> None:
         self.assertEqual(ApplicationProfile(), profile.profile_from_request({"hw:cpu_policy": "x"}))

@@ -14,7 +14,7 @@ from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.scheduler import placement_filter
-from hpc_nova_scheduler.scheduler.request import PLAN_WEIGHER, Request, RequestState
+from hpc_nova_scheduler.scheduler.request import PLAN_WEIGHER, Request, RequestState, request_state
 from tests import db_backends
 from tests.unit.scheduler import concurrency_harness as harness
 
@@ -256,3 +256,39 @@ class TestRoundsAsNovaRunsThem(db_backends.DatabaseTestCase):
         # And a plain one after it is settled at once again.
         self.schedule(plain, [str(uuid.uuid4()) for _ in range(2)])
         self.assertEqual(5, self.calls)
+
+
+class TestPreemptibleFlavor(db_backends.DatabaseTestCase):
+    """``hpc:preemptible`` alone makes a request the plugin plans (and records)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from nova import objects
+
+        objects.register_all()
+        harness.prepare_database(self.db_url)
+        conf = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        conf.config(connection=self.db_url, fallback_connection="", group="hpc_scheduler")
+        self.request = harness.Request(0, (str(uuid.uuid4()),), AppClass.NON_HPC, 0.0, "unused")
+        self.filter = harness.new_filter(harness.FakeNova([self.request]))
+        self.addCleanup(harness.dispose, self.filter)
+
+    def spec(self, value: str):
+        spec = harness.request_spec(self.request)
+        spec.flavor.extra_specs = {"hpc:preemptible": value}
+        return spec
+
+    def test_a_preemptible_flavor_is_planned_as_non_hpc(self) -> None:
+        spec = self.spec("true")
+        self.assertTrue(self.filter.filter_all(harness.host_states(), spec))
+        state = request_state(spec)
+        self.assertTrue(state.preemptible)
+        self.assertIs(AppClass.NON_HPC, state.profile.app_class)
+        self.assertIsNotNone(state.plan)
+
+    def test_a_bad_value_that_bypassed_nova_api_refuses_the_request(self) -> None:
+        spec = self.spec("maybe")
+        with self.assertLogs("hpc_nova_scheduler.scheduler.placement_filter", "ERROR") as logs:
+            self.assertEqual([], self.filter.filter_all(harness.host_states(), spec))
+        self.assertIn("invalid hpc:preemptible (expected true or false", logs.output[0])
+        self.assertIn("hpc:preemptible", request_state(spec).refusal)
