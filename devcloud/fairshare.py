@@ -63,16 +63,18 @@ PROJECTS = (
     Project("no-share", None, None),
 )
 #: The trial under ``fairshare_reclaim``: a project returning after being
-#: idle, as in the issue. fair-a declares no demand and sends nothing for the
-#: first part of the load, while fair-b and fair-c keep many requests alive
-#: and, under ``borrow``, borrow the cores fair-a leaves idle (their VMs
-#: beyond their entitlement are loans). Then fair-a asks: refused for its
-#: entitlement, its refusals are unmet demand, the next generation entitles
-#: it, and the agent reclaims loans for it where no core is idle.
+#: idle, as in the issue. fair-a sends nothing for the first part of the
+#: load, while fair-b and fair-c keep many requests alive and, under
+#: ``borrow``, borrow the cores fair-a leaves idle (their VMs placed beyond
+#: their entitlement are loans). Then fair-a asks: refused, its refusals are
+#: unmet demand, the next generation entitles it, and the agent reclaims
+#: loans for it where no core is idle. No project declares demand: all unmet
+#: demand is requests refused, which the stress sees and times (a declared
+#: demand not running would drive reclaims no request of the load shows).
 RECLAIM_PROJECTS = (
     Project("fair-a", 2.0, "LU", 0, idle_share=0.4),
-    Project("fair-b", 1.0, "CG", 32, keep_alive=12),
-    Project("fair-c", 1.0, "FT", 32, keep_alive=12),
+    Project("fair-b", 1.0, "CG", 0, keep_alive=12),
+    Project("fair-c", 1.0, "FT", 0, keep_alive=12),
     Project("no-share", None, None),
 )
 #: Cache scores of the governed projects' requests: the lowest of the trial,
