@@ -387,6 +387,17 @@ class Placed:
     project: str
     platform: str
     at: datetime.datetime
+    cores: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Refused:
+    """A row of ``fairshare_refusals``: cores of a request its project's
+    entitlement refused, or that its entitlement allowed and no host could take."""
+
+    project: str
+    cores: int
+    at: datetime.datetime
 
 
 BORROWED = "borrowed"
@@ -527,26 +538,40 @@ def unmet_since(
     beneficiary: str,
     requested_at: datetime.datetime,
     placed: Iterable[Placed],
-    unmet: Mapping[str, Iterable[datetime.datetime]],
+    refused: Iterable[Refused],
+    interval: float,
 ) -> datetime.datetime | None:
-    """When the beneficiary's demand that a reclaim requested at ``requested_at``
-    serves went unmet: its first unmet request or refusal since its last
-    placement before the request (None: none since then).
+    """When the unmet demand a reclaim requested at ``requested_at`` served
+    began: the oldest refusal of the beneficiary still unmet then (None: none).
 
-    ``unmet`` gives each project's times of requests refused for its
-    entitlement or ending without a placement.
+    As the agent counts unmet demand, from the tables the scheduler writes:
+    refusals of the last ``interval`` seconds, each met by the beneficiary's
+    later placements, oldest refused cores first; a placement in a
+    refusal's (database) second meets it.
     """
-    last = max(
-        (vm.at for vm in placed if vm.project == beneficiary and vm.at <= requested_at),
-        default=None,
-    )
-    # A refusal and a placement in the same (database) second: the placement met it.
-    since = [
-        at
-        for at in unmet.get(beneficiary, ())
-        if at <= requested_at and (last is None or at > last)
+    since = requested_at - datetime.timedelta(seconds=interval)
+    events = [(r.at, 0, r.cores) for r in refused if r.project == beneficiary]
+    events = [e for e in events if since <= e[0] <= requested_at]
+    if not events:
+        return None
+    first = min(at for at, _, _ in events)
+    events += [
+        (vm.at, 1, vm.cores)
+        for vm in placed
+        if vm.project == beneficiary and first <= vm.at <= requested_at
     ]
-    return min(since, default=None)
+    queue: collections.deque[list] = collections.deque()
+    for at, kind, cores in sorted(events, key=lambda e: (e[0], e[1])):
+        if kind == 0:
+            queue.append([at, cores])
+            continue
+        while cores > 0 and queue:
+            met = min(cores, queue[0][1])
+            queue[0][1] -= met
+            cores -= met
+            if queue[0][1] == 0:
+                queue.popleft()
+    return queue[0][0] if queue else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -554,8 +579,8 @@ class FreedIn:
     """Time from unmet demand to freed cores, over the acted reclaims."""
 
     seconds: tuple[float, ...]
-    #: Acted reclaims with no unmet request or refusal of their beneficiary
-    #: since its last placement (its declared demand alone).
+    #: Acted reclaims whose beneficiary had no refusal still unmet when the
+    #: reclaim was requested (its declared demand alone, or older ones).
     untimed: int
     bound: float
 
@@ -567,17 +592,18 @@ class FreedIn:
 def time_to_freed_cores(
     reclaims: Iterable[ReclaimSeen],
     placed: Iterable[Placed],
-    unmet: Mapping[str, Iterable[datetime.datetime]],
+    refused: Iterable[Refused],
+    interval: float,
     bound: float,
 ) -> FreedIn:
     """Seconds from each acted reclaim's :func:`unmet_since` to its ``acted_at``;
     ``bound`` is one ``fairshare_interval`` plus the grace."""
-    placed = list(placed)
+    placed, refused = list(placed), list(refused)
     seconds, untimed = [], 0
     for reclaim in reclaims:
         if reclaim.acted_at is None:
             continue
-        start = unmet_since(reclaim.beneficiary, reclaim.requested_at, placed, unmet)
+        start = unmet_since(reclaim.beneficiary, reclaim.requested_at, placed, refused, interval)
         if start is None:
             untimed += 1
             continue

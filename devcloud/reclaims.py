@@ -6,9 +6,12 @@ watch (:class:`Watch`) reads ``fairshare_loans`` every second and keeps the
 union, with the first row seen of each VM, so that the checker judges the
 agent's choice against what the scheduler recorded when it placed the VM
 (:func:`devcloud.checker.wrong_victims`). It also keeps every reclaim in its
-latest state, every VM placement (``app_running``, with when it was placed)
-and every refusal for entitlement (pruned after four intervals), for the
-room used after a reclaim and the time from unmet demand to freed cores.
+latest state (those requested since the watch began: a cloud keeps the
+reclaims of earlier loads), every VM placement (``app_running``, with when
+it was placed), every refusal (pruned after four intervals), every
+generation and what each project used at each look, for the room used after
+a reclaim, the time from unmet demand to freed cores and the victims'
+projects left below their entitlement.
 
 It reads through the operator's account, which the ``plugin-db`` fault does
 not lock; a read that fails (a fault) is tried again at the next look.
@@ -39,10 +42,12 @@ class Watch(threading.Thread):
         self.poll = poll
         self.loans: dict[str, checker.LoanSeen] = {}
         self.reclaims: dict[int, checker.ReclaimSeen] = {}
-        #: instance uuid -> (project, host, placed_at).
-        self.records: dict[str, tuple[str, str, datetime.datetime]] = {}
-        #: (id, project, at) of every refusal for entitlement.
-        self.refusals: set[tuple[int, str, datetime.datetime]] = set()
+        #: instance uuid -> (project, host, placed_at, cores).
+        self.records: dict[str, tuple[str, str, datetime.datetime, int]] = {}
+        #: id -> every refusal (for entitlement, or entitled with no host).
+        self.refusals: dict[int, checker.Refused] = {}
+        #: Reclaims of earlier loads (the newest id before this one): not judged.
+        self.baseline = _newest_reclaim(url)
         #: Every generation written during the load, by number.
         self.generations: dict[int, checker.GenerationSeen] = {}
         #: What each look saw the projects use, as fair share counts it.
@@ -91,7 +96,8 @@ class Watch(threading.Thread):
                     int(row["over_by"]),
                 )
         reclaims = hpc_models.FairshareReclaim.__table__
-        for row in connection.execute(sa.select(reclaims)).mappings():
+        query = sa.select(reclaims).where(reclaims.c.id > self.baseline)
+        for row in connection.execute(query).mappings():
             self.reclaims[int(row["id"])] = checker.ReclaimSeen(
                 int(row["id"]),
                 row["instance_uuid"],
@@ -117,14 +123,17 @@ class Watch(threading.Thread):
         use: dict[tuple[str, str], int] = collections.Counter()
         for uuid, project, host, placed_at, cores in connection.execute(query):
             if uuid not in self.records and project and placed_at is not None:
-                self.records[uuid] = (project, host, placed_at)
+                self.records[uuid] = (project, host, placed_at, int(cores or 0))
             if project and uuid not in uncounted and host in platform_of:
                 use[(project, platform_of[host])] += int(cores or 0)
         # Stamped after the reads: a look stamped before an act read nothing after it.
         self.uses.append(checker.UseSeen(_utc_now(), dict(use)))
         refusals = hpc_models.FairshareRefusal.__table__
-        query = sa.select(refusals.c.id, refusals.c.project, refusals.c.created_at)
-        self.refusals.update((int(i), p, at) for i, p, at in connection.execute(query))
+        query = sa.select(
+            refusals.c.id, refusals.c.project, refusals.c.cores, refusals.c.created_at
+        )
+        for number, project, cores, at in connection.execute(query):
+            self.refusals[int(number)] = checker.Refused(project, int(cores), at)
 
     def _generations(self, connection) -> None:
         generations = hpc_models.FairshareGeneration.__table__
@@ -162,16 +171,20 @@ class Watch(threading.Thread):
     def placed(self, platform_of: dict[str, str]) -> list[checker.Placed]:
         """Every VM recorded during the load, on the platform of its host."""
         return [
-            checker.Placed(uuid, project, platform_of.get(host, f"?{host}"), at)
-            for uuid, (project, host, at) in sorted(self.records.items())
+            checker.Placed(uuid, project, platform_of.get(host, f"?{host}"), at, cores)
+            for uuid, (project, host, at, cores) in sorted(self.records.items())
         ]
 
-    def refused(self) -> dict[str, list[datetime.datetime]]:
-        """project -> times of its refusals for entitlement."""
-        found: dict[str, list[datetime.datetime]] = {}
-        for _, project, at in sorted(self.refusals):
-            found.setdefault(project, []).append(at)
-        return found
+
+def _newest_reclaim(url: str) -> int:
+    """The newest reclaim's id in the plugin database at ``url`` (0: none)."""
+    engine = sa.create_engine(url)
+    table = hpc_models.FairshareReclaim.__table__
+    try:
+        with engine.connect() as connection:
+            return int(connection.scalar(sa.select(sa.func.max(table.c.id))) or 0)
+    finally:
+        engine.dispose()
 
 
 def _utc_now() -> datetime.datetime:

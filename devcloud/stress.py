@@ -665,32 +665,13 @@ def _fair_report(
     return violations
 
 
-#: What a request ends as when its project's demand went unmet.
-UNMET = ("novalidhost", "error", "timeout")
-
-
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-
-
-def unmet_requests(
-    ledger: list[Outcome], started: float, started_utc: datetime.datetime
-) -> dict[str, list[datetime.datetime]]:
-    """project -> when each of its HPC requests that ended without a placement
-    was posted (UTC), from the ledger's monotonic times."""
-    found: dict[str, list[datetime.datetime]] = {}
-    for outcome in ledger:
-        if outcome.asked.app_class is None or outcome.result not in UNMET:
-            continue
-        at = started_utc + datetime.timedelta(seconds=outcome.posted - started)
-        found.setdefault(outcome.asked.project or "", []).append(at)
-    return found
 
 
 def _reclaim_report(
     run: Run,
     watch: reclaims.Watch,
-    unmet: dict[str, list[datetime.datetime]],
     platform_of: dict[str, str],
     ended_utc: datetime.datetime,
     say: Say,
@@ -704,10 +685,8 @@ def _reclaim_report(
     placed = watch.placed(platform_of)
     bound = config.fairshare_interval(run) + run.reclaim_grace
     unused, judged = checker.unused_reclaims(seen, placed, bound, ended_utc)
-    refused = watch.refused()
-    for project, times in unmet.items():
-        refused.setdefault(project, []).extend(times)
-    freed = checker.time_to_freed_cores(seen, placed, refused, bound)
+    interval = config.fairshare_interval(run)
+    freed = checker.time_to_freed_cores(seen, placed, watch.refusals.values(), interval, bound)
     kinds = collections.Counter(loan.kind for loan in watch.loans.values())
     say(
         f"reclaim ({run.reclaim}, grace {run.reclaim_grace} s, fairshare_interval "
@@ -730,7 +709,7 @@ def _reclaim_report(
             f"{len(values)} acted reclaims; {freed.within} within one interval + grace "
             f"({bound} s)"
             + (
-                f"; {freed.untimed} with no unmet request since the last placement"
+                f"; {freed.untimed} with no refusal still unmet when requested"
                 if freed.untimed
                 else ""
             )
@@ -739,7 +718,7 @@ def _reclaim_report(
         say(
             "reclaim: no acted reclaim to time"
             + (
-                f" ({freed.untimed} with no unmet request since the last placement)"
+                f" ({freed.untimed} with no refusal still unmet when requested)"
                 if freed.untimed
                 else ""
             )
@@ -827,7 +806,6 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     if fair and run.reclaim != "off":
         watch = reclaims.Watch(run.database_url("hpc", as_plugin=False))
         watch.start()
-    started_utc = _utc_now()
     clients, ledger, started = start_clients(
         run,
         seconds=args.seconds,
@@ -894,14 +872,7 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         found = fairshare.generations(run.database_url("hpc"), first_generation, last_generation)
         entitlement = _fair_report(run, placed, ledger, found, say)
         if watch is not None:
-            wrong_victims = _reclaim_report(
-                run,
-                watch,
-                unmet_requests(ledger, started, started_utc),
-                found.platform_of,
-                ended_utc,
-                say,
-            )
+            wrong_victims = _reclaim_report(run, watch, found.platform_of, ended_utc, say)
     mismatches: list[str] = []
     if run.plugin:
         mismatches = _records_converge(run, placed, {s.id for s in servers}, say)

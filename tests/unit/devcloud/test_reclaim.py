@@ -261,31 +261,38 @@ class TestUnusedRoom(testtools.TestCase):
 
 
 class TestTimeToFreedCores(testtools.TestCase):
-    def test_from_the_first_unmet_request_since_the_last_placement(self) -> None:
-        placed = [
-            checker.Placed("a1", "fair-a", "xeon", at(0)),
-            checker.Placed("a2", "fair-a", "xeon", at(50)),
-            checker.Placed("b1", "fair-b", "xeon", at(60)),
+    def _placed(self, *vms):
+        return [checker.Placed(f"p{i}", p, "xeon", at(t), c) for i, (p, t, c) in enumerate(vms)]
+
+    def test_from_the_oldest_refusal_still_unmet(self) -> None:
+        placed = self._placed(("fair-a", 0, 2), ("fair-a", 15, 2), ("fair-a", 25, 4))
+        refused = [
+            checker.Refused("fair-a", 4, at(10)),
+            checker.Refused("fair-a", 4, at(20)),
+            checker.Refused("fair-b", 4, at(1)),
         ]
-        unmet = {"fair-a": [at(10), at(20), at(55), at(58)], "fair-b": [at(1)]}
-        # Requested at 40: the last placement was at 0, the first unmet after it at 10.
-        self.assertEqual(at(10), checker.unmet_since("fair-a", at(40), placed, unmet))
-        # Requested at 70: placed at 50, unmet again from 55.
-        self.assertEqual(at(55), checker.unmet_since("fair-a", at(70), placed, unmet))
-        # A refusal in the same second as a placement was met by it.
-        self.assertIsNone(checker.unmet_since("fair-b", at(70), placed, {"fair-b": [at(60)]}))
-        self.assertIsNone(checker.unmet_since("fair-c", at(70), placed, unmet))
+        # At 18: the placement at 15 met 2 of the 4 cores refused at 10.
+        self.assertEqual(at(10), checker.unmet_since("fair-a", at(18), placed, refused, 30))
+        # At 28: 2 more met at 25 the rest of 10, and 2 of 20.
+        self.assertEqual(at(20), checker.unmet_since("fair-a", at(28), placed, refused, 30))
+        # Refusals older than the interval are no longer unmet demand.
+        self.assertIsNone(checker.unmet_since("fair-a", at(60), placed, refused, 30))
+        self.assertIsNone(checker.unmet_since("fair-c", at(28), placed, refused, 30))
+
+    def test_a_placement_in_the_refusals_second_meets_it(self) -> None:
+        placed = self._placed(("fair-a", 10, 4))
+        refused = [checker.Refused("fair-a", 4, at(10))]
+        self.assertIsNone(checker.unmet_since("fair-a", at(12), placed, refused, 30))
 
     def test_figures_over_the_acted_reclaims(self) -> None:
-        placed = [checker.Placed("a1", "fair-a", "xeon", at(0))]
-        unmet = {"fair-a": [at(10)]}
+        refused = [checker.Refused("fair-a", 4, at(10))]
         reclaims = [
             reclaim(1, requested=12, acted=30),
             reclaim(2, requested=15, acted=60),
             reclaim(3, requested=15),  # not acted: not timed
             reclaim(4, beneficiary="fair-c", requested=15, acted=20),  # nothing unmet
         ]
-        freed = checker.time_to_freed_cores(reclaims, placed, unmet, bound=40.0)
+        freed = checker.time_to_freed_cores(reclaims, [], refused, 30, bound=40.0)
         self.assertEqual((20.0, 50.0), freed.seconds)
         self.assertEqual((1, 1), (freed.untimed, freed.within))
 
@@ -311,18 +318,6 @@ class TestReclaimTrial(testtools.TestCase):
             [stress.KEEP_ALIVE, 12, 12, stress.KEEP_ALIVE], [c.keep_alive for c in clients]
         )
 
-    def test_unplaced_hpc_requests_are_unmet_at_their_wall_time(self) -> None:
-        hpc = checker.Asked("r1", AppClass.SYNC_HPC, 10.0, "LU", 1, "fair-a", 2)
-        plain = checker.Asked("r2", None, 0.0, None, 1, "fair-a", 1)
-        ledger = [
-            stress.Outcome(hpc, posted=105.0, result="novalidhost"),
-            stress.Outcome(hpc, posted=106.0, result="active"),
-            stress.Outcome(plain, posted=107.0, result="novalidhost"),
-        ]
-        self.assertEqual(
-            {"fair-a": [at(5)]}, stress.unmet_requests(ledger, started=100.0, started_utc=T0)
-        )
-
 
 class WatchTests:
     """What the watch keeps of the plugin database, on each database."""
@@ -344,13 +339,20 @@ class WatchTests:
         self.database.record_refusal("fair-a", "LU", 4)
         cloud = {"cloud": {"platforms": [["xeon", 1, 10]], "hosts": {"x1": "xeon"}}}
         self.database.write_generation("pa-rr", {"fair-b": {"xeon": 1}}, cloud)
+        # A reclaim of an earlier load is not this load's to judge.
+        self.database.request_reclaims(
+            [loans_db.NewReclaim("old", "fair-b", "xeon", 2, "borrowed", "fair-a", "test")],
+            "stop",
+            10,
+            T0,
+        )
+        watch = reclaims.Watch(self.db_url, poll=0.01)
         (requested,) = self.database.request_reclaims(
             [loans_db.NewReclaim("v1", "fair-b", "xeon", 2, "borrowed", "fair-a", "test")],
             "stop",
             10,
             T0,
         )
-        watch = reclaims.Watch(self.db_url, poll=0.01)
         watch.start()
         self.assertTrue(wait_for(lambda: watch.looks > 0))
         self.database.update_reclaim(requested.id, state="acted", acted_at=at(12))
@@ -360,13 +362,15 @@ class WatchTests:
         self.assertEqual(
             {"v1": checker.LoanSeen("v1", "fair-b", "xeon", 2, "borrowed", 3)}, watch.loans
         )
+        self.assertEqual([requested.id], list(watch.reclaims))
         seen = watch.reclaims[requested.id]
         self.assertEqual(("acted", at(12), "fair-a"), (seen.state, seen.acted_at, seen.beneficiary))
         placed = watch.placed({"x1": "xeon"})
         self.assertEqual(
-            [("fair-a", "xeon"), ("fair-b", "xeon")], [(p.project, p.platform) for p in placed]
+            [("fair-a", "xeon", 2), ("fair-b", "xeon", 2)],
+            [(p.project, p.platform, p.cores) for p in placed],
         )
-        self.assertEqual(["fair-a"], list(watch.refused()))
+        self.assertEqual(["fair-a"], [r.project for r in watch.refusals.values()])
         self.assertEqual(0, watch.failed_looks)
         (generation,) = watch.generations.values()
         self.assertEqual(
