@@ -583,6 +583,8 @@ class FreedIn:
     #: reclaim was requested (its declared demand alone, or older ones).
     untimed: int
     bound: float
+    #: The reclaims that took longer than ``bound``, described.
+    late: tuple[str, ...] = ()
 
     @property
     def within(self) -> int:
@@ -599,13 +601,20 @@ def time_to_freed_cores(
     """Seconds from each acted reclaim's :func:`unmet_since` to its ``acted_at``;
     ``bound`` is one ``fairshare_interval`` plus the grace."""
     placed, refused = list(placed), list(refused)
-    seconds, untimed = [], 0
-    for reclaim in reclaims:
+    seconds, untimed, late = [], 0, []
+    for reclaim in sorted(reclaims, key=lambda r: r.id):
         if reclaim.acted_at is None:
             continue
         start = unmet_since(reclaim.beneficiary, reclaim.requested_at, placed, refused, interval)
         if start is None:
             untimed += 1
             continue
-        seconds.append(max(0.0, (reclaim.acted_at - start).total_seconds()))
-    return FreedIn(tuple(sorted(seconds)), untimed, bound)
+        took = max(0.0, (reclaim.acted_at - start).total_seconds())
+        seconds.append(took)
+        if took > bound:
+            late.append(
+                f"reclaim {reclaim.id} for {reclaim.beneficiary}: unmet since "
+                f"{start:%H:%M:%S}, requested {reclaim.requested_at:%H:%M:%S}, acted "
+                f"{reclaim.acted_at:%H:%M:%S} ({took:.0f} s)"
+            )
+    return FreedIn(tuple(sorted(seconds)), untimed, bound, tuple(late))

@@ -732,6 +732,8 @@ def _reclaim_report(
         say(f"  unused: {line}")
     for line in below[:10]:
         say(f"  below: {line}")
+    for line in freed.late[:10]:
+        say(f"  later than interval + grace: {line}")
     ended = [r for r in sorted(seen, key=lambda r: r.id) if r.state in ("failed", "cancelled")]
     for record in ended[:10]:
         say(f"  {record.state}: reclaim {record.id}: {(record.error or '')[:200]}")

@@ -295,6 +295,13 @@ class TestTimeToFreedCores(testtools.TestCase):
         freed = checker.time_to_freed_cores(reclaims, [], refused, 30, bound=40.0)
         self.assertEqual((20.0, 50.0), freed.seconds)
         self.assertEqual((1, 1), (freed.untimed, freed.within))
+        self.assertEqual(
+            (
+                "reclaim 2 for fair-a: unmet since 02:00:10, requested 02:00:15, "
+                "acted 02:01:00 (50 s)",
+            ),
+            freed.late,
+        )
 
 
 class TestReclaimTrial(testtools.TestCase):
