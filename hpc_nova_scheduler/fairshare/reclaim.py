@@ -51,7 +51,10 @@ other's. Here, with entitlements fixed:
    or below it, never back.
 3. A reclaim under way (requested, or acted while its victim still counts)
    covers its beneficiary's need: the same demand never takes a second
-   victim.
+   victim. Its victim, passed among the loans, counts as already taken from
+   its project, so a later run never takes the same overage twice. (Pass
+   the victims under way among ``loans``: they still run and still count
+   in ``use``.)
 
 Each run therefore only lowers the total overage ``sum(max(0, use - E))``
 and never raises anyone below its entitlement above it by taking from
@@ -203,6 +206,13 @@ class _Books:
         self.loans = [
             loan for loan in sorted(loans, key=_youngest_first) if loan.platform == state.name
         ]
+        # A victim under way still runs, so its cores are still in its
+        # project's use: they are already taken from its overage. Without
+        # this, a later run would take them from that project a second time
+        # and leave it below its entitlement once both victims are gone.
+        for loan in self.loans:
+            if loan.instance_uuid in self.taken and not loan.preemptible:
+                self.taken_from[loan.project] = self.taken_from.get(loan.project, 0) + loan.cores
 
     def headroom(self, project: str) -> int:
         """Cores still takeable from ``project``'s borrowed VMs."""
