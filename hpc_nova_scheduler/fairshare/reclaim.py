@@ -28,7 +28,9 @@ The rule
   gone.
 * **As few VMs as cover the need**: victims are taken until the need is
   covered, then any victim the others cover without is handed back (the
-  last taken first).
+  last taken first). A need no set of victims covers whole is met in part
+  only when it is several requests (``Demand.unit``, the cores of one):
+  then as many whole requests as the loans cover.
 * **Topology**: a need from a request with ``hpc:topology_required`` is
   met inside one domain of that level: the domain that needs the fewest
   victims (then the most idle cores, then the name), its own idle cores
@@ -102,6 +104,10 @@ class Demand:
     cores: int
     #: ``hpc:topology_required``'s level, when the cores must share one domain of it.
     level: str | None = None
+    #: The cores of one of its requests, when the demand is several requests
+    #: of that size: it may then be met in part, whole requests at a time.
+    #: None: one request, met whole or not at all.
+    unit: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,6 +280,19 @@ def _cover(books: _Books, short: int, within: str | None, domain: str | None) ->
     return chosen
 
 
+def _cover_in_part(books: _Books, short: int, unit: int) -> tuple[list[Loan] | None, int]:
+    """(victims, cores left unmet) for the most whole requests of ``unit`` cores the loans cover."""
+    part = short - short % unit
+    if part == short:
+        part -= unit
+    while part >= unit:
+        victims = _cover(books, part, None, None)
+        if victims is not None:
+            return victims, short - part
+        part -= unit
+    return None, short
+
+
 def _beneficiaries(state: PlatformState, demands: Iterable[Demand]) -> list[tuple[Demand, int]]:
     """(demand, cores it may gain) for projects below their entitlement, neediest first."""
     found = []
@@ -322,6 +341,19 @@ def plan(
                 continue
             victims = _cover(books, short, None, None)
             where = ""
+            if victims is None and demand.unit:
+                # Several requests: as many whole ones as the loans cover.
+                victims, left = _cover_in_part(books, short, demand.unit)
+                if victims is not None:
+                    decision.unserved.append(
+                        Unserved(
+                            demand.project,
+                            state.name,
+                            left,
+                            f"only {short - left} of the {short} cores can be taken back on "
+                            f"{state.name} without leaving a project below its entitlement",
+                        )
+                    )
         else:
             found = _in_one_domain(books, idle_in.get(demand.level, {}), demand.level, need)
             if found is None:
