@@ -19,7 +19,7 @@ from hpc_nova_scheduler.cmd import common
 
 VM = "vm"
 #: The options only the VM-level engine takes (their dests).
-OWN = ("enforcement", "reclaim", "lifetime", "services", "grace", "horizon")
+OWN = ("enforcement", "reclaim", "lifetime", "services", "grace", "horizon", "declare")
 #: The many-task engines' options, with their defaults: refused beside the VM engine.
 THEIRS = {
     "arrivals": "all-at-once",
@@ -159,6 +159,11 @@ def cells(
     if args.runs < 1:
         raise common.CommandError(f"--runs must be at least 1, not {args.runs}")
     policy = _policy(args.policy, known)
+    declare = (args.declare or "standing").strip()
+    if declare not in cloud_sim.DECLARES:
+        raise common.CommandError(
+            f"--declare: {declare!r} is not one of {', '.join(cloud_sim.DECLARES)}"
+        )
     grid = []
     for scenario in _scenarios(args.scenario):
         own = scenario == cloud_sim.RETURNING
@@ -183,6 +188,7 @@ def cells(
                             lifetime=lifetime,
                             services=fraction,
                             weights=weights,
+                            declare=declare,
                         )
                     )
     return grid
@@ -222,6 +228,7 @@ def cmd_vm(args: argparse.Namespace, out: TextIO, grid: list) -> int:
         "horizon_s": grid[0].horizon_s,
         "lifetime": grid[0].lifetime,
         "policy": "/".join((first.first, first.metric, first.second)),
+        "declare": grid[0].declare,
     }
     if args.format == "json":
         strictjson.dump(
@@ -258,7 +265,8 @@ def cmd_vm(args: argparse.Namespace, out: TextIO, grid: list) -> int:
         out.write(
             f"engine: vm (VMs that stay; interval {settings['interval_s']:g} s, grace "
             f"{settings['grace_s']:g} s, horizon {settings['horizon_s']:g} s, lifetime "
-            f"{settings['lifetime']}, policy {settings['policy']})\n"
+            f"{settings['lifetime']}, declarations {settings['declare']}, policy "
+            f"{settings['policy']})\n"
         )
         common.table(
             COLUMNS,
@@ -382,6 +390,13 @@ def add_arguments(simulate) -> None:
         type=float,
         metavar="SECONDS",
         help="seconds between a reclaim's decision and its victim's end (default 300)",
+    )
+    vm.add_argument(
+        "--declare",
+        metavar="WHEN",
+        help="standing: each project's declared demand stands while it is idle, so its "
+        "entitlement waits for it (default); active: it is withdrawn while idle, and "
+        "entitlements follow who is asking",
     )
     vm.add_argument(
         "--horizon",

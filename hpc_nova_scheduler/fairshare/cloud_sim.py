@@ -20,12 +20,16 @@ The model, each decision with its reason
   ends is replaced at once; ``services`` of those cores are VMs that never
   end, the rest batch VMs with the scenario's :class:`Lifetime`. While
   idle they ask nothing new, withdraw what waits, and their VMs run on.
-* **Declared demand stands** (``fairshare demand set``), idle or not: the
-  entitlement a project keeps while idle is what ``strict`` leaves idle and
-  ``borrow`` lends, and what a returning project gets back. With the live
-  rule demand = max(declared, running + refused) (``entitlements.py``),
-  the closed loop keeps every project's demand at its declaration, so
-  entitlements move only when weights or declarations do.
+* **Declared demand stands** (``fairshare demand set``), idle or not, by
+  default (``declare="standing"``): the entitlement a project keeps while
+  idle is what ``strict`` leaves idle and ``borrow`` lends, and what a
+  returning project gets back. With the live rule demand = max(declared,
+  running + refused) (``entitlements.py``), the closed loop keeps every
+  project's demand at its declaration, so entitlements move only when
+  weights or declarations do. ``declare="active"`` withdraws the
+  declaration while idle: entitlements then follow who is asking, and VMs
+  placed within an entitlement a later run shrinks are not loans, so no
+  reclaim takes them (the reclaim rule's own choice, ``reclaim.py``).
 * **The allocator** runs at 0 and every ``interval_s``:
   ``entitlements.allocate`` over :class:`~.entitlements.ProjectView`
   values, exactly the agent's call (cached while its inputs do not move).
@@ -42,8 +46,9 @@ The model, each decision with its reason
 * **Reclaim** (``reclaim=True``), at each interval after the retries:
   per platform, :func:`.reclaim.plan` with the waiting requests as unmet
   demand (each project's waiting cores spread over the platforms of its
-  entitlement with room, highest affinity first: one request is never
-  counted on two platforms) and the victims not yet ended as
+  entitlement with room for whole VMs, highest affinity first: one request
+  is never counted on two platforms; met in part, VM by VM, when the loans
+  cannot cover all of it) and the victims not yet ended as
   :class:`~.reclaim.Pending`. A victim ends ``grace_s`` later; its cores go
   at once to its beneficiary's waiting requests (the beneficiary's retry),
   so no borrower takes them first and no second reclaim follows. Unmet
@@ -108,6 +113,9 @@ DEFAULT_INTERVAL_S = 300.0
 DEFAULT_GRACE_S = 300.0
 DEFAULT_HORIZON_S = 2 * 86_400.0
 DAY_S = 86_400.0
+
+#: How tenants declare: all the time, or only while active.
+DECLARES = ("standing", "active")
 
 #: The named scenario this module exists for (see :func:`returning_project`).
 RETURNING = "returning-project"
@@ -179,6 +187,8 @@ class ProjectSpec:
     #: Cores of its declaration held by VMs that never end.
     services: int = 0
     vm_cores: int = VM_CORES
+    #: Whether its declaration stands while it is idle (else it is withdrawn).
+    standing: bool = True
 
     def __post_init__(self) -> None:
         if self.vm_cores < 1:
@@ -329,6 +339,7 @@ class _Engine:
         self.spec = {p.name: p for p in cloud.projects}
         if len(self.spec) != len(cloud.projects):
             raise CloudSimError(f"{cloud.name}: a project is named twice")
+        self.active = dict.fromkeys(self.spec, False)
         views = [self._view(p.name, {}, 0) for p in cloud.projects]
         self.affinity = entitlements.affinities(
             settings.metric, views, cloud.platforms, cloud.table
@@ -343,7 +354,6 @@ class _Engine:
         self.vms: dict[str, _VM] = {}
         self.waiting: list[_Request] = []
         self.waiting_cores = dict.fromkeys(self.spec, 0)
-        self.active = dict.fromkeys(self.spec, False)
         self.services = dict.fromkeys(self.spec, 0)  # service cores running or waiting
         self.events: list[tuple[float, int, int, str, object]] = []
         self.counter = itertools.count()
@@ -372,7 +382,7 @@ class _Engine:
         return entitlements.ProjectView(
             name=name,
             weight=spec.weight,
-            declared=spec.declared,
+            declared=spec.declared if spec.standing or self.active[name] else 0,
             running=dict(running),
             refused=refused,
             application=spec.application,
@@ -491,10 +501,12 @@ class _Engine:
             for platform in self.order[name]:
                 if left <= 0:
                     break
+                vm_cores = self.spec[name].vm_cores
                 room = self.entitled[platform].get(name, 0) - self.use[platform][name]
+                room -= room % vm_cores  # whole VMs: a request needs its cores on one platform
                 if room > 0:
                     take = min(left, room)
-                    demands[platform].append(reclaim.Demand(name, take))
+                    demands[platform].append(reclaim.Demand(name, take, unit=vm_cores))
                     left -= take
         return demands
 
@@ -711,8 +723,10 @@ def table8_cloud(
     lifetime: Lifetime = Lifetime("exp", 3600.0),
     services: float = 0.0,
     weights: Mapping[str, float] | None = None,
+    declare: str = "standing",
 ) -> Cloud:
     """Table 8's scenario ``name`` as a cloud (the module's docstring says how)."""
+    _check_declare(declare)
     if not (0.0 <= services <= 1.0):
         raise CloudSimError(f"services must be a fraction from 0 to 1, not {services}")
     try:
@@ -739,12 +753,20 @@ def table8_cloud(
                 lifetime=lifetime,
                 weight=(weights or {}).get(app, 1.0),
                 services=int(services * declared) // VM_CORES * VM_CORES,
+                standing=declare == "standing",
             )
         )
     return Cloud(name, scenario.platforms, tuple(projects), horizon_s, table)
 
 
-def returning_project(lifetime: Lifetime = Lifetime("fixed", 6 * 3600.0), seed: int = 0) -> Cloud:
+def _check_declare(declare: str) -> None:
+    if declare not in DECLARES:
+        raise CloudSimError(f"declare {declare!r}; known: {', '.join(DECLARES)}")
+
+
+def returning_project(
+    lifetime: Lifetime = Lifetime("fixed", 6 * 3600.0), seed: int = 0, declare: str = "standing"
+) -> Cloud:
     """The case issue 45 exists for: a project back after an idle week finds its cores lent.
 
     Table 5's platforms; two projects of equal weight. ``returning``
@@ -753,8 +775,12 @@ def returning_project(lifetime: Lifetime = Lifetime("fixed", 6 * 3600.0), seed: 
     (Blast) declares the whole cloud in services (VMs that never end) from
     the first hour. Under ``borrow`` the steady project fills the returning
     one's idle entitlement with services; without reclaim the returning
-    project never gets it back.
+    project never gets it back. With ``declare="active"`` the returning
+    project withdraws its declaration for its idle week: the steady one's
+    services then fill its cores within their own entitlement, and not even
+    reclaim gives them back.
     """
+    _check_declare(declare)
     platforms = workload.PLATFORMS
     cores = sum(p.cores for p in platforms)
     horizon = 9 * DAY_S
@@ -765,6 +791,7 @@ def returning_project(lifetime: Lifetime = Lifetime("fixed", 6 * 3600.0), seed: 
             declared=cores // 2,
             active=((0.0, DAY_S), (8 * DAY_S, horizon)),
             lifetime=lifetime,
+            standing=declare == "standing",
         ),
         ProjectSpec(
             name="steady",
@@ -773,6 +800,7 @@ def returning_project(lifetime: Lifetime = Lifetime("fixed", 6 * 3600.0), seed: 
             active=((3600.0, horizon),),
             lifetime=lifetime,
             services=cores,
+            standing=declare == "standing",
         ),
     )
     return Cloud(RETURNING, platforms, projects, horizon, _times(seed))
@@ -802,14 +830,21 @@ class Cell:
     #: Fraction of each declaration in services; None for the returning project (its own).
     services: float | None = 0.0
     weights: tuple[tuple[str, float], ...] = ()
+    declare: str = "standing"
 
 
 def cloud(cell: Cell) -> Cloud:
     lifetime = Lifetime.parse(cell.lifetime)
     if cell.scenario == RETURNING:
-        return returning_project(lifetime, cell.seed)
+        return returning_project(lifetime, cell.seed, cell.declare)
     return table8_cloud(
-        cell.scenario, cell.seed, cell.horizon_s, lifetime, cell.services or 0.0, dict(cell.weights)
+        cell.scenario,
+        cell.seed,
+        cell.horizon_s,
+        lifetime,
+        cell.services or 0.0,
+        dict(cell.weights),
+        cell.declare,
     )
 
 

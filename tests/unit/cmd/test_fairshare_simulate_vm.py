@@ -44,7 +44,7 @@ class TestVMEngine(testtools.TestCase):
         self.assertEqual("vm", found["engine"])
         self.assertEqual(
             {"interval_s": 600.0, "grace_s": 600.0, "horizon_s": 21600.0,
-             "lifetime": "exp:1800", "policy": "pa-rr/rpa/maf"},
+             "lifetime": "exp:1800", "policy": "pa-rr/rpa/maf", "declare": "standing"},
             found["settings"],
         )  # fmt: skip
         self.assertEqual(
@@ -57,6 +57,17 @@ class TestVMEngine(testtools.TestCase):
         self.assertEqual(300, returning[2]["reclaims"])
         self.assertLessEqual(returning[2]["max_wait_s"], 1200)
         self.assertEqual({"gene", "cheetah", "darth", "lcloud"}, set(returning[0]["fairness"]))
+
+    def test_withdrawn_declarations_leave_the_returning_project_out(self) -> None:
+        code, out, err = simulate(
+            "--scenario", "returning-project", "--declare", "active", "--format", "json",
+            "--workers", "1",
+        )  # fmt: skip
+        self.assertEqual(0, code, err)
+        found = json.loads(out)
+        self.assertEqual("active", found["settings"]["declare"])
+        strict = next(r for r in found["summary"] if r["mode"] == "strict")
+        self.assertLess(strict["worst_platform_fairness"], 0.95)
 
     def test_csv_has_a_row_per_run_and_platform(self) -> None:
         code, out, err = simulate(
@@ -80,6 +91,7 @@ class TestVMEngine(testtools.TestCase):
             ("--enforcement: 'loose' is not one of strict, borrow", ("--enforcement", "loose")),
             ("--enforcement: no value given", ("--enforcement", ",")),
             ("--reclaim: 'stop' is not one of off, on", ("--reclaim", "stop")),
+            ("--declare: 'never' is not one of standing, active", ("--declare", "never")),
             ("--lifetime: lifetime 'soon': expected forever, SECONDS or exp:SECONDS",
              ("--lifetime", "soon")),
             ("--lifetime: lifetime seconds must be a number > 0", ("--lifetime", "exp:0")),

@@ -102,6 +102,20 @@ class TestReturningProject(testtools.TestCase):
             self.assertLessEqual(max(result.reclaim_delays), interval + grace)
             self.assertGreater(result.total_utilisation, 0.99)
 
+    def test_a_withdrawn_declaration_is_not_waited_for_by_any_mode(self) -> None:
+        # Idle, it declares nothing: the steady project's services fill its
+        # cores within their own entitlement, so nothing is a loan to take.
+        for enforcement, reclaim in ((STRICT, False), (BORROW, True)):
+            result = cloud_sim.simulate(
+                cloud_sim.returning_project(declare="active"),
+                Settings(enforcement, reclaim),
+                record=True,
+            )
+            last = self.returning(result)[-1]
+            self.assertEqual((0, 1200, 1200), (sum(last.use.values()), self.entitled(last),
+                                               last.waiting))  # fmt: skip
+            self.assertEqual(0, result.wrong_victims)
+
 
 class TestTable8(testtools.TestCase):
     def modes(self, name: str, **options) -> dict[str, cloud_sim.Result]:
@@ -173,6 +187,7 @@ class TestTable8(testtools.TestCase):
             (lambda: Settings(grace_s=-1), "grace must be a number of seconds >= 0"),
             (lambda: cloud_sim.table8_cloud("tiny"), "unknown scenario 'tiny'"),
             (lambda: cloud_sim.table8_cloud("default", services=2), "services must be a fraction"),
+            (lambda: cloud_sim.returning_project(declare="never"), "declare 'never'"),
         ):
             self.assertIn(message, str(self.assertRaises(CloudSimError, call)))
 
