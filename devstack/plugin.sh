@@ -7,8 +7,10 @@
 # doc/source/contributor/control-plane.rst): install the plugin next to
 # nova-scheduler, point nova.conf at its filters and weighers, run several
 # scheduler workers, create the plugin database, sync it and load profiles,
-# and run hpc-scheduler-agent (the sweep, the fallback copy and the
-# fair-share allocator) next to nova-scheduler, with the same nova.conf.
+# and run hpc-scheduler-agent (the sweep, the fallback copy, the
+# fair-share allocator and its reclaims) next to nova-scheduler, with the
+# same nova.conf and, when HPC_FAIRSHARE_RECLAIM is not off, a Keystone
+# user of its own for Nova's API.
 # Racks and processor groups are host aggregates with hpc:rack and
 # hpc:cpu_group metadata, which the operator sets as for any cloud.
 
@@ -52,6 +54,30 @@ function configure_hpc_nova_scheduler {
         "$HPC_SYNC_CACHE_THRESHOLD"
     iniset "$NOVA_CONF" hpc_scheduler interference_tolerance \
         "$HPC_INTERFERENCE_TOLERANCE"
+    if [[ "$HPC_FAIRSHARE_RECLAIM" != "off" ]]; then
+        iniset "$NOVA_CONF" hpc_scheduler fairshare_reclaim \
+            "$HPC_FAIRSHARE_RECLAIM"
+        iniset "$NOVA_CONF" hpc_scheduler fairshare_reclaim_grace \
+            "$HPC_FAIRSHARE_RECLAIM_GRACE"
+        configure_hpc_scheduler_agent_credentials
+    fi
+}
+
+# Reclaim acts through Nova's API with the agent's own service user (an
+# admin of the service project), never with nova's.
+function configure_hpc_scheduler_agent_credentials {
+    local user="$HPC_AGENT_USER"
+    get_or_create_user "$user" "$SERVICE_PASSWORD" default
+    get_or_add_user_project_role admin "$user" "$SERVICE_PROJECT_NAME"
+    local group=hpc_scheduler_agent
+    iniset "$NOVA_CONF" $group auth_type password
+    iniset "$NOVA_CONF" $group auth_url "$KEYSTONE_SERVICE_URI"
+    iniset "$NOVA_CONF" $group username "$user"
+    iniset "$NOVA_CONF" $group password "$SERVICE_PASSWORD"
+    iniset "$NOVA_CONF" $group project_name "$SERVICE_PROJECT_NAME"
+    iniset "$NOVA_CONF" $group user_domain_name Default
+    iniset "$NOVA_CONF" $group project_domain_name Default
+    iniset "$NOVA_CONF" $group region_name "$REGION_NAME"
 }
 
 function init_hpc_nova_scheduler {

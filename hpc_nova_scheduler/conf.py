@@ -214,6 +214,12 @@ NO_FAIRNESS = "none"
 STRICT = "strict"
 BORROW = "borrow"
 
+RECLAIM_OFF = "off"
+RECLAIM_STOP = "stop"
+RECLAIM_SHELVE = "shelve"
+RECLAIM_DELETE = "delete"
+RECLAIM_MODES = (RECLAIM_OFF, RECLAIM_STOP, RECLAIM_SHELVE, RECLAIM_DELETE)
+
 fairness_opts = [
     cfg.StrOpt(
         "fairness_policy",
@@ -309,10 +315,69 @@ shares and demand only.
             (
                 BORROW,
                 "A request beyond its project's entitlement may use cores of a "
-                "platform that no project is using; they are not taken back.",
+                "platform that no project is using; they are taken back only "
+                "with fairshare_reclaim.",
             ),
         ],
         help="What the placement filter does with a request beyond its project's entitlement.",
+    ),
+    cfg.StrOpt(
+        "fairshare_reclaim",
+        default=RECLAIM_OFF,
+        choices=[
+            (RECLAIM_OFF, "Borrowed and preemptible VMs are never taken back."),
+            (
+                RECLAIM_STOP,
+                "Stop the victim. It keeps its host and its Placement allocation: "
+                "the cores it frees serve others only where Placement has room "
+                "(cpu_allocation_ratio above 1), but nothing of it is lost.",
+            ),
+            (
+                RECLAIM_SHELVE,
+                "Shelve and offload the victim: its host and allocation are freed, "
+                "its disk is kept as an image; the tenant unshelves it later.",
+            ),
+            (RECLAIM_DELETE, "Delete the victim."),
+        ],
+        help="""
+How ``hpc-scheduler-agent`` takes back borrowed cores. After each allocator
+run, when a project below its entitlement on a platform has unmet demand
+(declared demand not running, or requests refused for its entitlement in
+the last interval) and the platform has no idle cores for it, the agent
+chooses victims among the VMs that may be taken back: preemptible VMs
+(flavor extra spec ``hpc:preemptible = true``) first, then VMs placed beyond
+their project's entitlement under ``fairshare_enforcement = borrow``, from
+the project furthest over its entitlement, youngest first, as few as cover
+the demand, and never so many that their project falls below its own
+entitlement. Each victim's server gets the metadata key ``hpc:reclaim_at``
+(when, and why); ``fairshare_reclaim_grace`` seconds later the agent stops,
+shelves or deletes it through Nova's API with the credentials of the
+``[hpc_scheduler_agent]`` group. Nothing else is ever taken back.
+""",
+    ),
+    cfg.IntOpt(
+        "fairshare_reclaim_grace",
+        default=300,
+        min=0,
+        max=7 * 24 * 3600,
+        help="""
+Seconds between marking a victim (metadata key ``hpc:reclaim_at``) and
+stopping, shelving or deleting it: the tenant's time to save its work. The
+time from unmet demand to freed cores is at most one ``fairshare_interval``
+plus this grace.
+""",
+    ),
+    cfg.IntOpt(
+        "fairshare_reclaim_attempts",
+        default=3,
+        min=1,
+        max=100,
+        help="""
+Calls of Nova's API per reclaim before it is reported as failed (one per
+look of the agent, every few seconds). A failed reclaim keeps covering its
+beneficiary's demand, so no second victim is taken for it: the operator
+acts on it (``hpc-nova-scheduler fairshare reclaim list`` shows it).
+""",
     ),
     cfg.IntOpt(
         "fairshare_interval",
@@ -366,9 +431,58 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(ALL_OPTS, group=GROUP_NAME)
 
 
+AGENT_GROUP_NAME = "hpc_scheduler_agent"
+
+AGENT_GROUP_HELP = """
+How ``hpc-scheduler-agent`` reaches Nova's API (keystoneauth options, as
+Nova's own ``[placement]`` group): its own service credentials, used to mark,
+stop, shelve or delete the victims of fair-share reclaim
+(``[hpc_scheduler] fairshare_reclaim``). Only the agent reads them.
+"""
+
+
+def agent_group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        name=AGENT_GROUP_NAME, title="hpc-scheduler-agent's access to Nova", help=AGENT_GROUP_HELP
+    )
+
+
+def agent_opts() -> list[cfg.Opt]:
+    """keystoneauth's session, auth and adapter options for the compute service."""
+    from keystoneauth1 import loading as ks_loading
+
+    adapter = ks_loading.get_adapter_conf_options(include_deprecated=False)
+    for opt in adapter:
+        if opt.dest == "service_type":
+            opt.default = "compute"
+        if opt.dest == "valid_interfaces":
+            opt.default = ["internal", "public"]
+    return (
+        ks_loading.get_session_conf_options()
+        + ks_loading.get_auth_common_conf_options()
+        + ks_loading.get_auth_plugin_conf_options("password")
+        + ks_loading.get_auth_plugin_conf_options("v3password")
+        + adapter
+    )
+
+
+def register_agent_opts(conf: cfg.ConfigOpts) -> None:
+    """Register ``[hpc_scheduler_agent]`` on ``conf`` (the agent, once; idempotent)."""
+    from keystoneauth1 import loading as ks_loading
+
+    if AGENT_GROUP_NAME in conf:
+        return
+    conf.register_group(agent_group())
+    ks_loading.register_session_conf_options(conf, AGENT_GROUP_NAME)
+    ks_loading.register_auth_conf_options(conf, AGENT_GROUP_NAME)
+    ks_loading.register_adapter_conf_options(conf, AGENT_GROUP_NAME, include_deprecated=False)
+    conf.set_default("service_type", "compute", group=AGENT_GROUP_NAME)
+    conf.set_default("valid_interfaces", ["internal", "public"], group=AGENT_GROUP_NAME)
+
+
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Entry point for oslo-config-generator."""
-    return [(_group(), ALL_OPTS)]
+    return [(_group(), ALL_OPTS), (agent_group(), agent_opts())]
 
 
 class ConfigurationError(ValueError):
@@ -402,6 +516,10 @@ class FairnessSettings:
     half_life: int
     enforcement: str
     interval: int
+    #: ``fairshare_reclaim``: off, stop, shelve or delete.
+    reclaim: str = RECLAIM_OFF
+    reclaim_grace: int = 300
+    reclaim_attempts: int = 3
 
 
 FAIRNESS_OPTION_NAMES = tuple(opt.dest for opt in fairness_opts)
@@ -434,6 +552,9 @@ def fairness_settings(conf: cfg.ConfigOpts) -> FairnessSettings | None:
         half_life=values["fairshare_half_life"],
         enforcement=values["fairshare_enforcement"],
         interval=values["fairshare_interval"],
+        reclaim=values["fairshare_reclaim"],
+        reclaim_grace=values["fairshare_reclaim_grace"],
+        reclaim_attempts=values["fairshare_reclaim_attempts"],
     )
 
 

@@ -17,6 +17,26 @@ def _bad_configuration(error: Exception) -> int:
     return 2
 
 
+def reclaim_problem(conf) -> str | None:
+    """Why reclaim cannot work with these options (no credentials for Nova's API), or None."""
+    from oslo_config import cfg
+
+    from hpc_nova_scheduler import conf as hpc_conf
+
+    try:
+        mode = conf.hpc_scheduler.fairshare_reclaim
+    except (ValueError, cfg.Error) as error:
+        return f"[{hpc_conf.GROUP_NAME}] fairshare_reclaim: {' '.join(str(error).split())}"
+    if mode == hpc_conf.RECLAIM_OFF:
+        return None
+    if not conf[hpc_conf.AGENT_GROUP_NAME].auth_type:
+        return (
+            f"[{hpc_conf.AGENT_GROUP_NAME}] auth_type is not set: fairshare_reclaim = {mode} "
+            "needs the agent's own credentials for Nova's API"
+        )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     # Nova's choice of concurrency backend, made before anything imports
@@ -42,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hpc_nova_scheduler.agent.tasks import agent_name
 
     conf = hpc_conf.CONF
+    hpc_conf.register_agent_opts(conf)
     try:
         compat.parse_nova_args(argv, prog="hpc-scheduler-agent")
     except (cfg.Error, OSError) as error:
@@ -51,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"hpc-scheduler-agent: [{hpc_conf.GROUP_NAME}] connection is not set",
             file=sys.stderr,
         )
+        return 2
+    problem = reclaim_problem(conf)
+    if problem is not None:
+        print(f"hpc-scheduler-agent: {problem}", file=sys.stderr)
         return 2
     logging.setup(conf, "hpc-scheduler-agent")
     # Loading a cell mapping reads [DEFAULT] transport_url, which only RPC's

@@ -23,6 +23,7 @@ from oslo_utils import timeutils
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import allocator as allocator_mod
+from hpc_nova_scheduler.agent import reclaim as reclaim_mod
 from hpc_nova_scheduler.agent import sweep as sweep_mod
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.fairshare.platforms import Node
@@ -35,6 +36,7 @@ CONF = hpc_conf.CONF
 
 SWEEP = "sweep"
 FAIRSHARE = "fairshare"
+RECLAIM = "reclaim"
 #: Seconds before a task that is off looks at its options again.
 IDLE_SECONDS = 60.0
 
@@ -67,6 +69,13 @@ def fairshare_interval() -> float | None:
     return allocator_mod.CHECK_SECONDS
 
 
+def reclaim_interval() -> float | None:
+    options = fairness.settings() if fairshare_interval() is not None else None
+    if options is None or options.reclaim == hpc_conf.RECLAIM_OFF:
+        return None
+    return reclaim_mod.CHECK_SECONDS
+
+
 class TaskProblem(Exception):
     """A run that did not do its work, though nothing raised (recorded as its error)."""
 
@@ -81,6 +90,7 @@ class Agent:
         tags: Callable[[], Mapping | None] | None = None,
         fallback: FallbackStore | None = None,
         name: str | None = None,
+        connection: Callable[[], object] = reclaim_mod.connect,
     ) -> None:
         self.name = name or agent_name()
         self._lock = threading.Lock()
@@ -89,12 +99,16 @@ class Agent:
         #: task -> the error of its last run, so that a lasting one is logged once.
         self._errors: dict[str, str | None] = {}
         self.fallback = fallback if fallback is not None else FallbackStore()
+        tags = tags or AggregateTags().current
         self.allocator = allocator_mod.Allocator(
             self.database,
-            tags or AggregateTags().current,
+            tags,
             nodes,
             # Unique per worker process, even where a pid is used again.
             holder=f"{self.name}:{os.getpid()}:{uuid_lib.uuid4().hex[:8]}",
+        )
+        self.reclaimer = reclaim_mod.Reclaimer(
+            self.database, tags, self.allocator.holder, connection
         )
 
     def database(self) -> db_api.Database:
@@ -115,12 +129,23 @@ class Agent:
         outcome = self.allocator.tick()
         if self.allocator.problem is not None:
             raise TaskProblem(self.allocator.problem)
+        options = fairness.settings()
+        if outcome is not None and options is not None and outcome.generation is not None:
+            # Each allocator run compares unmet demand with borrowed cores.
+            self.reclaimer.request(options)
         return outcome
+
+    def reclaim(self) -> object:
+        options = fairness.settings()
+        if options is None:
+            return None
+        return self.reclaimer.act(options)
 
     def tasks(self) -> list[Task]:
         return [
             Task(SWEEP, sweep_interval, self.sweep),
             Task(FAIRSHARE, fairshare_interval, self.fairshare),
+            Task(RECLAIM, reclaim_interval, self.reclaim),
         ]
 
     def run(self, task: Task) -> float:
@@ -161,6 +186,10 @@ class Agent:
             database = self._database
         if database is None:
             return
+        try:
+            self.reclaimer.close()
+        except Exception as failure:
+            LOG.debug("hpc-scheduler-agent: closing the Nova API connection: %s", failure)
         try:
             if self.allocator.release():
                 LOG.info("hpc-scheduler-agent: fair-share lease released")

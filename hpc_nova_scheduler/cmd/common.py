@@ -168,7 +168,12 @@ def run(args: argparse.Namespace, handler: Handler, out: TextIO, err: TextIO) ->
         return 130
     except datafiles.DataFileError as error:
         err.write(f"{PROG}: {len(error.errors)} problem(s), nothing written:\n{error}\n")
-    except (CommandError, ProfileError, db_api.DatabaseUnavailable, OSError) as error:
+    except db_api.DatabaseUnavailable as error:
+        # The driver's message runs on (a hint, SQLAlchemy's "Background on this
+        # error" link): its first line says what failed.
+        lines = str(error).strip().splitlines()
+        err.write(f"{PROG}: {lines[0] if lines else type(error).__name__}\n")
+    except (CommandError, ProfileError, OSError) as error:
         err.write(f"{PROG}: {error}\n")
     except db_exc.DBConnectionError as error:
         err.write(f"{PROG}: cannot connect to the plugin database: {_cause(error)}\n")

@@ -9,7 +9,8 @@ read: numbers are unrounded, keys in the order of the file.
 ``fairshare simulate`` lives in :mod:`.fairshare_simulate`; ``fairshare share``,
 ``demand`` and ``runs`` (the data in the plugin database) in
 :mod:`.fairshare_data`; ``allocate``, ``show`` and ``report`` (fair share in
-the live cloud) in :mod:`.fairshare_live`.
+the live cloud) in :mod:`.fairshare_live`; ``reclaim list`` and ``reclaim
+plan`` (borrowed capacity taken back) in :mod:`.fairshare_reclaim`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import csv
 from typing import TextIO
 
 from hpc_nova_scheduler import strictjson
-from hpc_nova_scheduler.cmd import common, fairshare_data, fairshare_live, fairshare_simulate
+from hpc_nova_scheduler.cmd import (
+    common,
+    fairshare_data,
+    fairshare_live,
+    fairshare_reclaim,
+    fairshare_simulate,
+)
 
 #: Metric key, its heading, and how tables print it (JSON and CSV never round).
 METRICS = (
@@ -106,3 +113,4 @@ def add_parser(sub) -> None:
     fairshare_simulate.add_parser(actions)
     fairshare_data.add_parser(actions)
     fairshare_live.add_parser(actions)
+    fairshare_reclaim.add_parser(actions)

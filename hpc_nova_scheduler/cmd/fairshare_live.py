@@ -107,6 +107,22 @@ def read_nova() -> tuple[list[platforms.Node], dict]:
     return allocator.nova_nodes(), tags_of(aggregates)
 
 
+def read_nova_tags() -> dict:
+    """The aggregates' tags alone (the hosts' topology domains), with Nova configured."""
+    from nova import context as nova_context
+    from nova import objects
+
+    _agent_allocator()  # Nova's modules, imported without its chatter
+    return tags_of(objects.AggregateList.get_all(nova_context.get_admin_context()))
+
+
+def nova_tags(args: argparse.Namespace) -> dict:
+    """:func:`read_nova_tags` after loading Nova's configuration from the command's files."""
+    from hpc_nova_scheduler.cmd import reconcile
+
+    return reconcile.read_cloud(args, read_nova_tags)
+
+
 def nova_source(args: argparse.Namespace) -> tuple[list[platforms.Node], dict]:
     """:func:`read_nova` after loading Nova's configuration from the command's files."""
     from hpc_nova_scheduler.cmd import reconcile
@@ -247,6 +263,7 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> live_rep
         inputs = live_allocation.read_inputs(database, cloud, interval, now)
         use = database.cores_in_use()
         usage = database.usage()
+        loans = database.loans()
     finally:
         database.dispose()
     return live_report.live_view(
@@ -261,6 +278,7 @@ def _read_live(args: argparse.Namespace, project: str | None = None) -> live_rep
         shares=shares,
         use=use,
         usage=usage,
+        loans=loans,
     )
 
 
@@ -327,6 +345,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                     platform,
                     values["entitled"],
                     values["in_use"],
+                    values["borrowed"],
+                    values["preemptible"],
                     f"{values['usage_core_seconds'] / 3600:.2f}",
                     _number(values["affinity"], "{:.3f}"),
                     _number(values["relative_throughput"], "{:.2f}"),
@@ -340,6 +360,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
             "platform",
             "entitled",
             "in use",
+            "borrowed",
+            "preemptible",
             "usage (core-h)",
             "affinity",
             "rel. throughput",
@@ -478,9 +500,14 @@ def add_parser(actions, source: CloudSource = nova_source) -> None:
         help="entitlements, use and affinity per project and platform (like sshare)",
         description="Per project with a share and per platform, what Slurm's sshare shows "
         "a user: the entitlement in cores of the latest generation; the cores in use "
-        "(recorded VMs and live claims); the decayed usage in best-equivalent core-hours "
-        "as the allocator last charged it; the affinity the filter orders platforms by "
-        "(platform_affinity); and the relative throughput, the project's application's "
+        "(recorded VMs and live claims, but not preemptible VMs: those never count against "
+        "the entitlement); of those in use, the borrowed cores (VMs placed beyond the "
+        "entitlement under fairshare_enforcement = borrow, which fairshare_reclaim may take "
+        "back); the cores of the project's preemptible VMs (flavors with hpc:preemptible = "
+        "true, always open to reclaim); a VM a reclaim took back counts in none; the decayed "
+        "usage in best-equivalent core-hours as the allocator last charged it; the "
+        "affinity the filter orders platforms by (platform_affinity); and the relative "
+        "throughput, the project's application's "
         "tasks per core-hour on the platform over those on its fastest platform (1.00 on "
         "its best platform; '-' where it has no solo run there), from the stored runs. "
         "Also the generation's number and age, and whether it is stale (older than 2 x "

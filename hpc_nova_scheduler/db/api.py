@@ -35,6 +35,8 @@ from hpc_nova_scheduler.core.holders import host_key
 from hpc_nova_scheduler.core.profile import AppClass, ProfileError
 from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, parse_solo_runs
 from hpc_nova_scheduler.db import migration, models, sqlite_lock
+from hpc_nova_scheduler.db.loans import LoanStore
+from hpc_nova_scheduler.db.loans import lend as _lend
 
 LOG = logging.getLogger(__name__)
 
@@ -140,6 +142,11 @@ class Claim:
     cell_uuid: str | None = None
     #: Cores of each planned VM, what fair share counts.
     cores: int = 0
+    #: Fair share: ``borrowed`` or ``preemptible`` when its VMs may be taken
+    #: back, the platform, and the project's cores beyond its entitlement.
+    loan: str | None = None
+    loan_platform: str | None = None
+    loan_over: int | None = None
 
     @property
     def key(self) -> str:
@@ -200,6 +207,9 @@ _CLAIM_FIELDS = (
     "project_id",
     "cell_uuid",
     "cores",
+    "loan",
+    "loan_platform",
+    "loan_over",
 )
 
 
@@ -552,19 +562,38 @@ def _use_queries() -> tuple:
     """
     claims = models.AppClaim.__table__
     running = models.AppRunning.__table__
+    loans = models.FairshareLoan.__table__
     claimed = select(
         claims.c.project_id,
         claims.c.host,
         claims.c.nodename,
+        claims.c.loan,
         func.sum(claims.c.vms * claims.c.cores),
     ).where(claims.c.expires_at >= bindparam("now"), claims.c.vms > 0)
-    recorded = select(
-        running.c.project_id, running.c.host, running.c.nodename, func.sum(running.c.cores)
+    # A VM a reclaim has stopped runs nothing: its cores are not counted.
+    recorded = (
+        select(
+            running.c.project_id,
+            running.c.host,
+            running.c.nodename,
+            loans.c.kind,
+            func.sum(running.c.cores),
+        )
+        .select_from(running.outerjoin(loans, loans.c.instance_uuid == running.c.instance_uuid))
+        .where(func.coalesce(loans.c.stopped, 0) == 0)
     )
     found = []
     for query, host_column, group in (
-        (claimed, claims.c.host, (claims.c.project_id, claims.c.host, claims.c.nodename)),
-        (recorded, running.c.host, (running.c.project_id, running.c.host, running.c.nodename)),
+        (
+            claimed,
+            claims.c.host,
+            (claims.c.project_id, claims.c.host, claims.c.nodename, claims.c.loan),
+        ),
+        (
+            recorded,
+            running.c.host,
+            (running.c.project_id, running.c.host, running.c.nodename, loans.c.kind),
+        ),
     ):
         on_hosts = query.where(host_column.in_(bindparam("hosts", expanding=True)))
         found.append((query.group_by(*group), on_hosts.group_by(*group)))
@@ -574,13 +603,24 @@ def _use_queries() -> tuple:
 _USE_QUERIES = _use_queries()
 
 
+#: Kinds of loan (``fairshare_loans.kind``, ``app_claims.loan``).
+BORROWED = "borrowed"
+PREEMPTIBLE = "preemptible"
+#: The project name under which :func:`_cores_in_use` counts preemptible VMs:
+#: no Keystone project is named so (its ids are hexadecimal).
+PREEMPTIBLE_USE = "(preemptible)"
+
+
 def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, int]]:
     """project -> host key -> cores of its recorded VMs and live claims' planned VMs.
 
     On ``hosts`` (names), or everywhere when None. Claims are read before
     rows, as in :meth:`Database._claim_view`: a VM moves from its claim to
     its row, never back. Spare slots are not counted: a rebuild on an
-    alternate replaces a VM that failed, it does not add one.
+    alternate replaces a VM that failed, it does not add one. Preemptible
+    VMs never count against their project's entitlement: their cores are
+    under :data:`PREEMPTIBLE_USE`, so that a platform's total still holds
+    them. VMs a reclaim stopped are not counted at all.
     """
     use: dict[str, dict[str, int]] = {}
     now = timeutils.utcnow()
@@ -594,9 +634,11 @@ def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, i
                 for chunk in chunks
                 for row in session.execute(on_hosts, {"now": now, "hosts": chunk}).tuples()
             )
-        for project, host, nodename, cores in rows:
+        for project, host, nodename, loan, cores in rows:
             if project is None or not cores:
                 continue
+            if loan == PREEMPTIBLE:
+                project = PREEMPTIBLE_USE
             by_host = use.setdefault(project, {})
             key = host_key(host, nodename)
             by_host[key] = by_host.get(key, 0) + int(cores)
@@ -627,6 +669,8 @@ class Refusal:
     application: str | None
     cores: int
     at: datetime.datetime
+    #: ``hpc:topology_required``'s level, when the request had one.
+    topology_level: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -646,7 +690,7 @@ class TaskRun:
 TASK_RUNS_KEPT = datetime.timedelta(days=1)
 
 
-class Database:
+class Database(LoanStore):
     """The plugin database at one URL."""
 
     def __init__(self, url: str | None, *, max_retries: int = 0, retry_interval: int = 1) -> None:
@@ -1054,6 +1098,26 @@ class Database:
                 if name not in existing:
                     session.add(models.AppLock(name=name, generation=0))
 
+    @staticmethod
+    def _lock(session, names: Sequence[str]) -> None:
+        """Take the ``app_locks`` rows ``names`` (made by :meth:`_ensure_locks`) until commit."""
+        locks = models.AppLock.__table__
+        if session.get_bind().dialect.name == "sqlite":
+            # SQLite has no row locks: the first write of a transaction
+            # takes the database's write lock, which serialises claims.
+            session.execute(
+                update(locks)
+                .where(locks.c.name.in_(names))
+                .values(generation=locks.c.generation + 1)
+            )
+        else:
+            session.execute(
+                select(locks.c.name)
+                .where(locks.c.name.in_(names))
+                .order_by(locks.c.name)
+                .with_for_update()
+            ).all()
+
     @_retry_on_deadlock
     def claim(
         self,
@@ -1088,23 +1152,8 @@ class Database:
             | set(extra_locks)
         )
         self._ensure_locks(names)
-        locks = models.AppLock.__table__
         with self._writer() as session:
-            if session.get_bind().dialect.name == "sqlite":
-                # SQLite has no row locks: the first write of a transaction
-                # takes the database's write lock, which serialises claims.
-                session.execute(
-                    update(locks)
-                    .where(locks.c.name.in_(names))
-                    .values(generation=locks.c.generation + 1)
-                )
-            else:
-                session.execute(
-                    select(locks.c.name)
-                    .where(locks.c.name.in_(names))
-                    .order_by(locks.c.name)
-                    .with_for_update()
-                ).all()
+            self._lock(session, names)
             view = self._claim_view(session, hosts, application_id)
             if use_hosts is not None:
                 view = dataclasses.replace(view, use=_cores_in_use(session, use_hosts))
@@ -1188,6 +1237,7 @@ class Database:
                 & (claims.c.host == vm.host)
                 & (claims.c.nodename == (vm.nodename or vm.host))
             )
+            _lend(session, vm, claim_id, mine)
             session.execute(
                 update(claims).where(mine & (claims.c.vms > 0)).values(vms=claims.c.vms - 1)
             )
@@ -1616,7 +1666,13 @@ class Database:
         with self._writer() as session:
             session.execute(update(table).where(table.name == name).values(digest=None))
 
-    def record_refusal(self, project: str, application: str | None, cores: int) -> None:
+    def record_refusal(
+        self,
+        project: str,
+        application: str | None,
+        cores: int,
+        topology_level: str | None = None,
+    ) -> None:
         """A request of ``project`` was refused for its entitlement."""
         with self._writer() as session:
             session.add(
@@ -1625,6 +1681,7 @@ class Database:
                     application=application,
                     cores=_cores(cores),
                     created_at=timeutils.utcnow(),
+                    topology_level=topology_level,
                 )
             )
 
@@ -1632,7 +1689,13 @@ class Database:
         """Refusals for entitlement at or after ``since``, oldest first."""
         table = models.FairshareRefusal
         query = (
-            select(table.project, table.application, table.cores, table.created_at)
+            select(
+                table.project,
+                table.application,
+                table.cores,
+                table.created_at,
+                table.topology_level,
+            )
             .where(table.created_at >= _naive_utc(since))
             .order_by(table.created_at, table.id)
         )

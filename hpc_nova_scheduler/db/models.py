@@ -161,6 +161,12 @@ class AppClaim(TimestampMixin, Base):
     expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
     #: Cores of each planned VM, what fair share counts.
     cores: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    #: Fair share: ``borrowed`` or ``preemptible`` when the planned VMs may be
+    #: taken back (None: within the entitlement, or no fair share), on which
+    #: platform, and the project's cores beyond its entitlement with them.
+    loan: Mapped[str | None] = mapped_column(String(CLASS_LENGTH))
+    loan_platform: Mapped[str | None] = mapped_column(AppName)
+    loan_over: Mapped[int | None] = mapped_column(Integer)
 
 
 class AppLock(Base):
@@ -338,6 +344,61 @@ class FairshareRefusal(Base):
     application: Mapped[str | None] = mapped_column(AppName)
     cores: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
+    #: ``hpc:topology_required``'s level: the cores must share one domain of it.
+    topology_level: Mapped[str | None] = mapped_column(AppName)
+
+
+class FairshareLoan(Base):
+    """A VM that may be taken back: borrowed beyond its project's entitlement, or preemptible.
+
+    Written with the VM's ``app_running`` row (from its claim) and gone
+    with it. ``over_by`` is the project's cores beyond its entitlement on
+    the platform when the VM was placed (0 for a preemptible VM);
+    ``stopped`` is set once a reclaim has stopped, shelved or deleted it:
+    it runs nothing, so fair share does not count its cores.
+    """
+
+    __tablename__ = "fairshare_loans"
+    __table_args__ = (Index(None, "platform"),)
+
+    instance_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), primary_key=True)
+    project: Mapped[str] = mapped_column(AppName, nullable=False)
+    platform: Mapped[str] = mapped_column(AppName, nullable=False)
+    cores: Mapped[int] = mapped_column(Integer, nullable=False)
+    kind: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    placed_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    over_by: Mapped[int] = mapped_column(Integer, nullable=False)
+    stopped: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+
+
+class FairshareReclaim(Base):
+    """One VM taken back for a project below its entitlement, from request to outcome.
+
+    ``state``: ``requested`` (the tenant is told; the grace period runs
+    until ``act_after``), ``acted`` (Nova's API stopped, shelved or deleted
+    it), ``failed`` (the API refused it ``attempts`` times; ``error`` says
+    why), ``cancelled`` (the VM went, or stopped being a loan, first) or
+    ``restarted`` (a stopped victim was started again by its tenant).
+    """
+
+    __tablename__ = "fairshare_reclaims"
+    __table_args__ = (Index(None, "state"), Index(None, "instance_uuid"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), nullable=False)
+    project: Mapped[str] = mapped_column(AppName, nullable=False)
+    platform: Mapped[str] = mapped_column(AppName, nullable=False)
+    cores: Mapped[int] = mapped_column(Integer, nullable=False)
+    kind: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    beneficiary: Mapped[str] = mapped_column(AppName, nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    mode: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    state: Mapped[str] = mapped_column(String(CLASS_LENGTH), nullable=False)
+    requested_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    act_after: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    acted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text)
 
 
 class AgentTask(Base):

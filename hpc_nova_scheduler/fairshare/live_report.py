@@ -19,11 +19,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hpc_nova_scheduler.core.sharing import Platform
-from hpc_nova_scheduler.fairshare import entitlements, evaluation
+from hpc_nova_scheduler.fairshare import entitlements, evaluation, reclaim, reclaim_report
 from hpc_nova_scheduler.fairshare.combinations import CombinationTable
 
 if TYPE_CHECKING:
     from hpc_nova_scheduler.db import api as db_api
+    from hpc_nova_scheduler.db import loans as loans_db
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Live:
     #: project -> platform -> solo run time (measured pairs only).
     solo: dict[str, dict[str, float]]
     usage: dict[tuple[str, str], float]
+    #: project -> platform -> loan kind (borrowed, preemptible) -> cores running.
+    lent: dict[str, dict[str, dict[str, int]]] = dataclasses.field(default_factory=dict)
 
     @property
     def stale(self) -> bool:
@@ -99,8 +102,13 @@ def live_view(
     shares: dict[str, float],
     use: Mapping[str, Mapping[str, int]],
     usage: dict[tuple[str, str], float],
+    loans: Sequence[loans_db.LoanRecord] = (),
 ) -> Live:
-    """What show and report print, from what the plugin database holds now."""
+    """What show and report print, from what the plugin database holds now.
+
+    ``use`` counts no preemptible VM against its project (the database
+    keeps them apart): their cores come from ``loans``, with the borrowed.
+    """
     in_use, elsewhere = cores_by_platform(use, shares, platform_of)
     return Live(
         generation=generation,
@@ -114,17 +122,21 @@ def live_view(
         elsewhere=elsewhere,
         solo=entitlements.solo_times(projects, platforms, table),
         usage=usage,
+        lent=reclaim_report.lent_by_platform(loans, platform_of),
     )
 
 
 def project_shares(found: Live, names: Sequence[str]) -> dict[str, dict]:
     """Per project of ``names``, what Slurm's sshare shows: its weight,
     application and demand, and per platform its entitlement, cores in use,
-    decayed usage, affinity and relative throughput."""
+    decayed usage, affinity and relative throughput; and its borrowed cores
+    (placed beyond its entitlement under ``borrow``, counted in use) and
+    preemptible cores (never counted in use) that reclaim may take back."""
     affinity = found.generation.templates.get("affinity", {})
     projects = {}
     for name in names:
         view = found.projects.get(name)
+        lent = found.lent.get(name, {})
         platforms = {}
         for platform in found.platforms:
             platforms[platform] = {
@@ -133,6 +145,8 @@ def project_shares(found: Live, names: Sequence[str]) -> dict[str, dict]:
                 "usage_core_seconds": found.usage.get((name, platform), 0.0),
                 "affinity": affinity.get(name, {}).get(platform),
                 "relative_throughput": found.speed(name, platform),
+                "borrowed": lent.get(platform, {}).get(reclaim.BORROWED, 0),
+                "preemptible": lent.get(platform, {}).get(reclaim.PREEMPTIBLE, 0),
             }
         projects[name] = {
             "weight": found.shares[name],

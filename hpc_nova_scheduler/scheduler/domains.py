@@ -12,7 +12,7 @@ topology levels are refused until it is fixed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from oslo_log import log as logging
 
@@ -79,6 +79,29 @@ def domain_of(
     if depth >= len(levels_):
         return key
     return domain_ids(key, values_of(host, tags, levels_))[depth]
+
+
+def domains_of_hosts(
+    tags: Mapping[str, Mapping[str, Iterable[str]]] | None,
+    levels_: Sequence[str] | None = None,
+) -> Callable[[str], dict[str, str]]:
+    """host key -> level -> domain, as placement names them.
+
+    ``levels_``: the levels in force (:func:`in_force`) when None; a
+    command passes those of its own configuration files. The agent's
+    reclaim and ``fairshare reclaim plan`` both read domains here, so that
+    the dry run names the domains the agent frees.
+    """
+    chosen = tuple(levels_) if levels_ is not None else in_force()
+    known = tags or {}
+
+    def domains_of(key: str) -> dict[str, str]:
+        host = key.split("/", 1)[0]
+        return {
+            level: domain_of(host, key, known, chosen, depth) for depth, level in enumerate(chosen)
+        }
+
+    return domains_of
 
 
 def spec_of(extra_specs: Mapping[str, str]) -> topo.TopologySpec:

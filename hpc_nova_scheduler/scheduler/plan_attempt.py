@@ -20,6 +20,7 @@ from hpc_nova_scheduler.core import algorithm
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import Host, RunningVM
 from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
+from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.scheduler import claims, fairness, held_domains, host_view, refusals
 from hpc_nova_scheduler.scheduler.aggregate_tags import Tags
@@ -192,7 +193,35 @@ def first_plan(
         levels=setting.levels,
     )
     state.refusal = refusal.reason
+    record_unmet(state, context.request, [choice for _, choice in tries])
     return None
+
+
+def record_unmet(state: RequestState, request: algorithm.PlacementRequest, choices: list) -> None:
+    """A request its entitlement allows and no host can take: unmet demand.
+
+    Under ``borrow`` the platform may be full of other projects' borrowed
+    (or preemptible) VMs; the refusal tells the agent's next allocator run,
+    which reclaims them. A request refused on borrowed choices only is not
+    recorded here: it is beyond its project's entitlement.
+    """
+    entitled = next(
+        (
+            c
+            for c in choices
+            if c is not None and not c.borrowed and getattr(c, "loan", None) is None
+        ),
+        None,
+    )
+    if entitled is None or state.database is None:
+        return
+    level = request.topology.required if request.topology is not None else None
+    try:
+        state.database.record_refusal(
+            entitled.project, state.profile.app_name, entitled.cores, topology_level=level
+        )
+    except db_api.ERRORS as error:
+        LOG.warning("hpc-nova-scheduler: could not record the unmet demand: %s", error)
 
 
 def alternates(setting: Setting, tried: list[Host], plan: algorithm.Plan) -> tuple[str, ...]:

@@ -35,13 +35,54 @@ class TestOptions(testtools.TestCase):
         self.assertEqual("reject", group.database_failure_policy)
 
     def test_options_are_listed_for_the_generator(self) -> None:
-        [(group, opts)] = hpc_conf.list_opts()
+        [(group, opts), (agent, agent_opts)] = hpc_conf.list_opts()
         self.assertEqual("hpc_scheduler", group.name)
         self.assertTrue(
-            {"cache_threshold", "sync_cache_threshold", "connection", "database_failure_policy"}
+            {
+                "cache_threshold",
+                "sync_cache_threshold",
+                "connection",
+                "database_failure_policy",
+                "fairshare_reclaim",
+                "fairshare_reclaim_grace",
+            }
             <= {o.name for o in opts}
         )
         self.assertTrue(all(o.help for o in opts))
+        # The agent's own credentials for Nova's API: keystoneauth's options.
+        self.assertEqual("hpc_scheduler_agent", agent.name)
+        names = {o.dest for o in agent_opts}
+        self.assertTrue({"auth_type", "auth_url", "username", "service_type"} <= names)
+        service_type = next(o for o in agent_opts if o.dest == "service_type")
+        self.assertEqual("compute", service_type.default)
+
+    def test_reclaim_modes_and_grace_are_checked(self) -> None:
+        self.assertEqual("off", self.conf.hpc_scheduler.fairshare_reclaim)
+        self.assertRaises(
+            ValueError, self.conf.set_override, "fairshare_reclaim", "kill", group="hpc_scheduler"
+        )
+        self.assertRaises(
+            ValueError,
+            self.conf.set_override,
+            "fairshare_reclaim_grace",
+            -1,
+            group="hpc_scheduler",
+        )
+
+    def test_the_agent_group_registers_once_and_loads_its_auth(self) -> None:
+        from keystoneauth1 import loading as ks_loading
+
+        hpc_conf.register_agent_opts(self.conf)
+        hpc_conf.register_agent_opts(self.conf)
+        self.assertEqual("compute", self.conf.hpc_scheduler_agent.service_type)
+        self.conf.set_override("auth_type", "admin_token", group="hpc_scheduler_agent")
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options("admin_token"), group="hpc_scheduler_agent"
+        )
+        self.conf.set_override("endpoint", "http://nova.example:8774/v2.1", "hpc_scheduler_agent")
+        self.conf.set_override("token", "secret", "hpc_scheduler_agent")
+        auth = ks_loading.load_auth_from_conf_options(self.conf, "hpc_scheduler_agent")
+        self.assertEqual("http://nova.example:8774/v2.1", auth.endpoint)
 
     def test_bad_values_are_refused(self) -> None:
         self.assertRaises(

@@ -31,10 +31,13 @@ OWNED = {
 }
 
 
-def _plugin_settings() -> dict[tuple[str, str], list[str]]:
+def _plugin_settings(environment: str = "") -> dict[tuple[str, str], list[str]]:
     """Run configure_hpc_nova_scheduler with devstack's ini helpers stubbed."""
     script = f"""
         set -e
+        {environment}
+        get_or_create_user() {{ echo "user|$1|$2|$3"; }}
+        get_or_add_user_project_role() {{ echo "role|$1|$2|$3"; }}
         iniset() {{ echo "set|$2|$3|$4"; }}
         iniadd() {{ echo "add|$2|$3|$4"; }}
         database_connection_url() {{ echo "mysql+pymysql://root@127.0.0.1/$1"; }}
@@ -51,6 +54,9 @@ def _plugin_settings() -> dict[tuple[str, str], list[str]]:
     )
     found: dict[tuple[str, str], list[str]] = {}
     for line in done.stdout.splitlines():
+        if line.startswith(("user|", "role|")):
+            found.setdefault(("keystone", line.split("|")[0]), []).append(line)
+            continue
         action, section, key, value = line.split("|")
         values = found.setdefault((section, key), [])
         if action == "set":
@@ -110,6 +116,24 @@ class TestDevstackPlugin(testtools.TestCase):
             {(s, k) for s, keys in OWNED.items() for k in keys},
             {key for key in plugin},
         )
+
+    def test_reclaim_gives_the_agent_a_keystone_user_of_its_own(self) -> None:
+        plugin = _plugin_settings(
+            "HPC_FAIRSHARE_RECLAIM=shelve SERVICE_PASSWORD=pw SERVICE_PROJECT_NAME=service "
+            "KEYSTONE_SERVICE_URI=http://keystone/identity REGION_NAME=RegionOne"
+        )
+        self.assertEqual(["shelve"], plugin[("hpc_scheduler", "fairshare_reclaim")])
+        self.assertEqual(["300"], plugin[("hpc_scheduler", "fairshare_reclaim_grace")])
+        self.assertEqual(["user|hpc-scheduler-agent|pw|default"], plugin[("keystone", "user")])
+        self.assertEqual(["role|admin|hpc-scheduler-agent|service"], plugin[("keystone", "role")])
+        agent = {
+            key: value
+            for (section, key), value in plugin.items()
+            if section == "hpc_scheduler_agent"
+        }
+        self.assertEqual(["password"], agent["auth_type"])
+        self.assertEqual(["hpc-scheduler-agent"], agent["username"])
+        self.assertEqual(["http://keystone/identity"], agent["auth_url"])
 
     def test_it_runs_the_agent_with_nova_conf_and_stops_it(self) -> None:
         script = f"""

@@ -132,3 +132,22 @@ class TestAgentProcess(testtools.TestCase):
         self.assertEqual(lines[-1:], ours, done.stderr)
         self.assertNotIn("Traceback", done.stderr)
         self.assertIn("nope.conf", lines[-1])
+
+    def test_reclaim_without_credentials_for_nova_is_one_line(self) -> None:
+        with open(self.conf, "a") as conf:
+            conf.write("[hpc_scheduler]\nfairness_policy = pa-rr\nfairshare_reclaim = shelve\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "hpc_nova_scheduler.agent.main", "--config-file", self.conf],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+        )
+        self.assertEqual(2, done.returncode, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        self.assertEqual(
+            "hpc-scheduler-agent: [hpc_scheduler_agent] auth_type is not set: "
+            "fairshare_reclaim = shelve needs the agent's own credentials for Nova's API",
+            lines[-1],
+        )
+        self.assertNotIn("Traceback", done.stderr)

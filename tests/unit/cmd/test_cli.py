@@ -191,6 +191,8 @@ class TestCommandLine(testtools.TestCase):
         self.assertEqual(1, code)
         self.assertIn("cannot connect to the plugin database", err)
         self.assertNotIn("Traceback", err)
+        # One line: the driver's hint and SQLAlchemy's link are left out.
+        self.assertEqual(1, len(err.strip().splitlines()), err)
 
     def test_missing_connection_is_a_clear_error(self) -> None:
         conf = self.useFixture(fixtures.TempDir()).join("empty.conf")

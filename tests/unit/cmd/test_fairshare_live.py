@@ -248,10 +248,17 @@ class FairshareLiveCommandTests(_CommandBase):
         self.assertIn("in force (stale after 2 x fairshare_interval = 120 s)", first)
         # pa runs 4 cores on intel, where A runs at half its speed on amd.
         self.assertRegex(
-            out, r"\| pa +\| 1 +\| A +\| intel +\| 0 +\| 4 +\| 2\.00 +\| [0-9.]+ +\| 0\.50 +\|"
+            out,
+            r"\| pa +\| 1 +\| A +\| intel +\| 0 +\| 4 +\| 0 +\| 0 +\| 2\.00 +\| [0-9.]+ +"
+            r"\| 0\.50 +\|",
         )
-        self.assertRegex(out, r"\| pa +\| 1 +\| A +\| amd +\| 16 +\| 0 +\| 0\.00 .*\| 1\.00 +\|")
-        self.assertRegex(out, r"\| pb +\| 1 +\| B +\| intel +\| 16 +\| 4 +\| 0\.00 .*\| 1\.00 +\|")
+        # No borrowed nor preemptible cores.
+        self.assertRegex(
+            out, r"\| pa +\| 1 +\| A +\| amd +\| 16 +\| 0 +\| 0 +\| 0 +\| 0\.00 .*\| 1\.00 +\|"
+        )
+        self.assertRegex(
+            out, r"\| pb +\| 1 +\| B +\| intel +\| 16 +\| 4 +\| 0 +\| 0 +\| 0\.00 .*\| 1\.00 +\|"
+        )
         found = json.loads(self.ok("fairshare", "show", "--project", "pa", "--format", "json"))
         self.assertEqual(["pa"], list(found["projects"]))
         self.assertEqual(

@@ -201,6 +201,36 @@ class MigrationTests:
                 ["vm-1"], list(connection.scalars(sa.text("SELECT instance_uuid FROM app_running")))
             )
 
+    def test_upgrade_from_0009_adds_loans_and_reclaims_and_keeps_claims(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0009")
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text(
+                    "INSERT INTO fairshare_refusals (project, cores, created_at) "
+                    "VALUES ('p1', 4, CURRENT_TIMESTAMP)"
+                )
+            )
+        before = set(sa.inspect(engine).get_table_names())
+        migration.upgrade(engine, "0010")
+        added = {"fairshare_loans", "fairshare_reclaims"}
+        self.assertEqual(before | added, set(sa.inspect(engine).get_table_names()))
+        claim_columns = {c["name"] for c in sa.inspect(engine).get_columns("app_claims")}
+        self.assertLessEqual({"loan", "loan_platform", "loan_over"}, claim_columns)
+        with engine.connect() as connection:
+            self.assertEqual(
+                [None],
+                list(connection.scalars(sa.text("SELECT topology_level FROM fairshare_refusals"))),
+            )
+        migration.downgrade(engine, "0009")
+        self.assertEqual(before, set(sa.inspect(engine).get_table_names()))
+        claim_columns = {c["name"] for c in sa.inspect(engine).get_columns("app_claims")}
+        self.assertNotIn("loan", claim_columns)
+        with engine.connect() as connection:
+            self.assertEqual(
+                [4], list(connection.scalars(sa.text("SELECT cores FROM fairshare_refusals")))
+            )
+
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)
         inspector = sa.inspect(self.database.engine)

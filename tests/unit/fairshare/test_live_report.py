@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hpc_nova_scheduler.core.sharing import Platform
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.db import loans as loans_db
 from hpc_nova_scheduler.fairshare import live_report
 from hpc_nova_scheduler.fairshare.combinations import CombinationTable
 from hpc_nova_scheduler.fairshare.entitlements import ProjectView
@@ -35,6 +36,7 @@ def view(
     shares: dict[str, float] | None = None,
     declared: int = 16,
     age_s: float = 30.0,
+    loans: tuple[loans_db.LoanRecord, ...] = (),
 ) -> live_report.Live:
     """Projects pa (application A) and pb (B), each asking for ``declared``
     cores; any other project with a share asks for none."""
@@ -61,6 +63,7 @@ def view(
         shares=shares,
         use=use,
         usage={("pa", "intel"): 7200.0},
+        loans=loans,
     )
 
 
@@ -107,6 +110,8 @@ class TestLiveView(testtools.TestCase):
                 "usage_core_seconds": 7200.0,
                 "affinity": 0.8,
                 "relative_throughput": 0.5,
+                "borrowed": 0,
+                "preemptible": 0,
             },
             pa["platforms"]["intel"],
         )
@@ -114,6 +119,27 @@ class TestLiveView(testtools.TestCase):
         self.assertIsNone(
             live_report.project_shares(found, ["pb"])["pb"]["platforms"]["amd"]["affinity"]
         )
+
+    def test_borrowed_and_preemptible_cores_per_platform(self) -> None:
+        def loan(uuid, kind, cores, host, stopped=False):
+            return loans_db.LoanRecord(
+                uuid, "pa", HOSTS[host], cores, kind, WRITTEN, cores, stopped, host, host
+            )
+
+        # pa borrowed 4 cores on intel (in use), runs 2 preemptible ones
+        # there (not in use), and a reclaim stopped 8 more (counted nowhere).
+        found = view(
+            {"pa": {"i1": 4}},
+            loans=(
+                loan("b1", db_api.BORROWED, 4, "i1"),
+                loan("p1", db_api.PREEMPTIBLE, 2, "i2"),
+                loan("b2", db_api.BORROWED, 8, "i2", stopped=True),
+            ),
+        )
+        intel = live_report.project_shares(found, ["pa"])["pa"]["platforms"]["intel"]
+        self.assertEqual((4, 4, 2), (intel["in_use"], intel["borrowed"], intel["preemptible"]))
+        # What show counts against nothing does not change the fairness report either.
+        self.assertEqual(4, live_report.fairness_of(found).projects["pa"]["cores_in_use"])
 
 
 class TestFairnessOf(testtools.TestCase):
