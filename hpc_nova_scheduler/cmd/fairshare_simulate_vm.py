@@ -1,10 +1,11 @@
 """``fairshare simulate --engine vm``: strict, borrow and borrow + reclaim, VM by VM.
 
-The VM-level engine (:mod:`hpc_nova_scheduler.fairshare.cloud_sim`) runs
+The VM-level engine (:mod:`hpc_nova_scheduler.fairshare.cloud_sim`, its
+clouds and grid in :mod:`~hpc_nova_scheduler.fairshare.cloud_scenarios`) runs
 what nova-scheduler enforces: VMs that stay (``--lifetime``, services with
 ``--services``), ``--enforcement`` and ``--reclaim``. Any of its options
 selects it; the many-task engines' own options are refused beside it. This
-module parses and prints; the runs and the comparison are cloud_sim's.
+module parses and prints; the runs and the comparison are the system's.
 """
 
 from __future__ import annotations
@@ -110,9 +111,9 @@ def _policy(values: list[str] | None, known):
 
 
 def _scenarios(values: list[str] | None) -> list[str]:
-    from hpc_nova_scheduler.fairshare import cloud_sim, workload
+    from hpc_nova_scheduler.fairshare import cloud_scenarios, workload
 
-    known = cloud_sim.scenario_names()
+    known = cloud_scenarios.scenario_names()
     names = []
     for value in values or ["default"]:
         for name in filter(None, (v.strip() for v in value.split(","))):
@@ -140,12 +141,14 @@ def cells(
     ``known`` checks a policy's names and ``min_interval_s`` bounds the
     interval, as ``fairshare_simulate`` does for the many-task engines.
     """
-    from hpc_nova_scheduler.fairshare import cloud_sim
+    from hpc_nova_scheduler.fairshare import cloud_scenarios, cloud_sim
 
     enforcements = _list("--enforcement", args.enforcement, "strict,borrow", cloud_sim.ENFORCEMENTS)
     reclaims = [v == "on" for v in _list("--reclaim", args.reclaim, "off,on", ("off", "on"))]
     try:
-        lifetime = cloud_sim.Lifetime.parse(args.lifetime or "exp:3600").label
+        lifetime = cloud_sim.Lifetime.parse(
+            args.lifetime or cloud_scenarios.BATCH_LIFETIME.label
+        ).label
     except cloud_sim.CloudSimError as error:
         raise common.CommandError(f"--lifetime: {error}") from None
     services = _services(args.services)
@@ -155,23 +158,23 @@ def cells(
             f"--interval must be at least {min_interval_s:g} seconds, not {interval}"
         )
     grace = _seconds("--grace", args.grace, cloud_sim.DEFAULT_GRACE_S, 0)
-    horizon = _seconds("--horizon", args.horizon, cloud_sim.DEFAULT_HORIZON_S, interval)
+    horizon = _seconds("--horizon", args.horizon, cloud_scenarios.DEFAULT_HORIZON_S, interval)
     if args.runs < 1:
         raise common.CommandError(f"--runs must be at least 1, not {args.runs}")
     policy = _policy(args.policy, known)
     declare = (args.declare or "standing").strip()
-    if declare not in cloud_sim.DECLARES:
+    if declare not in cloud_scenarios.DECLARES:
         raise common.CommandError(
-            f"--declare: {declare!r} is not one of {', '.join(cloud_sim.DECLARES)}"
+            f"--declare: {declare!r} is not one of {', '.join(cloud_scenarios.DECLARES)}"
         )
     grid = []
     for scenario in _scenarios(args.scenario):
-        own = scenario == cloud_sim.RETURNING
+        own = scenario == cloud_scenarios.RETURNING
         for fraction in [None] if own else services:
-            for enforcement, reclaim in cloud_sim.modes(enforcements, reclaims):
+            for enforcement, reclaim in cloud_scenarios.modes(enforcements, reclaims):
                 for seed in range(args.runs):
                     grid.append(
-                        cloud_sim.Cell(
+                        cloud_scenarios.Cell(
                             scenario=scenario,
                             seed=seed,
                             settings=cloud_sim.Settings(
@@ -201,11 +204,11 @@ def _services_label(value: float | None) -> str:
 def cmd_vm(args: argparse.Namespace, out: TextIO, grid: list) -> int:
     """Run ``grid`` (from :func:`cells`) and print it as ``--format`` asks."""
     from hpc_nova_scheduler import sweep
-    from hpc_nova_scheduler.fairshare import cloud_sim
+    from hpc_nova_scheduler.fairshare import cloud_scenarios
 
     try:
         results = sweep.run_grid(
-            cloud_sim.run,
+            cloud_scenarios.run,
             grid,
             workers=args.workers,
             dask_address=args.dask,
@@ -219,8 +222,8 @@ def cmd_vm(args: argparse.Namespace, out: TextIO, grid: list) -> int:
     if broken:
         return 1
     values = [r.value for r in results]
-    rows = cloud_sim.rows(grid, values)
-    verdicts = cloud_sim.verdicts(rows)
+    rows = cloud_scenarios.rows(grid, values)
+    verdicts = cloud_scenarios.verdicts(rows)
     first = grid[0].settings
     settings = {
         "interval_s": first.interval_s,
