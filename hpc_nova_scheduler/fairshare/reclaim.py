@@ -487,10 +487,11 @@ def plan(
 class _Freeing:
     """The cores reclaims under way free, per beneficiary (and per domain of their victims).
 
-    Up to what the beneficiary may gain now they are its alone: no other
+    While the beneficiary still needs cores they are its alone: no other
     project's need is served by them, and a need of the beneficiary counts
-    them before taking anyone. The rest (``surplus``) is idle for anyone,
-    as the surplus of a victim chosen in this run is.
+    them before taking anyone; what it leaves of them is idle for the
+    projects after it. Those of a project that needs nothing now
+    (``surplus``) are idle for anyone.
     """
 
     def __init__(
@@ -499,15 +500,14 @@ class _Freeing:
         where = {loan.instance_uuid: loan.domains for loan in loans}
         self._left: dict[str, list[tuple[Mapping[str, str], int]]] = {}
         self.surplus: list[tuple[Mapping[str, str], int]] = []
-        kept: dict[str, int] = {}
         for p in sorted(pending, key=lambda p: p.instance_uuid):
             domains = where.get(p.instance_uuid, {})
-            mine = min(p.cores, gains.get(p.beneficiary, 0) - kept.get(p.beneficiary, 0))
-            if mine > 0:
-                kept[p.beneficiary] = kept.get(p.beneficiary, 0) + mine
-                self._left.setdefault(p.beneficiary, []).append((domains, mine))
-            if p.cores - max(mine, 0) > 0:
-                self.surplus.append((domains, p.cores - max(mine, 0)))
+            if gains.get(p.beneficiary, 0) > 0:
+                # All of it: what the project leaves is given up after its
+                # needs (``rest``), as a victim's surplus is once chosen.
+                self._left.setdefault(p.beneficiary, []).append((domains, p.cores))
+            else:
+                self.surplus.append((domains, p.cores))
 
     def rest(self, project: str | None) -> list[tuple[Mapping[str, str], int]]:
         """What ``project`` did not use of its cores under way, given up."""
