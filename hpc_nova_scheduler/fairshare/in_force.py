@@ -264,8 +264,7 @@ def describe_refusal(
         keys = cloud.keys.get(platform, frozenset())
         idle = cloud.cores(platform) - _platform_total(use, keys)
         parts.append(
-            f"{platform} {_used_on(use, project, keys)}/{entitled.get(platform, 0)} "
-            f"({idle} idle)"
+            f"{platform} {_used_on(use, project, keys)}/{entitled.get(platform, 0)} ({idle} idle)"
         )
     return (
         f"project {project}: {cores} cores beyond its entitlement or the idle cores "
