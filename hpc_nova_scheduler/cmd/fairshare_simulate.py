@@ -176,7 +176,6 @@ SIMULATE_COLUMNS = (
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation, summary
 
     if fairshare_simulate_vm.selected(args):
@@ -197,22 +196,15 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             )
         )
     )
-    try:
-        results = sweep.run_grid(
-            simulation.run,
-            cells,
-            workers=args.workers,
-            dask_address=args.dask,
-            key=lambda c: f"{c.scenario} {c.combination.label} seed {c.seed}",
-        )
-    except sweep.DaskUnreachable as error:
-        raise common.CommandError(f"--dask: {error}") from None
-    broken = sweep.failed(results)
-    for result in broken:
-        args.err.write(f"{common.PROG}: error: {result.key} failed twice: {result.error}\n")
-    judged = experiments.judge(r.value for r in results if r.ok) if not broken else []
-    if broken:
+    results = common.run_grid(
+        args,
+        simulation.run,
+        cells,
+        key=lambda c: f"{c.scenario} {c.combination.label} seed {c.seed}",
+    )
+    if common.report_failed(args, results):
         return 1
+    judged = experiments.judge(r.value for r in results if r.ok)
     # The baseline is shown too: every efficiency is relative to it.
     shown = judged
     rows = summary.seed_means(shown)

@@ -203,23 +203,15 @@ def _services_label(value: float | None) -> str:
 
 def cmd_vm(args: argparse.Namespace, out: TextIO, grid: list) -> int:
     """Run ``grid`` (from :func:`cells`) and print it as ``--format`` asks."""
-    from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import cloud_scenarios
 
-    try:
-        results = sweep.run_grid(
-            cloud_scenarios.run,
-            grid,
-            workers=args.workers,
-            dask_address=args.dask,
-            key=lambda c: f"{c.scenario} {c.settings.mode} seed {c.seed}",
-        )
-    except sweep.DaskUnreachable as error:
-        raise common.CommandError(f"--dask: {error}") from None
-    broken = sweep.failed(results)
-    for result in broken:
-        args.err.write(f"{common.PROG}: error: {result.key} failed twice: {result.error}\n")
-    if broken:
+    results = common.run_grid(
+        args,
+        cloud_scenarios.run,
+        grid,
+        key=lambda c: f"{c.scenario} {c.settings.mode} seed {c.seed}",
+    )
+    if common.report_failed(args, results):
         return 1
     values = [r.value for r in results]
     rows = cloud_scenarios.rows(grid, values)
