@@ -117,6 +117,29 @@ def check_output_path(option: str, path: str, *, folder: bool = False) -> None:
         raise CommandError(f"{option} {path}: is a directory")
 
 
+def run_grid(args: argparse.Namespace, fn, cells: Sequence, **options) -> list:
+    """Run ``fn`` over ``cells`` on local processes or ``--dask``, as ``sweep.run_grid``.
+
+    An unreachable Dask scheduler is a one-line error naming ``--dask``.
+    """
+    from hpc_nova_scheduler import sweep
+
+    try:
+        return sweep.run_grid(fn, cells, workers=args.workers, dask_address=args.dask, **options)
+    except sweep.DaskUnreachable as error:
+        raise CommandError(f"--dask: {error}") from None
+
+
+def report_failed(args: argparse.Namespace, results: Sequence) -> bool:
+    """Say which cells failed twice (one line each); whether any did."""
+    from hpc_nova_scheduler import sweep
+
+    broken = sweep.failed(results)
+    for result in broken:
+        args.err.write(f"{PROG}: error: {result.key} failed twice: {result.error}\n")
+    return bool(broken)
+
+
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO) -> None:
     table = prettytable.PrettyTable(list(columns))
     table.align = "l"

@@ -15,7 +15,7 @@ import math
 from typing import TextIO
 
 from hpc_nova_scheduler import strictjson
-from hpc_nova_scheduler.cmd import common, options
+from hpc_nova_scheduler.cmd import common, fairshare_simulate_vm, options
 
 
 def _policies(values: list[str]) -> list:
@@ -176,9 +176,12 @@ SIMULATE_COLUMNS = (
 
 
 def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
-    from hpc_nova_scheduler import sweep
     from hpc_nova_scheduler.fairshare import experiments, figures, simulation, summary
 
+    if fairshare_simulate_vm.selected(args):
+        grid = fairshare_simulate_vm.cells(args, _weights(args.weight), _known, MIN_INTERVAL_S)
+        return fairshare_simulate_vm.cmd_vm(args, out, grid)
+    args.engine = args.engine or "discrete"
     if args.png:
         common.check_output_path("--png", args.png, folder=True)
     settings = _settings(args)
@@ -193,22 +196,15 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             )
         )
     )
-    try:
-        results = sweep.run_grid(
-            simulation.run,
-            cells,
-            workers=args.workers,
-            dask_address=args.dask,
-            key=lambda c: f"{c.scenario} {c.combination.label} seed {c.seed}",
-        )
-    except sweep.DaskUnreachable as error:
-        raise common.CommandError(f"--dask: {error}") from None
-    broken = sweep.failed(results)
-    for result in broken:
-        args.err.write(f"{common.PROG}: error: {result.key} failed twice: {result.error}\n")
-    judged = experiments.judge(r.value for r in results if r.ok) if not broken else []
-    if broken:
+    results = common.run_grid(
+        args,
+        simulation.run,
+        cells,
+        key=lambda c: f"{c.scenario} {c.combination.label} seed {c.seed}",
+    )
+    if common.report_failed(args, results):
         return 1
+    judged = experiments.judge(r.value for r in results if r.ok)
     # The baseline is shown too: every efficiency is relative to it.
     shown = judged
     rows = summary.seed_means(shown)
@@ -290,6 +286,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
 ENGINES = {
     "discrete": "pilots fetching tasks one by one, each task's run time drawn",
     "rate": "each pilot completing tasks at 1/run time",
+    "vm": "VMs that stay, strict or borrow, with or without reclaim",
 }
 
 
@@ -347,10 +344,11 @@ def add_parser(actions) -> None:
     )
     simulate.add_argument(
         "--engine",
-        choices=["discrete", "rate"],
-        default="discrete",
-        help="discrete pilots and tasks, or the rate-based evaluation (fast, for sweeps); "
-        "default discrete",
+        choices=list(ENGINES),
+        default=None,
+        help="discrete pilots and tasks, the rate-based evaluation (fast, for sweeps), or "
+        "vm: the cloud nova-scheduler governs, VM by VM (see below); default discrete, or vm "
+        "when a VM-level option is given",
     )
     simulate.add_argument("--runs", type=int, default=1, help="seeded repetitions (seeds 0..N-1)")
     simulate.add_argument(
@@ -378,7 +376,7 @@ def add_parser(actions) -> None:
         default=0.0,
         metavar="SECONDS",
         help="re-plan every interval (at least 60 s) as well as at submissions and queue "
-        "ends (0: only then)",
+        "ends (0: only then); the VM-level engine's allocator period (default there 300)",
     )
     simulate.add_argument(
         "--weight",
@@ -410,4 +408,5 @@ def add_parser(actions) -> None:
         help="run the grid on the existing Dask cluster whose scheduler is at ADDRESS, e.g. "
         "tcp://10.0.0.5:8786 (its workers need hpc-nova-scheduler installed)",
     )
+    fairshare_simulate_vm.add_arguments(simulate)
     simulate.set_defaults(func=cmd_simulate)

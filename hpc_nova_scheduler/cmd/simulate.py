@@ -495,19 +495,7 @@ def _sweep(args: argparse.Namespace, shared, cells: list) -> list:
 
 
 def _grid(args: argparse.Namespace, fn, cells: list, shared, on_result=None) -> list:
-    from hpc_nova_scheduler import sweep
-
-    try:
-        return sweep.run_grid(
-            fn,
-            cells,
-            shared=shared,
-            workers=args.workers,
-            dask_address=args.dask,
-            on_result=on_result,
-        )
-    except sweep.DaskUnreachable as error:
-        raise common.CommandError(f"--dask: {error}") from None
+    return common.run_grid(args, fn, cells, shared=shared, on_result=on_result)
 
 
 def _early_horizons(done: list, times, err: TextIO) -> None:

@@ -102,6 +102,8 @@ class HpcCloud(NovaCloud):
     #: One of Nova's own drivers (``"fake.MediumFakeDriver"``) to run instead
     #: of the shaped one; ``HOSTS`` then only names the computes.
     STOCK_DRIVER: str | None = None
+    #: Placement's cpu_allocation_ratio: HPC hosts are not overcommitted.
+    CPU_RATIO: float = 1.0
 
     def _setup_services(self) -> None:
         if self.STOCK_DRIVER:
@@ -118,10 +120,10 @@ class HpcCloud(NovaCloud):
         # HPC hosts are not overcommitted; "initial" ratios apply to the
         # compute node records created when the computes first start.
         self.flags(
-            cpu_allocation_ratio=1.0,
+            cpu_allocation_ratio=self.CPU_RATIO,
             ram_allocation_ratio=1.0,
             disk_allocation_ratio=1.0,
-            initial_cpu_allocation_ratio=1.0,
+            initial_cpu_allocation_ratio=self.CPU_RATIO,
             initial_ram_allocation_ratio=1.0,
             initial_disk_allocation_ratio=1.0,
             reserved_host_memory_mb=0,

@@ -95,15 +95,22 @@ class Choice:
 
     def refusal(self, use: Mapping[str, Mapping[str, int]]) -> str | None:
         """Why the claim may not be written, from the cores in use under the lock."""
+        total = _platform_total(use, self.keys)
         if not self.idle_only:
             mine = _used_on(use, self.project, self.keys)
-            if mine + self.cores <= self.entitled:
+            if mine + self.cores > self.entitled:
+                return (
+                    f"{self.project} uses {mine} of its {self.entitled} cores on "
+                    f"{self.platform}; {self.cores} more exceed its entitlement"
+                )
+            # Within the entitlement, the cores must still be there: others'
+            # loans may hold them until a reclaim gives them back.
+            if total + self.cores <= self.capacity:
                 return None
             return (
-                f"{self.project} uses {mine} of its {self.entitled} cores on {self.platform}; "
-                f"{self.cores} more exceed its entitlement"
+                f"{self.platform} has {self.capacity - total} idle cores, {self.cores} asked "
+                f"within {self.project}'s entitlement: loans hold the rest until reclaimed"
             )
-        total = _platform_total(use, self.keys)
         if total + self.cores <= self.capacity:
             return None
         return f"{self.platform} has {self.capacity - total} idle cores, {self.cores} asked"
@@ -218,11 +225,13 @@ def choices(
             limit = entitled.get(platform, 0)
             if not borrowed and mine + cores > limit:
                 continue
-            if borrowed:
-                if any(c.platform == platform for c in found):
-                    continue
-                if _platform_total(use, keys) + cores > capacity:
-                    continue
+            if borrowed and any(c.platform == platform for c in found):
+                continue
+            # Entitled or borrowed, the cores must be there: within an
+            # entitlement, other projects' loans may hold them (a refusal
+            # then tells the next allocator run, whose reclaim frees them).
+            if _platform_total(use, keys) + cores > capacity:
+                continue
             found.append(
                 Choice(
                     platform=platform,
@@ -253,10 +262,13 @@ def describe_refusal(
     parts = []
     for platform in sorted({*entitled, *cloud.hosts}):
         keys = cloud.keys.get(platform, frozenset())
-        parts.append(f"{platform} {_used_on(use, project, keys)}/{entitled.get(platform, 0)}")
+        idle = cloud.cores(platform) - _platform_total(use, keys)
+        parts.append(
+            f"{platform} {_used_on(use, project, keys)}/{entitled.get(platform, 0)} ({idle} idle)"
+        )
     return (
-        f"project {project}: {cores} cores beyond its entitlement (generation "
-        f"{in_force.generation}; used/entitled per platform: {', '.join(parts)})"
+        f"project {project}: {cores} cores beyond its entitlement or the idle cores "
+        f"(generation {in_force.generation}; used/entitled per platform: {', '.join(parts)})"
     )
 
 

@@ -49,6 +49,8 @@ class Inputs:
     records: tuple[db_api.RunningRecord, ...]
     #: The run times of the projects' applications on the cloud's platforms.
     table: CombinationTable
+    #: VMs a reclaim stopped, shelved or deleted: they run nothing, nor are charged.
+    taken_back: frozenset[str] = frozenset()
 
     def digest(self, options: hpc_conf.FairnessSettings) -> str:
         return live.digest(
@@ -77,10 +79,10 @@ def read_inputs(
     # What the first level sees as a project's use: not its preemptible VMs
     # (they never count against its entitlement) nor VMs a reclaim stopped
     # (they run nothing).
-    not_counted = {
-        loan.instance_uuid
-        for loan in database.loans()
-        if loan.kind == db_api.PREEMPTIBLE or loan.stopped
+    loans = database.loans()
+    taken_back = frozenset(loan.instance_uuid for loan in loans if loan.stopped)
+    not_counted = taken_back | {
+        loan.instance_uuid for loan in loans if loan.kind == db_api.PREEMPTIBLE
     }
     running: dict[str, dict[str, int]] = collections.defaultdict(dict)
     weighted: dict[str, list[tuple[str | None, int]]] = collections.defaultdict(list)
@@ -112,7 +114,7 @@ def read_inputs(
         for run in database.runs()
     )
     table = live.table_for(projects, cloud.platforms, runs)
-    return Inputs(cloud, projects, runs, tuple(records), table)
+    return Inputs(cloud, projects, runs, tuple(records), table, taken_back)
 
 
 def unmet_refusals(
@@ -172,6 +174,8 @@ def charged(
     elapsed = (now - since).total_seconds()
     core_seconds: dict[tuple[str, str], float] = collections.defaultdict(float)
     for vm in inputs.records:
+        if vm.instance_uuid in inputs.taken_back:
+            continue
         placed = vm.placed_at or since
         seconds = (now - max(placed, since)).total_seconds()
         if seconds > 0:

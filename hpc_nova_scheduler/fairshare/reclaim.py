@@ -30,7 +30,10 @@ The rule
   first that covers the rest of the need alone is taken if there is one
   (so that small VMs taken first do not shut out one that suffices);
   victims are taken until the need is covered, then any victim the others
-  cover without is handed back (the last taken first).
+  cover without is handed back (the last taken first). A need no set of
+  victims covers whole is met in part only when it is several requests
+  (``Demand.unit``, the cores of one): then as many whole requests as the
+  loans cover.
 * **Topology**: a need from a request with ``hpc:topology_required`` is
   met inside one domain of that level: the domain that needs the fewest
   victims (then the most idle cores, then the name), its own idle cores
@@ -54,11 +57,13 @@ other's. Here, with entitlements fixed:
 3. A reclaim under way (requested, or acted while its victim still counts)
    covers its beneficiary's need: the same demand never takes a second
    victim. Its victim, passed among the loans, counts as already taken from
-   its project, so a later run never takes the same overage twice. A run
-   serves every need in the same order (idle cores, then cores under way
-   for the project, then new victims; what a victim frees beyond its need
-   is idle for the needs after it, and idle cores are booked per domain),
-   so a later run finds covered every need this one covered.
+   its project, so a later run never takes the same overage twice (pass
+   the victims under way among ``loans``: they still run and still count
+   in ``use``). A run serves every need in the same order (idle cores,
+   then cores under way for the project, then new victims; what a victim
+   frees beyond its need is idle for the needs after it, and idle cores
+   are booked per domain), so a later run finds covered every need this
+   one covered.
 
 Each run therefore only lowers the total overage ``sum(max(0, use - E))``
 and never raises anyone below its entitlement above it by taking from
@@ -106,6 +111,10 @@ class Demand:
     cores: int
     #: ``hpc:topology_required``'s level, when the cores must share one domain of it.
     level: str | None = None
+    #: The cores of one of its requests, when the demand is several requests
+    #: of that size: it may then be met in part, whole requests at a time.
+    #: None: one request, met whole or not at all.
+    unit: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +297,19 @@ def _cover(books: _Books, short: int, within: str | None, domain: str | None) ->
     return chosen
 
 
+def _cover_in_part(books: _Books, short: int, unit: int) -> tuple[list[Loan] | None, int]:
+    """(victims, cores left unmet) for the most whole requests of ``unit`` cores the loans cover."""
+    part = short - short % unit
+    if part == short:
+        part -= unit
+    while part >= unit:
+        victims = _cover(books, part, None, None)
+        if victims is not None:
+            return victims, short - part
+        part -= unit
+    return None, short
+
+
 def _beneficiaries(state: PlatformState, demands: Iterable[Demand]) -> list[tuple[Demand, int]]:
     """(demand, cores it may gain) for projects below their entitlement, neediest first."""
     found = []
@@ -382,6 +404,20 @@ def plan(
                 continue
             victims = _cover(books, short, None, None)
             where = ""
+            if victims is None and demand.unit:
+                # Several requests: as many whole ones as the loans cover.
+                victims, left = _cover_in_part(books, short, demand.unit)
+                if victims is not None:
+                    short -= left
+                    decision.unserved.append(
+                        Unserved(
+                            demand.project,
+                            state.name,
+                            left,
+                            f"only {short} of the {short + left} cores can be taken back on "
+                            f"{state.name} without leaving a project below its entitlement",
+                        )
+                    )
         else:
             found = _in_one_domain(
                 books,
@@ -451,10 +487,11 @@ def plan(
 class _Freeing:
     """The cores reclaims under way free, per beneficiary (and per domain of their victims).
 
-    Up to what the beneficiary may gain now they are its alone: no other
+    While the beneficiary still needs cores they are its alone: no other
     project's need is served by them, and a need of the beneficiary counts
-    them before taking anyone. The rest (``surplus``) is idle for anyone,
-    as the surplus of a victim chosen in this run is.
+    them before taking anyone; what it leaves of them is idle for the
+    projects after it. Those of a project that needs nothing now
+    (``surplus``) are idle for anyone.
     """
 
     def __init__(
@@ -463,15 +500,14 @@ class _Freeing:
         where = {loan.instance_uuid: loan.domains for loan in loans}
         self._left: dict[str, list[tuple[Mapping[str, str], int]]] = {}
         self.surplus: list[tuple[Mapping[str, str], int]] = []
-        kept: dict[str, int] = {}
         for p in sorted(pending, key=lambda p: p.instance_uuid):
             domains = where.get(p.instance_uuid, {})
-            mine = min(p.cores, gains.get(p.beneficiary, 0) - kept.get(p.beneficiary, 0))
-            if mine > 0:
-                kept[p.beneficiary] = kept.get(p.beneficiary, 0) + mine
-                self._left.setdefault(p.beneficiary, []).append((domains, mine))
-            if p.cores - max(mine, 0) > 0:
-                self.surplus.append((domains, p.cores - max(mine, 0)))
+            if gains.get(p.beneficiary, 0) > 0:
+                # All of it: what the project leaves is given up after its
+                # needs (``rest``), as a victim's surplus is once chosen.
+                self._left.setdefault(p.beneficiary, []).append((domains, p.cores))
+            else:
+                self.surplus.append((domains, p.cores))
 
     def rest(self, project: str | None) -> list[tuple[Mapping[str, str], int]]:
         """What ``project`` did not use of its cores under way, given up."""
@@ -534,7 +570,7 @@ def _in_one_domain(
                 books.give_back(victim)  # only trying: the best domain takes its own
         # Fewest victims, then the most idle cores: a domain where a reclaim
         # under way frees cores is kept for the need it was chosen for.
-        rank = (len(victims), -idle.get(domain, 0), -own, domain)
+        rank = (len(victims), -idle.get(domain, 0), domain)
         if best is None or rank < best[0]:
             best = (rank, domain, served, victims)
     if best is None:

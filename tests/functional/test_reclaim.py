@@ -28,6 +28,12 @@ from tests.functional.test_fairshare import INTEL, PATIENCE, FairshareCloud
 class ReclaimCloud(FairshareCloud):
     MODE = "stop"
     DEMAND = {"p-blast": 12, "p-gene": 0}
+    #: A stopped server keeps its Placement allocation: the cores ``stop``
+    #: frees serve others only where Placement overcommits. Fair share
+    #: still counts physical cores (12 a platform). Overcommit also lets
+    #: Placement offer hosts of a full platform, so that the placement
+    #: filter sees, and records, the requests fair share refuses.
+    CPU_RATIO = 2.0
 
     def setUp(self) -> None:
         self.FAIRNESS = {

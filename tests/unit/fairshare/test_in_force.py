@@ -72,11 +72,18 @@ class TestLoans(testtools.TestCase):
 
     def test_preemptible_cores_fill_a_platform_but_spend_no_entitlement(self) -> None:
         use = {PREEMPTIBLE: {"a0": 4, "a1": 4, "a2": 4}}
-        # amd is full, but p's entitlement is untouched: it may still claim it
-        # (the agent takes the preemptible VMs back).
-        (choice,) = self.choices(use)
+        # amd is full, though p's entitlement is untouched: no claim there
+        # until the agent takes the preemptible VMs back (the refusal is
+        # the unmet demand that makes it).
+        self.assertEqual([], self.choices(use))
+        (choice,) = self.choices({})
         self.assertEqual(("amd", None), (choice.platform, choice.loan))
-        self.assertIsNone(choice.refusal(use))
+        self.assertIsNone(choice.refusal({}))
+        self.assertEqual(
+            "amd has 0 idle cores, 4 asked within p's entitlement: loans hold the rest "
+            "until reclaimed",
+            choice.refusal(use),
+        )
         # A borrowed or preemptible claim finds no idle core there.
         self.assertEqual(
             [("intel", db_api.BORROWED)],
