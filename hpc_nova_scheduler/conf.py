@@ -364,7 +364,8 @@ shelves or deletes it through Nova's API with the credentials of the
 Seconds between marking a victim (metadata key ``hpc:reclaim_at``) and
 stopping, shelving or deleting it: the tenant's time to save its work. The
 time from unmet demand to freed cores is at most one ``fairshare_interval``
-plus this grace.
+plus this grace, plus the second between two looks of the agent for due
+reclaims.
 """,
     ),
     cfg.IntOpt(

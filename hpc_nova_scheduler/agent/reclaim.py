@@ -45,8 +45,9 @@ CONF = hpc_conf.CONF
 METADATA_KEY = "hpc:reclaim_at"
 #: Nova keeps metadata values to 255 characters.
 METADATA_LENGTH = 255
-#: Seconds between two looks at reclaims to act on.
-CHECK_SECONDS = 5.0
+#: Seconds between two looks at reclaims to act on: what a reclaim may wait
+#: beyond its grace (the look reads one indexed row set).
+CHECK_SECONDS = 1.0
 #: Ended reclaims are kept this long for ``fairshare reclaim list``.
 KEPT = datetime.timedelta(days=7)
 
@@ -146,23 +147,32 @@ class Reclaimer:
                 options.reclaim_grace,
                 record.reason,
             )
-            self._mark(record)
+            self._mark(database, record, now)
         return written
 
-    def _mark(self, record: loans_db.ReclaimRecord) -> None:
+    def _mark(
+        self, database: db_api.Database, record: loans_db.ReclaimRecord, now: datetime.datetime
+    ) -> None:
+        """Tell the tenant: ``hpc:reclaim_at`` on the victim's server, tried at every look.
+
+        A victim may still be building (the youngest go first), and Nova
+        refuses its metadata until it is not: the mark is tried again at
+        each look during the grace, and at the act.
+        """
         value = metadata_value(record.act_after, record.mode, record.reason)
         try:
             self.connection().compute.set_server_metadata(
                 record.instance_uuid, **{METADATA_KEY: value}
             )
         except Exception as error:
-            # Marked again when it is acted on; the grace runs meanwhile.
-            LOG.warning(
-                "hpc-scheduler-agent: cannot mark server %s for reclaim %s: %s",
+            LOG.debug(
+                "hpc-scheduler-agent: cannot mark server %s for reclaim %s yet: %s",
                 record.instance_uuid,
                 record.id,
                 error,
             )
+            return
+        database.mark_reclaim(record.id, now)
 
     # -- every few seconds ------------------------------------------------------
 
@@ -191,6 +201,8 @@ class Reclaimer:
             elif record.act_after <= timeutils.normalize_time(now):
                 state = self._act(database, options, record, loans, overage, now)
             else:
+                if record.marked_at is None:
+                    self._mark(database, record, now)
                 continue
             if state is not None:
                 changed.append((record.id, state))

@@ -100,6 +100,8 @@ class ReclaimRecord:
     acted_at: datetime.datetime | None
     attempts: int
     error: str | None
+    #: When the victim's server got ``hpc:reclaim_at`` (None: not yet).
+    marked_at: datetime.datetime | None = None
 
     @property
     def open(self) -> bool:
@@ -152,6 +154,7 @@ def _reclaim_from_row(row: models.FairshareReclaim) -> ReclaimRecord:
         row.acted_at,
         row.attempts,
         row.error,
+        row.marked_at,
     )
 
 
@@ -299,6 +302,14 @@ class LoanStore:
             where = where & (table.c.state == expected)
         with self._writer() as session:
             return session.execute(update(table).where(where).values(**values)).rowcount == 1
+
+    def mark_reclaim(self, reclaim_id: int, at: datetime.datetime) -> None:
+        """Record that the victim's server carries ``hpc:reclaim_at`` since ``at``."""
+        table = models.FairshareReclaim.__table__
+        with self._writer() as session:
+            session.execute(
+                update(table).where(table.c.id == reclaim_id).values(marked_at=_naive(at))
+            )
 
     def prune_reclaims(self, before: datetime.datetime) -> int:
         """Drop reclaims that ended (acted, failed, cancelled, restarted) before ``before``."""

@@ -399,6 +399,8 @@ class FairshareReclaim(Base):
     acted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
+    #: When the victim's server got ``hpc:reclaim_at`` (None: not yet).
+    marked_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
 
 
 class AgentTask(Base):

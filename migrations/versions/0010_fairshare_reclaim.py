@@ -64,6 +64,7 @@ def upgrade() -> None:
         sa.Column("acted_at", sa.DateTime(), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("marked_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_fairshare_reclaims"),
     )
     op.create_index("ix_fairshare_reclaims_state", "fairshare_reclaims", ["state"])

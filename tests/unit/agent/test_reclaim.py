@@ -163,6 +163,24 @@ class ReclaimerTests:
             next(x for x in self.database.loans() if x.instance_uuid == victim).stopped
         )
 
+    def test_a_victim_still_building_is_marked_once_nova_accepts_it(self) -> None:
+        self.connection.compute.failing.add("metadata")
+        record = self.request()
+        self.assertIsNone(self.database.reclaims()[0].marked_at)
+        self.assertEqual([], self.reclaimer.act(self.options(), self.at(10)))
+        self.assertIsNone(self.database.reclaims()[0].marked_at)
+        self.connection.compute.failing.discard("metadata")
+        self.assertEqual([], self.reclaimer.act(self.options(), self.at(20)))
+        (marked,) = self.database.reclaims()
+        self.assertEqual(self.at(20), marked.marked_at)
+        self.assertIn(
+            reclaim_mod.METADATA_KEY, self.connection.compute.metadata[record.instance_uuid]
+        )
+        # Marked, it is not marked again at the next look.
+        calls = len(self.connection.compute.calls)
+        self.reclaimer.act(self.options(), self.at(30))
+        self.assertEqual(calls, len(self.connection.compute.calls))
+
     def test_a_failing_call_is_retried_then_reported_and_takes_no_second_victim(self) -> None:
         self.config.config(fairshare_reclaim_attempts=3, group="hpc_scheduler")
         self.connection.compute.failing.add("stop")
