@@ -72,6 +72,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
@@ -277,6 +278,20 @@ def _pool_call(fn: Callable, cell: Any, index: int) -> Any:
     return _call(fn, cell, _WORKER_SHARED)
 
 
+def _pool_context() -> multiprocessing.context.BaseContext | None:
+    """How pool workers start: forked, unless eventlet has patched this process.
+
+    A process that eventlet patched (Nova's test harness, the demo) cannot
+    fork safely: the child shares its parent's epoll hub, and a green read
+    of the pool's queue there may wait for an event the parent took (a
+    test run hung so). Its workers start as fresh interpreters instead.
+    """
+    eventlet = sys.modules.get("eventlet")
+    if eventlet is not None and eventlet.patcher.is_monkey_patched("os"):
+        return multiprocessing.get_context("spawn")
+    return None
+
+
 def _on_pool(tasks: _Tasks, workers: int) -> None:
     """Rounds of a fresh pool over the cells still to run, until none is left.
 
@@ -286,11 +301,13 @@ def _on_pool(tasks: _Tasks, workers: int) -> None:
     """
     pending = list(range(len(tasks.grid)))
     while pending:
-        started = multiprocessing.Array("b", len(tasks.grid), lock=False)
+        context = _pool_context()
+        started = (context or multiprocessing).Array("b", len(tasks.grid), lock=False)
         lost: list[int] = []
         again: list[int] = []
         pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=min(workers, len(pending)),
+            mp_context=context,
             initializer=_install,
             initargs=(tasks.shared, started),
         )
