@@ -119,6 +119,8 @@ class Reclaimer:
             return []
         now = now or timeutils.utcnow()
         database.prune_loans()
+        # Once an allocator run, not at every look of the reclaim task.
+        database.prune_reclaims(now - KEPT)
         found = live_reclaim.plan(
             database,
             generation,
@@ -189,16 +191,19 @@ class Reclaimer:
         if not self.holds_lease(database, now):
             return []
         changed: list[tuple[int, str]] = []
-        open_ = database.reclaims(loans_db.OPEN_STATES)
-        if not open_:
-            database.prune_reclaims(now - KEPT)
-            return changed
-        loans = {loan.instance_uuid: loan for loan in database.loans()}
-        overage = self._overage(database)
-        for record in sorted(open_, key=lambda r: (r.act_after, r.id)):
+        # Loans and cores in use are read only when a reclaim is due: most
+        # looks (every second, through a whole grace) find none.
+        loans: dict[str, loans_db.LoanRecord] | None = None
+        overage: dict[tuple[str, str], int] = {}
+        for record in sorted(
+            database.reclaims(loans_db.OPEN_STATES), key=lambda r: (r.act_after, r.id)
+        ):
             if record.state == loans_db.ACTED:
                 state = self._follow(database, record)
             elif record.act_after <= timeutils.normalize_time(now):
+                if loans is None:
+                    loans = {loan.instance_uuid: loan for loan in database.loans()}
+                    overage = self._overage(database)
                 state = self._act(database, options, record, loans, overage, now)
             else:
                 if record.marked_at is None:
@@ -206,7 +211,6 @@ class Reclaimer:
                 continue
             if state is not None:
                 changed.append((record.id, state))
-        database.prune_reclaims(now - KEPT)
         return changed
 
     @staticmethod
