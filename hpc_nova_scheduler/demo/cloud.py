@@ -30,6 +30,7 @@ HPC_WEIGHERS = "hpc_nova_scheduler.scheduler.weights.all_weighers"
 # Nova loads drivers from nova.virt only: the test driver is grafted onto
 # nova.virt.fake for the test's duration.
 FAKE_DRIVER = "fake.HpcFakeDriver"
+MULTI_NODE_DRIVER = "fake.HpcMultiNodeFakeDriver"
 
 
 def api_paste_config() -> str:
@@ -104,10 +105,24 @@ class HpcCloud(NovaCloud):
     STOCK_DRIVER: str | None = None
     #: Placement's cpu_allocation_ratio: HPC hosts are not overcommitted.
     CPU_RATIO: float = 1.0
+    #: Compute services that manage several nodes each, as one Ironic
+    #: compute does: host -> node name -> shape (``HOSTS`` is then unused).
+    #: Aggregates (``RACKS``, ``CPU_GROUPS``, ``TAGS``) name the hosts.
+    NODES: dict[str, dict[str, fake_driver.Shape]] = {}
 
     def _setup_services(self) -> None:
         if self.STOCK_DRIVER:
             self.flags(compute_driver=self.STOCK_DRIVER)
+        elif self.NODES:
+            self.useFixture(
+                fixtures.MonkeyPatch(f"{fake_driver.__name__}.NODES", dict(self.NODES))
+            )
+            self.useFixture(
+                fixtures.MonkeyPatch(
+                    "nova.virt.fake.HpcMultiNodeFakeDriver", fake_driver.HpcMultiNodeFakeDriver
+                )
+            )
+            self.flags(compute_driver=MULTI_NODE_DRIVER)
         else:
             self.useFixture(
                 fixtures.MonkeyPatch(f"{fake_driver.__name__}.SHAPES", dict(self.HOSTS))
@@ -149,7 +164,7 @@ class HpcCloud(NovaCloud):
                 self.tag_hosts(f"{key}={value}", {key: value}, members)
 
     def _setup_compute_service(self):
-        for name in self.HOSTS:
+        for name in self.NODES or self.HOSTS:
             self._start_compute(name)
 
     def tag_hosts(self, name: str, metadata: dict, hosts: list[str]) -> None:

@@ -10,6 +10,7 @@ the build on the request's alternate hosts.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 from nova import conf as nova_conf
 from nova import exception
@@ -89,3 +90,95 @@ class HpcFakeDriver(fake.FakeDriver):
             info["model"] = self.shape.cpu_model
             status["cpu_info"] = jsonutils.dumps(info)
         return status
+
+
+#: Hosts whose compute service manages several nodes, the way one Ironic
+#: compute manages many bare-metal machines: host -> node name -> shape.
+#: Read when the service starts (``init_host``); a host not named here has
+#: one node of its own name, shaped by ``SHAPES``.
+NODES: dict[str, dict[str, Shape]] = {}
+
+
+def node_uuid(host: str, nodename: str) -> str:
+    """A node's provider UUID, the same at every start of its service.
+
+    Nova's fake driver draws node UUIDs per process; a restarted compute
+    would then report new nodes under the old names.
+    """
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"hpc-fake-node:{host}/{nodename}"))
+
+
+def load_nodes(path: str) -> dict[str, dict[str, Shape]]:
+    """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``.
+
+    Raises ``ValueError`` naming the file and the host or node at fault.
+    """
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = jsonutils.load(stream)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a JSON object of hosts is expected")
+    layout: dict[str, dict[str, Shape]] = {}
+    for host, nodes in data.items():
+        if not isinstance(nodes, dict) or not nodes:
+            raise ValueError(f"{path}: host {host!r} needs an object of one or more nodes")
+        layout[host] = {}
+        for name, fields in nodes.items():
+            try:
+                layout[host][name] = Shape(**fields)
+            except TypeError as error:
+                raise ValueError(f"{path}: node {name!r} of {host!r}: {error}") from None
+    return layout
+
+
+class HpcMultiNodeFakeDriver(HpcFakeDriver):
+    """Several shaped nodes behind one compute service (``NODES``).
+
+    Nova's host manager keeps a host state per (host, node), as it does for
+    Ironic: every node is a resource provider of its own, with its own
+    cores, memory and processor model, while aggregates, which Nova keeps per
+    compute service host, tag all the nodes of the service at once.
+    """
+
+    def init_host(self, host):
+        super().init_host(host)
+        self.node_shapes = dict(NODES.get(host) or {host: SHAPES.get(host, Shape())})
+        self._set_nodes(list(self.node_shapes))
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        return {node_uuid(self._host, name): name for name in self.get_available_nodes()}
+
+    def get_available_resource(self, nodename):
+        status = super().get_available_resource(nodename)
+        if not status:
+            return status
+        shape = self.node_shapes[nodename]
+        status.update(
+            vcpus=shape.vcpus,
+            memory_mb=shape.memory_mb,
+            local_gb=shape.local_gb,
+            disk_available_least=shape.local_gb,
+            uuid=node_uuid(self._host, nodename),
+        )
+        info = jsonutils.loads(status["cpu_info"])
+        info["model"] = shape.cpu_model
+        status["cpu_info"] = jsonutils.dumps(info)
+        return status
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        super().update_provider_tree(provider_tree, nodename, allocations)
+        shape = self.node_shapes[nodename]
+        inventory = provider_tree.data(nodename).inventory
+        for resource_class, total in (
+            ("VCPU", shape.vcpus),
+            ("MEMORY_MB", shape.memory_mb),
+            ("DISK_GB", shape.local_gb),
+        ):
+            inventory[resource_class] = {
+                **inventory[resource_class],
+                "total": total,
+                "max_unit": total,
+            }
+        provider_tree.update_inventory(nodename, inventory)
