@@ -202,7 +202,25 @@ def nova_conf(run: Run) -> Path:
         sections["hpc_scheduler"]["topology_levels"] = list(run.levels)
     if not run.plugin:
         sections["filter_scheduler"]["weight_classes"] = ["nova.scheduler.weights.all_weighers"]
+    if run.timing:
+        _log_scheduler_timing(sections)
     return _write(etc / "nova.conf", sections)
+
+
+def _log_scheduler_timing(sections: dict[str, dict[str, object]]) -> None:
+    """The scheduler's own timing of ``select_destinations``, in its log: the
+    DEBUG lines of :data:`devcloud.scale.TIMING_LOG_LEVELS` over oslo.log's
+    default levels, and versioned notifications written to the log."""
+    from oslo_log import log as oslo_logging
+
+    from devcloud import scale
+
+    sections["DEFAULT"]["default_log_levels"] = [
+        *oslo_logging.get_default_log_levels(),
+        *scale.TIMING_LOG_LEVELS,
+    ]
+    sections["oslo_messaging_notifications"] = {"driver": "log"}
+    sections["notifications"] = {"notification_format": "versioned"}
 
 
 def compute_conf(run: Run, host: str) -> Path:

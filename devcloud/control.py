@@ -300,6 +300,7 @@ def up(
     cells: int = 1,
     reclaim: str = "off",
     reclaim_grace: int = config.RECLAIM_GRACE,
+    timing: bool = False,
 ) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
@@ -317,6 +318,7 @@ def up(
         cells=cells,
         reclaim=reclaim,
         reclaim_grace=reclaim_grace,
+        timing=timing,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()

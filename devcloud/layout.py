@@ -74,6 +74,9 @@ class Run:
     cells: int = 1
     #: The RabbitMQ virtual hosts of the cells after the first, for ``down``.
     cell_vhosts: list[str] = dataclasses.field(default_factory=list)
+    #: nova-scheduler logs the start and end of each ``select_destinations``
+    #: (:mod:`devcloud.scale`), for ``benchmarks/control_plane_scale.py``.
+    timing: bool = False
 
     @property
     def levels(self) -> tuple[str, ...]:
