@@ -1,7 +1,10 @@
 """Who runs on each candidate host, and as which application.
 
 Nova's host states say which instances are on a host (in memory, kept
-current by the computes or read per host from Nova's database). The plugin's
+current by the computes or read per host from Nova's database); where one
+compute service manages several nodes, each node's host state lists every
+instance of the service, and each VM counts on its own node only
+(:func:`_node_of`). The plugin's
 ``app_running`` table says what each instance is (class, cache score,
 application), including VMs placed moments ago by this or another scheduler
 process that no compute has claimed yet. Everything else is asked of Nova's
@@ -129,7 +132,7 @@ class CoRunnerSource:
             record = record_from_flavor(
                 uuid,
                 hs.host,
-                hs.nodename,
+                _node_of(hs, uuid, (instance.host, getattr(instance, "node", None))),
                 instance.flavor.extra_specs,
                 instance.project_id,
                 hinted.get(uuid),
@@ -207,14 +210,14 @@ class CoRunnerSource:
             if uuid in exclude or (application_id and record.request_id == application_id):
                 continue
             if uuid in located:
-                dedicate(host_key(located[uuid]), record)
+                dedicate(_key_of(located[uuid], uuid, (record.host, record.nodename)), record)
             elif uuid in unlocated:
                 key = _follow(knowledge, record, instances, scheduling)
                 if key is not None:
                     dedicate(key, record)
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
-                dedicate(host_key(located[uuid]), record)
+                dedicate(_key_of(located[uuid], uuid, (record.host, record.nodename)), record)
         if extreme_claims:
             # Hosts promised to ExtremeHPC requests still being placed.
             keys = {host_key(hs) for hs in host_states}
@@ -289,7 +292,10 @@ class CoRunnerSource:
                 # Gone from Nova's database since the host state was read:
                 # it still holds its slot, nothing more is known.
                 record = db_api.RunningRecord(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
-            knowledge.vms[host_key(hs)].append(as_vm(record))
+            key = _key_of(hs, uuid, (record.host, record.nodename))
+            if key in knowledge.vms:
+                knowledge.vms[key].append(as_vm(record))
+            # Else it runs on a node of the same service that is no candidate.
 
         for uuid in unlocated:
             key = _follow(knowledge, rows[uuid], instances, scheduling)
@@ -342,6 +348,31 @@ def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]
         for uuid in getattr(hs, "instances", None) or {}:
             located[uuid] = hs
     return by_key, located
+
+
+def _node_of(hs: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str | None:
+    """The node an instance that ``hs`` lists runs on.
+
+    Nova lists every instance of a compute service in the host state of
+    each of its nodes (``HostManager._get_instance_info`` reads instances by
+    host), as one Ironic compute manages many nodes. The node is the one
+    the host state's copy of the instance names (the computes send whole
+    instances), else the one ``recorded`` (a record's or Nova's database's
+    ``(host, node)``) names on the same host, else the host state's own.
+    """
+    listed = (getattr(hs, "instances", None) or {}).get(instance_uuid)
+    is_set = getattr(listed, "obj_attr_is_set", None)
+    if is_set is not None and is_set("node") and listed.node:
+        return listed.node
+    host, node = recorded
+    if host == hs.host and node:
+        return node
+    return getattr(hs, "nodename", None)
+
+
+def _key_of(hs: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str:
+    """The host key of the node an instance that ``hs`` lists runs on (:func:`_node_of`)."""
+    return db_api.host_key(hs.host, _node_of(hs, instance_uuid, recorded))
 
 
 def _as_running(record: db_api.RunningRecord, application_id: str | None) -> RunningVM:
