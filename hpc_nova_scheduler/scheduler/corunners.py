@@ -33,7 +33,7 @@ from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
-from hpc_nova_scheduler.scheduler.host_view import host_key
+from hpc_nova_scheduler.scheduler.host_view import host_key, listed_node
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names, look_up
 
 LOG = logging.getLogger(__name__)
@@ -353,17 +353,15 @@ def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def _node_of(hs: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str | None:
     """The node an instance that ``hs`` lists runs on.
 
-    Nova lists every instance of a compute service in the host state of
-    each of its nodes (``HostManager._get_instance_info`` reads instances by
-    host), as one Ironic compute manages many nodes. The node is the one
-    the host state's copy of the instance names (the computes send whole
-    instances), else the one ``recorded`` (a record's or Nova's database's
-    ``(host, node)``) names on the same host, else the host state's own.
+    Every node of a compute service lists every instance of the service
+    (:func:`~.host_view.listed_node`). The node is the one the host state's
+    copy of the instance names, else the one ``recorded`` (a record's or
+    Nova's database's ``(host, node)``) names on the same host, else the
+    host state's own.
     """
-    listed = (getattr(hs, "instances", None) or {}).get(instance_uuid)
-    is_set = getattr(listed, "obj_attr_is_set", None)
-    if is_set is not None and is_set("node") and listed.node:
-        return listed.node
+    listed = listed_node(hs, instance_uuid)
+    if listed is not None:
+        return listed
     host, node = recorded
     if host == hs.host and node:
         return node

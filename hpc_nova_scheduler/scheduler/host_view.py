@@ -295,6 +295,22 @@ def host_key(host_state: Any) -> str:
     return db_host_key(host_state.host, getattr(host_state, "nodename", None))
 
 
+def listed_node(host_state: Any, instance_uuid: str) -> str | None:
+    """The node the host state's copy of an instance names, if it names one.
+
+    Nova reads a host state's instances by host (``HostManager.
+    _get_instance_info``), so each node of a compute service that manages
+    several (Ironic's) lists every instance of the service. The computes
+    send whole instances, node included; instances Nova reads back by uuid
+    (after a restart) name none.
+    """
+    listed = (getattr(host_state, "instances", None) or {}).get(instance_uuid)
+    is_set = getattr(listed, "obj_attr_is_set", None)
+    if is_set is None or not is_set("node"):
+        return None
+    return listed.node or None
+
+
 def to_host(
     host_state: Any,
     vms: Iterable[RunningVM],
