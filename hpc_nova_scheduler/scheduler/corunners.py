@@ -1,18 +1,16 @@
 """Who runs on each candidate host, and as which application.
 
-Nova's host states say which instances are on a host (in memory, kept
-current by the computes or read per host from Nova's database); where one
-compute service manages several nodes, each node's host state lists every
-instance of the service, and each VM counts on its own node only
-(:func:`_node_of`). The plugin's
-``app_running`` table says what each instance is (class, cache score,
-application), including VMs placed moments ago by this or another scheduler
-process that no compute has claimed yet. Everything else is asked of Nova's
-database in one batched query per cell: the flavors of VMs that predate the
-plugin (recorded afterwards, so they are asked about once), and the fate of
-records that no host state shows (still being built, moved, or gone);
-those reads are in :mod:`.nova_instances`. What a record that no host
-state lists holds is decided by the holder rule
+Nova's host states say which instances are on a host (in memory, kept current
+by the computes or read per host from Nova's database; every node of a
+multi-node service lists all of them, see :func:`.host_view.node_of`). The
+plugin's ``app_running`` table says what each instance is (class, cache
+score, application), including VMs placed moments ago by this or another
+scheduler process that no compute has claimed yet. Everything else is asked
+of Nova's database in one batched query per cell: the flavors of VMs that
+predate the plugin (recorded afterwards, so they are asked about once), and
+the fate of records that no host state shows (still being built, moved, or
+gone); those reads are in :mod:`.nova_instances`. What a record that no
+host state lists holds is decided by the holder rule
 (:func:`hpc_nova_scheduler.core.holders.locate`), for requests planned by
 the plugin and requests left to Nova alike.
 """
@@ -32,8 +30,8 @@ from hpc_nova_scheduler.core import holders
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
-from hpc_nova_scheduler.scheduler.host_view import host_key, listed_node
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names, look_up
 
 LOG = logging.getLogger(__name__)
@@ -132,7 +130,7 @@ class CoRunnerSource:
             record = record_from_flavor(
                 uuid,
                 hs.host,
-                _node_of(hs, uuid, (instance.host, getattr(instance, "node", None))),
+                host_view.node_of(hs, uuid, (instance.host, getattr(instance, "node", None))),
                 instance.flavor.extra_specs,
                 instance.project_id,
                 hinted.get(uuid),
@@ -187,7 +185,7 @@ class CoRunnerSource:
         ]
         unlocated: dict[str, Any] = {}
         if unlocated_rows:
-            by_key = {host_key(hs): hs for hs in host_states}
+            by_key = {host_view.host_key(hs): hs for hs in host_states}
             unlocated = {
                 vm.instance_uuid: by_key[vm.key] for vm in unlocated_rows if vm.key in by_key
             }
@@ -202,7 +200,10 @@ class CoRunnerSource:
             knowledge.backfill = learned
             self._recorded.update(vm.instance_uuid for vm in learned)
 
-        def dedicate(key: str, record: db_api.RunningRecord) -> None:
+        def dedicate(key: str | None, record: db_api.RunningRecord) -> None:
+            # None: a VM Nova lists, on the node of its service it runs on.
+            uuid, at = record.instance_uuid, (record.host, record.nodename)
+            key = key or host_view.key_of(located[uuid], uuid, at)
             knowledge.vms.setdefault(key, []).append(_as_running(record, record.request_id))
 
         for record in extreme_rows:
@@ -210,17 +211,17 @@ class CoRunnerSource:
             if uuid in exclude or (application_id and record.request_id == application_id):
                 continue
             if uuid in located:
-                dedicate(_key_of(located[uuid], uuid, (record.host, record.nodename)), record)
+                dedicate(None, record)
             elif uuid in unlocated:
                 key = _follow(knowledge, record, instances, scheduling)
                 if key is not None:
                     dedicate(key, record)
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
-                dedicate(_key_of(located[uuid], uuid, (record.host, record.nodename)), record)
+                dedicate(None, record)
         if extreme_claims:
             # Hosts promised to ExtremeHPC requests still being placed.
-            keys = {host_key(hs) for hs in host_states}
+            keys = {host_view.host_key(hs) for hs in host_states}
             for claim in extreme_claims:
                 if claim.key in keys and claim.application_id != application_id:
                     knowledge.vms.setdefault(claim.key, []).extend(
@@ -292,10 +293,9 @@ class CoRunnerSource:
                 # Gone from Nova's database since the host state was read:
                 # it still holds its slot, nothing more is known.
                 record = db_api.RunningRecord(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
-            key = _key_of(hs, uuid, (record.host, record.nodename))
-            if key in knowledge.vms:
+            key = host_view.key_of(hs, uuid, (record.host, record.nodename))
+            if key in knowledge.vms:  # else on a node of the service that is no candidate
                 knowledge.vms[key].append(as_vm(record))
-            # Else it runs on a node of the same service that is no candidate.
 
         for uuid in unlocated:
             key = _follow(knowledge, rows[uuid], instances, scheduling)
@@ -342,35 +342,12 @@ def claimed_vms(claim: db_api.Claim, application_id: str | None) -> list[Running
 
 def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Host states by key, and the host state each instance is on."""
-    by_key = {host_key(hs): hs for hs in host_states}
+    by_key = {host_view.host_key(hs): hs for hs in host_states}
     located: dict[str, Any] = {}
     for hs in host_states:
         for uuid in getattr(hs, "instances", None) or {}:
             located[uuid] = hs
     return by_key, located
-
-
-def _node_of(hs: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str | None:
-    """The node an instance that ``hs`` lists runs on.
-
-    Every node of a compute service lists every instance of the service
-    (:func:`~.host_view.listed_node`). The node is the one the host state's
-    copy of the instance names, else the one ``recorded`` (a record's or
-    Nova's database's ``(host, node)``) names on the same host, else the
-    host state's own.
-    """
-    listed = listed_node(hs, instance_uuid)
-    if listed is not None:
-        return listed
-    host, node = recorded
-    if host == hs.host and node:
-        return node
-    return getattr(hs, "nodename", None)
-
-
-def _key_of(hs: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str:
-    """The host key of the node an instance that ``hs`` lists runs on (:func:`_node_of`)."""
-    return db_api.host_key(hs.host, _node_of(hs, instance_uuid, recorded))
 
 
 def _as_running(record: db_api.RunningRecord, application_id: str | None) -> RunningVM:

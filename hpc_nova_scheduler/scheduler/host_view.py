@@ -311,6 +311,29 @@ def listed_node(host_state: Any, instance_uuid: str) -> str | None:
     return listed.node or None
 
 
+def node_of(
+    host_state: Any, instance_uuid: str, recorded: tuple[str | None, str | None]
+) -> str | None:
+    """The node an instance that ``host_state`` lists runs on.
+
+    The node :func:`listed_node` names, else the one ``recorded`` (a
+    record's or Nova's cell database's ``(host, node)``) names on the same
+    host, else the host state's own (a host with one node).
+    """
+    listed = listed_node(host_state, instance_uuid)
+    if listed is not None:
+        return listed
+    host, node = recorded
+    if host == host_state.host and node:
+        return node
+    return getattr(host_state, "nodename", None)
+
+
+def key_of(host_state: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str:
+    """The host key of the node an instance that ``host_state`` lists runs on (:func:`node_of`)."""
+    return db_host_key(host_state.host, node_of(host_state, instance_uuid, recorded))
+
+
 def to_host(
     host_state: Any,
     vms: Iterable[RunningVM],
