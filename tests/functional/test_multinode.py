@@ -168,6 +168,13 @@ class TestTopology(MultiNode, base.HpcTestCase):
         self.assertEqual({"c1-b": 4, "c2-a": 4, "c2-b": 4}, hosts)
         self.assert_refused(self.launch(self.flavor(required="block"), 9))
 
+    def test_required_host_is_one_node_not_one_service(self) -> None:
+        # Every service has 8 free cores on two nodes; no node has 5.
+        self.assert_refused(self.launch(self.flavor(required="host"), 5))
+        self.assertEqual(
+            [4], list(self.placed(self.launch(self.flavor(required="host"), 4)).values())
+        )
+
 
 #: blast runs twice as fast on EPYC nodes, gene on Xeon nodes.
 NODE_RUNS = [
