@@ -8,10 +8,12 @@ dedication, cache thresholds, processor homogeneity, topology and fair-share
 entitlements are each proven on nodes that share one compute service.
 
 Nova lists every instance of a compute service in the host state of each of
-its nodes (``HostManager._get_instance_info`` reads instances by host), so
-the tests put the first application on a node in the middle of its
-service's nodes, or on nodes at both ends: a VM counted on the wrong node of
-its service shows, whichever order Nova lists the nodes in.
+its nodes (``HostManager._get_instance_info`` reads instances by host), in
+an order that changes from one process to the next (a set of nodes). The
+threshold tests start with a VM on every node of the service, so that VMs
+counted on a wrong node of their service show whatever the order; the
+dedication test puts ExtremeHPC VMs on the first node of one service and
+the last of the other.
 """
 
 from __future__ import annotations
@@ -91,26 +93,26 @@ class TestDedication(MultiNode, base.HpcTestCase):
 
 
 class TestThresholds(MultiNode, base.HpcTestCase):
-    """One service of three 4-core nodes; the first application runs on the middle one."""
+    """One service of three 4-core nodes, each running one VM of another application."""
 
     NODES = {"c1": {"c1-a": Shape(), "c1-b": Shape(), "c1-c": Shape()}}
     HPC_FLAGS = {"sync_cache_threshold": 60.0, "cache_threshold": 100.0}
 
+    def one_on_each_node(self, flavor: str) -> None:
+        for node in self.NODES["c1"]:
+            self.launch_on(flavor, node)
+
     def test_beta_counts_the_cache_pressure_of_each_node(self) -> None:
-        heavy = self.hpc_flavor(app_class="SyncHPC", cache_score=25)
-        self.launch_on(heavy, "c1-b", 2)
-        # 50 on c1-b; two more there would make 100. The service holds 150
-        # after this, each node 50.
+        self.one_on_each_node(self.hpc_flavor(app_class="SyncHPC", cache_score=25))
+        # 25 on each node, 75 on the service: one more fits on each node, two do not.
         other = self.hpc_flavor(app_class="SyncHPC", cache_score=25)
-        self.assertEqual({"c1-a": 2, "c1-c": 2}, self.placed(self.launch(other, 4)))
-        # A fifth brings any node to 75.
+        self.assertEqual({"c1-a": 1, "c1-b": 1, "c1-c": 1}, self.placed(self.launch(other, 3)))
         self.assert_refused(self.launch(other))
 
     def test_alpha_counts_the_cache_pressure_of_each_node(self) -> None:
-        loud = self.hpc_flavor(app_class="AsyncHPC", cache_score=40)
-        self.launch_on(loud, "c1-b", 2)
+        self.one_on_each_node(self.hpc_flavor(app_class="AsyncHPC", cache_score=40))
         other = self.hpc_flavor(app_class="AsyncHPC", cache_score=40)
-        self.assertEqual({"c1-a": 2, "c1-c": 2}, self.placed(self.launch(other, 4)))
+        self.assertEqual({"c1-a": 1, "c1-b": 1, "c1-c": 1}, self.placed(self.launch(other, 3)))
         self.assert_refused(self.launch(other))
 
 
