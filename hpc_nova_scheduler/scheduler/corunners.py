@@ -1,15 +1,16 @@
 """Who runs on each candidate host, and as which application.
 
-Nova's host states say which instances are on a host (in memory, kept
-current by the computes or read per host from Nova's database). The plugin's
-``app_running`` table says what each instance is (class, cache score,
-application), including VMs placed moments ago by this or another scheduler
-process that no compute has claimed yet. Everything else is asked of Nova's
-database in one batched query per cell: the flavors of VMs that predate the
-plugin (recorded afterwards, so they are asked about once), and the fate of
-records that no host state shows (still being built, moved, or gone);
-those reads are in :mod:`.nova_instances`. What a record that no host
-state lists holds is decided by the holder rule
+Nova's host states say which instances are on a host (in memory, kept current
+by the computes or read per host from Nova's database; every node of a
+multi-node service lists all of them, see :func:`.host_view.node_of`). The
+plugin's ``app_running`` table says what each instance is (class, cache
+score, application), including VMs placed moments ago by this or another
+scheduler process that no compute has claimed yet. Everything else is asked
+of Nova's database in one batched query per cell: the flavors of VMs that
+predate the plugin (recorded afterwards, so they are asked about once), and
+the fate of records that no host state shows (still being built, moved, or
+gone); those reads are in :mod:`.nova_instances`. What a record that no
+host state lists holds is decided by the holder rule
 (:func:`hpc_nova_scheduler.core.holders.locate`), for requests planned by
 the plugin and requests left to Nova alike.
 """
@@ -29,8 +30,8 @@ from hpc_nova_scheduler.core import holders
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
-from hpc_nova_scheduler.scheduler.host_view import host_key
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names, look_up
 
 LOG = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ class CoRunnerSource:
             record = record_from_flavor(
                 uuid,
                 hs.host,
-                hs.nodename,
+                host_view.node_of(hs, uuid, (instance.host, getattr(instance, "node", None))),
                 instance.flavor.extra_specs,
                 instance.project_id,
                 hinted.get(uuid),
@@ -184,7 +185,7 @@ class CoRunnerSource:
         ]
         unlocated: dict[str, Any] = {}
         if unlocated_rows:
-            by_key = {host_key(hs): hs for hs in host_states}
+            by_key = {host_view.host_key(hs): hs for hs in host_states}
             unlocated = {
                 vm.instance_uuid: by_key[vm.key] for vm in unlocated_rows if vm.key in by_key
             }
@@ -199,7 +200,10 @@ class CoRunnerSource:
             knowledge.backfill = learned
             self._recorded.update(vm.instance_uuid for vm in learned)
 
-        def dedicate(key: str, record: db_api.RunningRecord) -> None:
+        def dedicate(key: str | None, record: db_api.RunningRecord) -> None:
+            # None: a VM Nova lists, on the node of its service it runs on.
+            uuid, at = record.instance_uuid, (record.host, record.nodename)
+            key = key or host_view.key_of(located[uuid], uuid, at)
             knowledge.vms.setdefault(key, []).append(_as_running(record, record.request_id))
 
         for record in extreme_rows:
@@ -207,17 +211,17 @@ class CoRunnerSource:
             if uuid in exclude or (application_id and record.request_id == application_id):
                 continue
             if uuid in located:
-                dedicate(host_key(located[uuid]), record)
+                dedicate(None, record)
             elif uuid in unlocated:
                 key = _follow(knowledge, record, instances, scheduling)
                 if key is not None:
                     dedicate(key, record)
         for uuid, record in self._from_flavors.items():
             if record.app_class is core_profile.AppClass.EXTREME_HPC and uuid not in exclude:
-                dedicate(host_key(located[uuid]), record)
+                dedicate(None, record)
         if extreme_claims:
             # Hosts promised to ExtremeHPC requests still being placed.
-            keys = {host_key(hs) for hs in host_states}
+            keys = {host_view.host_key(hs) for hs in host_states}
             for claim in extreme_claims:
                 if claim.key in keys and claim.application_id != application_id:
                     knowledge.vms.setdefault(claim.key, []).extend(
@@ -289,7 +293,9 @@ class CoRunnerSource:
                 # Gone from Nova's database since the host state was read:
                 # it still holds its slot, nothing more is known.
                 record = db_api.RunningRecord(uuid, hs.host, core_profile.AppClass.NON_HPC, 0.0)
-            knowledge.vms[host_key(hs)].append(as_vm(record))
+            key = host_view.key_of(hs, uuid, (record.host, record.nodename))
+            if key in knowledge.vms:  # else on a node of the service that is no candidate
+                knowledge.vms[key].append(as_vm(record))
 
         for uuid in unlocated:
             key = _follow(knowledge, rows[uuid], instances, scheduling)
@@ -336,7 +342,7 @@ def claimed_vms(claim: db_api.Claim, application_id: str | None) -> list[Running
 
 def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Host states by key, and the host state each instance is on."""
-    by_key = {host_key(hs): hs for hs in host_states}
+    by_key = {host_view.host_key(hs): hs for hs in host_states}
     located: dict[str, Any] = {}
     for hs in host_states:
         for uuid in getattr(hs, "instances", None) or {}:

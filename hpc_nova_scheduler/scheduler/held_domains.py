@@ -14,7 +14,7 @@ from oslo_log import log as logging
 
 from hpc_nova_scheduler.core.columns import domain_ids
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.scheduler import domains
+from hpc_nova_scheduler.scheduler import domains, host_view
 from hpc_nova_scheduler.scheduler.aggregate_tags import Tags
 from hpc_nova_scheduler.scheduler.request import Request, RequestState
 
@@ -23,12 +23,17 @@ LOG = logging.getLogger(__name__)
 
 def where_now(existing, instance_uuid: str | None, hosts: list) -> tuple[str, str | None] | None:
     """Where the VM runs now, if it runs (it is being moved): its record's
-    host, else the host Nova shows it on; None for a new VM."""
+    host, else the host Nova shows it on; None for a new VM.
+
+    Every node of a compute service lists the service's instances: the
+    node is the one Nova's copy of the instance names, when it names one.
+    """
     if existing is not None:
         return existing.host, existing.nodename
     for hs in hosts:
         if instance_uuid in (getattr(hs, "instances", None) or {}):
-            return hs.host, getattr(hs, "nodename", None)
+            node = host_view.listed_node(hs, instance_uuid)
+            return hs.host, node or getattr(hs, "nodename", None)
     return None
 
 

@@ -295,6 +295,45 @@ def host_key(host_state: Any) -> str:
     return db_host_key(host_state.host, getattr(host_state, "nodename", None))
 
 
+def listed_node(host_state: Any, instance_uuid: str) -> str | None:
+    """The node the host state's copy of an instance names, if it names one.
+
+    Nova reads a host state's instances by host (``HostManager.
+    _get_instance_info``), so each node of a compute service that manages
+    several (Ironic's) lists every instance of the service. The computes
+    send whole instances, node included; instances Nova reads back by uuid
+    (after a restart) name none.
+    """
+    listed = (getattr(host_state, "instances", None) or {}).get(instance_uuid)
+    is_set = getattr(listed, "obj_attr_is_set", None)
+    if is_set is None or not is_set("node"):
+        return None
+    return listed.node or None
+
+
+def node_of(
+    host_state: Any, instance_uuid: str, recorded: tuple[str | None, str | None]
+) -> str | None:
+    """The node an instance that ``host_state`` lists runs on.
+
+    The node :func:`listed_node` names, else the one ``recorded`` (a
+    record's or Nova's cell database's ``(host, node)``) names on the same
+    host, else the host state's own (a host with one node).
+    """
+    listed = listed_node(host_state, instance_uuid)
+    if listed is not None:
+        return listed
+    host, node = recorded
+    if host == host_state.host and node:
+        return node
+    return getattr(host_state, "nodename", None)
+
+
+def key_of(host_state: Any, instance_uuid: str, recorded: tuple[str | None, str | None]) -> str:
+    """The host key of the node an instance that ``host_state`` lists runs on (:func:`node_of`)."""
+    return db_host_key(host_state.host, node_of(host_state, instance_uuid, recorded))
+
+
 def to_host(
     host_state: Any,
     vms: Iterable[RunningVM],

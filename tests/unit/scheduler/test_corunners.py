@@ -260,3 +260,89 @@ class TestDedicatedHosts(TestCollect):
             [host_state("n1", "x")], self.database, application_id="group-1"
         )
         self.assertEqual({}, knowledge.vms)
+
+
+class Listed:
+    """An instance as a host state lists it: whole, as the computes send it
+    (``node`` set), or as Nova reads it back by uuid (nothing set)."""
+
+    def __init__(self, node: str | None = None) -> None:
+        self._node = node
+
+    def obj_attr_is_set(self, name: str) -> bool:
+        return name == "node" and self._node is not None
+
+    @property
+    def node(self) -> str | None:
+        return self._node
+
+
+def service_nodes(host: str, listed: dict[str, Listed | None], *nodes: str) -> list:
+    """The host states of one compute service's ``nodes``, each listing every
+    instance of the service, as Nova's host manager lists them (by host)."""
+    return [
+        types.SimpleNamespace(host=host, nodename=node, cell_uuid=None, instances=dict(listed))
+        for node in nodes
+    ]
+
+
+class TestNodesOfOneService(TestCollect):
+    """Nova lists a service's instances on each of its nodes; each VM counts on its own."""
+
+    def record_on(self, uuid: str, node: str, app_class: AppClass, request_id: str) -> None:
+        self.database.record_running(
+            [db_api.RunningRecord(uuid, "c1", app_class, 10.0, "LU", node, request_id)]
+        )
+
+    def vms_of(self, knowledge) -> dict[str, list[str]]:
+        return {key: sorted(vm.uuid for vm in vms) for key, vms in knowledge.vms.items()}
+
+    def test_recorded_vms_count_on_their_own_nodes(self) -> None:
+        self.record_on("on-a", "c1-a", AppClass.SYNC_HPC, "app-a")
+        self.record_on("on-c", "c1-c", AppClass.SYNC_HPC, "app-c")
+        states = service_nodes("c1", {"on-a": Listed(), "on-c": None}, "c1-a", "c1-b", "c1-c")
+        knowledge = corunners.CoRunnerSource(RecordedNova({})).collect(states, self.database)
+        self.assertEqual(
+            {"c1/c1-a": ["on-a"], "c1/c1-b": [], "c1/c1-c": ["on-c"]}, self.vms_of(knowledge)
+        )
+
+    def test_the_node_a_host_state_names_wins_and_off_candidate_nodes_do_not_count(self) -> None:
+        # The record says c1-a; the compute's copy of the instance says c1-b
+        # (rebuilt on another node of the service).
+        self.record_on("moved", "c1-a", AppClass.SYNC_HPC, "app")
+        self.record_on("elsewhere", "c1-c", AppClass.SYNC_HPC, "app")
+        listed = {"moved": Listed("c1-b"), "elsewhere": Listed()}
+        # c1-c is no candidate (full, or filtered out by Placement).
+        states = service_nodes("c1", listed, "c1-a", "c1-b")
+        knowledge = corunners.CoRunnerSource(RecordedNova({})).collect(states, self.database)
+        self.assertEqual({"c1/c1-a": [], "c1/c1-b": ["moved"]}, self.vms_of(knowledge))
+
+    def test_unrecorded_vms_take_their_node_from_nova(self) -> None:
+        old = instance("old", host="c1", specs={"hpc:app_class": "ExtremeHPC"})
+        old.node = "c1-a"
+        states = service_nodes("c1", {"old": Listed()}, "c1-a", "c1-b")
+        knowledge = corunners.CoRunnerSource(RecordedNova({"old": old})).collect(
+            states, self.database
+        )
+        self.assertEqual({"c1/c1-a": ["old"], "c1/c1-b": []}, self.vms_of(knowledge))
+        self.assertEqual(
+            [("old", "c1", "c1-a")],
+            [(vm.instance_uuid, vm.host, vm.nodename) for vm in knowledge.backfill],
+        )
+
+    def test_dedicated_nodes_are_the_extreme_vms_own(self) -> None:
+        self.record_on("x", "c1-a", AppClass.EXTREME_HPC, "other")
+        old = instance("old", host="c1", specs={"hpc:app_class": "ExtremeHPC"})
+        old.node = "c1-c"
+        states = service_nodes("c1", {"x": Listed(), "old": Listed()}, "c1-a", "c1-b", "c1-c")
+        knowledge = corunners.CoRunnerSource(RecordedNova({"old": old})).dedicated_hosts(
+            states, self.database, application_id="mine"
+        )
+        self.assertEqual({"c1/c1-a": ["x"], "c1/c1-c": ["old"]}, self.vms_of(knowledge))
+
+    def test_without_database_nova_names_the_nodes(self) -> None:
+        first = instance("first", host="c1", specs={"hpc:app_class": "SyncHPC"})
+        first.node = "c1-a"
+        states = service_nodes("c1", {"first": Listed()}, "c1-a", "c1-b")
+        knowledge = corunners.CoRunnerSource(RecordedNova({"first": first})).collect(states, None)
+        self.assertEqual({"c1/c1-a": ["first"], "c1/c1-b": []}, self.vms_of(knowledge))

@@ -11,6 +11,7 @@ from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import held_domains
 from hpc_nova_scheduler.scheduler.request import Request, RequestState
 from hpc_nova_scheduler.topology.levels import TopologySpec
+from tests.unit.scheduler.test_corunners import Listed
 
 LEVELS = ("block", "rack")
 TAGS = {
@@ -36,6 +37,18 @@ class TestWhereNow(testtools.TestCase):
         self.assertEqual(("h1", "n1"), held_domains.where_now(record, "vm", hosts))
         self.assertEqual(("h2", "n2"), held_domains.where_now(None, "vm", hosts))
         self.assertIsNone(held_domains.where_now(None, "new", hosts))
+
+    def test_the_node_nova_names_among_the_nodes_of_one_service(self) -> None:
+        # Both nodes of h1 list the VM; the compute's copy of it names n2.
+        listed = {"vm": Listed("n2")}
+        hosts = [
+            types.SimpleNamespace(host="h1", nodename=node, instances=listed)
+            for node in ("n1", "n2")
+        ]
+        self.assertEqual(("h1", "n2"), held_domains.where_now(None, "vm", hosts))
+        # Read back by uuid, it names none: the first node listing it, as before.
+        hosts[0].instances = hosts[1].instances = {"vm": Listed(None)}
+        self.assertEqual(("h1", "n1"), held_domains.where_now(None, "vm", hosts))
 
 
 class TestHeld(testtools.TestCase):

@@ -271,3 +271,25 @@ class TestPlacementCapacity(testtools.TestCase):
         host = host_view.to_host(state, ())
         self.assertEqual(host_view.resources(state), (host.capacity, host.free))
         self.assertEqual(Resources(8, 0, 1008), host.free)
+
+
+VM = "9d1b5c36-36e4-4b35-9d35-2f0e3c7e1f3b"
+
+
+class TestListedNode(testtools.TestCase):
+    """Each node of a multi-node service lists every instance of the service."""
+
+    def node_state(self, node: str, **listed: objects.Instance) -> host_manager.HostState:
+        state = host_manager.HostState("c1", node, None)
+        state.instances = dict(listed)
+        return state
+
+    def test_the_node_of_a_whole_instance_a_compute_sent(self) -> None:
+        state = self.node_state("c1-a", **{VM: objects.Instance(uuid=VM, node="c1-b")})
+        self.assertEqual("c1-b", host_view.listed_node(state, VM))
+
+    def test_none_for_an_instance_read_back_by_uuid_or_not_listed(self) -> None:
+        state = self.node_state("c1-a", **{VM: objects.Instance(uuid=VM)})
+        self.assertIsNone(host_view.listed_node(state, VM))
+        self.assertIsNone(host_view.listed_node(state, "other"))
+        self.assertIsNone(host_view.listed_node(self.node_state("c1-a"), VM))
