@@ -24,7 +24,7 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf
-from hpc_nova_scheduler.core import profile
+from hpc_nova_scheduler.core import narrowing, profile
 from hpc_nova_scheduler.topology import levels as topology
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ class HpcExtraSpecValidator(base.ExtraSpecValidator):
     def validate(self, name: str, value: str) -> None:
         try:
             profile.validate_extra_spec(name, value)
+            if name == profile.SPEC_APP_CLASS:
+                narrowing.check_idle_spec(_specs_of_this_call(name, value))
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -111,7 +113,7 @@ def check_together(specs: dict[str, str], levels: tuple[str, ...]) -> None:
     error here: it may be stored on the flavor already, or come in a later
     call; the scheduler refuses a flavor that still lacks it.
     """
-    trial = dict(specs)
+    trial = {name: value for name, value in specs.items() if name in profile.TOPOLOGY_SPECS}
     if topology.SPEC_SEGMENT_LEVEL in trial:
         trial.setdefault(topology.SPEC_SEGMENT, "1")
     else:
@@ -132,6 +134,34 @@ class HpcTopologyValidator(base.ExtraSpecValidator):
         try:
             topology.validate_spec(name, value, levels)
             check_together(_specs_of_this_call(name, value), levels)
+        except profile.ProfileError as error:
+            raise _invalid(error) from None
+
+
+class IdleTraitValidator(base.ExtraSpecValidator):
+    """``trait:CUSTOM_HPC_IDLE``: Nova's trait values, and only on an ExtremeHPC flavor.
+
+    Nova's own validator of ``trait:CUSTOM_*`` checks the value; this one
+    takes its place for this key (nova-api looks a name up before any
+    pattern) and also refuses ``required`` next to an ``hpc:app_class``
+    that is not ExtremeHPC in the same call. A class stored on the flavor
+    before is out of a validator's reach: the scheduler refuses such a
+    flavor's requests, naming the key.
+    """
+
+    def validate(self, name: str, value: str) -> None:
+        if value not in (narrowing.REQUIRED, narrowing.FORBIDDEN):
+            raise exception.ValidationError(
+                f"Validation failed; extra spec '{name}': expected "
+                f"{narrowing.REQUIRED} or {narrowing.FORBIDDEN}, got {value!r}."
+            )
+        if value != narrowing.REQUIRED:
+            return
+        specs = _specs_of_this_call(name, value)
+        if profile.SPEC_APP_CLASS not in specs:
+            return
+        try:
+            narrowing.check_idle_spec(specs)
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -219,6 +249,20 @@ EXTRA_SPEC_VALIDATORS = [
             "outside hpc:topology_required when both are set."
         ),
         value={"type": str, "description": _LEVELS},
+    ),
+    IdleTraitValidator(
+        name=narrowing.IDLE_SPEC,
+        description=(
+            "Require or forbid the trait hpc-scheduler-agent keeps on the compute "
+            "nodes that hold no instance ([hpc_scheduler] idle_trait_interval). "
+            "An ExtremeHPC flavor requires it, so that Placement's sample of "
+            "candidates holds idle hosts only; only an ExtremeHPC flavor may."
+        ),
+        value={
+            "type": str,
+            "enum": [narrowing.REQUIRED, narrowing.FORBIDDEN],
+            "description": "required or forbidden.",
+        },
     ),
 ]
 
