@@ -449,6 +449,25 @@ never touches another trait. The agent reaches Placement with nova.conf's
 ``[placement]`` credentials, as nova-scheduler does.
 """,
     ),
+    cfg.BoolOpt(
+        "roomy_rack_trait",
+        default=False,
+        help="""
+Whether the ``idle-traits`` task (``idle_trait_interval``) also keeps the
+Placement trait ``CUSTOM_HPC_ROOMY_RACK`` on every host of the roomiest
+racks: as many whole racks (the innermost of ``topology_levels``) as
+``[scheduler] max_placement_results`` hosts hold, roomiest first by the
+free vCPUs of hosts no other application holds as ExtremeHPC.
+
+Placement's "first" candidates are a hash-ordered sample of every host
+with room, so each rack shows only some of its hosts: in a fragmented
+cloud a SyncHPC request that one rack would hold can see no rack with
+room for it. A SyncHPC flavor that requires the trait (flavor extra spec
+``trait:CUSTOM_HPC_ROOMY_RACK=required``) is offered whole racks instead.
+Such a flavor is confined to those racks: a request larger than their
+room is refused, as it would be on any sample of that many hosts.
+""",
+    ),
 ]
 
 ALL_OPTS = (

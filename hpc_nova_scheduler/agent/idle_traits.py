@@ -1,5 +1,9 @@
 """The ``idle-traits`` task: ``CUSTOM_HPC_IDLE`` on exactly the idle compute nodes.
 
+And, with ``[hpc_scheduler] roomy_rack_trait``, ``CUSTOM_HPC_ROOMY_RACK``
+on every host of the roomiest racks (:func:`~.narrowing.roomiest`), as
+many whole racks as ``[scheduler] max_placement_results`` hosts hold.
+
 Every ``[hpc_scheduler] idle_trait_interval`` seconds the holder of the
 ``idle_traits`` lease reads
 
@@ -33,7 +37,10 @@ from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core import narrowing
+from hpc_nova_scheduler.core.holders import host_key
+from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.scheduler import domains as topology_domains
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -80,9 +87,27 @@ def nova_node_uses() -> tuple[list[narrowing.NodeUse], bool]:
             if getattr(node, "deleted", False):
                 continue
             nodes.append(
-                narrowing.NodeUse(node.uuid, int(node.running_vms or 0), int(node.vcpus_used or 0))
+                narrowing.NodeUse(
+                    node.uuid,
+                    int(node.running_vms or 0),
+                    int(node.vcpus_used or 0),
+                    key=host_key(node.host, node.hypervisor_hostname),
+                    vcpus=int(node.vcpus or 0),
+                    cpu_allocation_ratio=float(node.cpu_allocation_ratio or 1.0),
+                )
             )
     return nodes, complete
+
+
+def nova_budget() -> int:
+    """Hosts the roomy racks may hold: what nova-scheduler asks Placement for."""
+    from nova import conf as nova_conf
+
+    return int(nova_conf.CONF.scheduler.max_placement_results)
+
+
+def roomy_racks_on() -> bool:
+    return bool(CONF.hpc_scheduler.roomy_rack_trait)
 
 
 def nova_placement() -> Any:
@@ -108,6 +133,11 @@ class Run:
     left: int = 0
     #: Providers that carried the trait when the run began.
     tagged_before: int = 0
+    #: CUSTOM_HPC_ROOMY_RACK written on, and taken off.
+    roomy_added: list[str] = dataclasses.field(default_factory=list)
+    roomy_removed: list[str] = dataclasses.field(default_factory=list)
+    #: Hosts the roomy racks hold after the run (None: that part did not run).
+    roomy_hosts: int | None = None
 
 
 class IdleTraitKeeper:
@@ -121,6 +151,8 @@ class IdleTraitKeeper:
         nodes: Callable[[], tuple[list[narrowing.NodeUse], bool]] = nova_node_uses,
         placement: Callable[[], Any] = nova_placement,
         stopping: threading.Event | None = None,
+        tags: Callable[[], Any] = lambda: None,
+        budget: Callable[[], int] = nova_budget,
     ) -> None:
         self._database = database
         self.holder = holder
@@ -128,7 +160,9 @@ class IdleTraitKeeper:
         self._connect = placement
         self._placement: Any = None
         self._stopping = stopping or threading.Event()
-        self._trait_known = False
+        self._tags = tags
+        self._budget = budget
+        self._traits_known: set[str] = set()
 
     # -- Placement ---------------------------------------------------------------
 
@@ -145,30 +179,34 @@ class IdleTraitKeeper:
         text = " ".join(str(getattr(response, "text", "")).split())[:300]
         return PlacementError(f"Placement answered {response.status_code} to {what}: {text}")
 
-    def ensure_trait(self) -> None:
+    def ensure_trait(self, trait: str = narrowing.IDLE_TRAIT) -> None:
         """Create the custom trait in Placement (once a process; idempotent)."""
-        if self._trait_known:
+        if trait in self._traits_known:
             return
-        url = f"/traits/{narrowing.IDLE_TRAIT}"
+        url = f"/traits/{trait}"
         response = self.placement().put(url, None, version=TRAITS_VERSION)
         if response.status_code not in (201, 204):
             raise self._failed(response, f"PUT {url}")
-        self._trait_known = True
+        self._traits_known.add(trait)
 
-    def tagged(self) -> set[str]:
-        """The providers that carry the trait now."""
-        url = f"/resource_providers?required={narrowing.IDLE_TRAIT}"
+    def tagged(self, trait: str = narrowing.IDLE_TRAIT) -> set[str]:
+        """The providers that carry ``trait`` now."""
+        url = f"/resource_providers?required={trait}"
         response = self._get(url, LIST_VERSION)
         if response.status_code != 200:
             raise self._failed(response, f"GET {url}")
         return {rp["uuid"] for rp in response.json()["resource_providers"]}
 
-    def _set(self, uuid: str, add: bool, run: Run) -> bool | None:
-        """Add or remove the trait on one provider; False if it must not change, None if left.
+    def _set(
+        self, uuid: str, add: bool, run: Run, trait: str = narrowing.IDLE_TRAIT
+    ) -> bool | None:
+        """Add or remove ``trait`` on one provider; False if it must not change, None if left.
 
-        The provider's traits and, when adding, its usages are read, and
-        the traits written back with the generation both reads saw.
+        The provider's traits and, when adding the idle trait, its usages
+        are read, and the traits written back with the generation both
+        reads saw.
         """
+        check_usages = add and trait == narrowing.IDLE_TRAIT
         traits_url = f"/resource_providers/{uuid}/traits"
         for _ in range(ATTEMPTS):
             response = self._get(traits_url, TRAITS_VERSION)
@@ -180,9 +218,9 @@ class IdleTraitKeeper:
             body = response.json()
             traits = set(body["traits"])
             generation = body["resource_provider_generation"]
-            if (narrowing.IDLE_TRAIT in traits) == add:
+            if (trait in traits) == add:
                 return False  # someone else did it meanwhile
-            if add:
+            if check_usages:
                 usages_url = f"/resource_providers/{uuid}/usages"
                 response = self._get(usages_url, TRAITS_VERSION)
                 if response.status_code == 404:
@@ -197,9 +235,10 @@ class IdleTraitKeeper:
                 if not narrowing.placement_idle(usages["usages"]):
                     run.busy_in_placement.append(uuid)
                     return False
-                traits.add(narrowing.IDLE_TRAIT)
+            if add:
+                traits.add(trait)
             else:
-                traits.discard(narrowing.IDLE_TRAIT)
+                traits.discard(trait)
             payload = {"resource_provider_generation": generation, "traits": sorted(traits)}
             response = self.placement().put(traits_url, payload, version=TRAITS_VERSION)
             if response.status_code == 200:
@@ -228,37 +267,97 @@ class IdleTraitKeeper:
         nodes, complete = self._nodes()
         self.ensure_trait()
         tagged = self.tagged()
-        wanted = narrowing.changes(nodes, tagged, complete=complete)
         run = Run(tagged_before=len(tagged))
-        # Untag first: a busy node in the sample only costs the filter a
-        # look, but it is the one error that lasts until a run ends.
-        work = [(uuid, False) for uuid in sorted(wanted.remove)]
-        work += [(uuid, True) for uuid in sorted(wanted.add)]
-        renewed = time.monotonic()
-        for position, (uuid, add) in enumerate(work):
-            if self._stopping.is_set():
-                run.left += len(work) - position
-                break
-            if time.monotonic() - renewed > RENEW_SECONDS:
-                if database.take_lease(self.holder, ttl, name=LEASE) is None:
-                    LOG.warning("hpc-scheduler-agent: idle-traits lease lost during a run")
-                    run.left += len(work) - position
-                    break
-                renewed = time.monotonic()
-            done = self._set(uuid, add, run)
-            if done is None:
-                run.left += 1
-            elif done:
-                (run.added if add else run.removed).append(uuid)
-        if run.added or run.removed or run.left:
+        writer = _Writer(self, database, ttl, run)
+        writer.apply(narrowing.changes(nodes, tagged, complete=complete), narrowing.IDLE_TRAIT)
+        if roomy_racks_on():
+            self._roomy(database, nodes, complete, writer)
+        if run.added or run.removed or run.left or run.roomy_added or run.roomy_removed:
             LOG.info(
-                "hpc-scheduler-agent: %s: %d tagged, %d untagged, %d left to the next run "
-                "(%d carried it before; %d idle per Nova but allocated in Placement)",
+                "hpc-scheduler-agent: %s: %d tagged, %d untagged; %s: %d tagged, %d untagged; "
+                "%d left to the next run (%d idle per Nova but allocated in Placement)",
                 narrowing.IDLE_TRAIT,
                 len(run.added),
                 len(run.removed),
+                narrowing.ROOMY_TRAIT,
+                len(run.roomy_added),
+                len(run.roomy_removed),
                 run.left,
-                run.tagged_before,
                 len(run.busy_in_placement),
             )
         return run
+
+    def _roomy(
+        self,
+        database: db_api.Database,
+        nodes: list[narrowing.NodeUse],
+        complete: bool,
+        writer: _Writer,
+    ) -> None:
+        """The roomy racks' trait: every host of the roomiest racks that fit the budget."""
+        if not complete:
+            # A rack's room is unknown while a cell is silent: the racks stay as they are.
+            LOG.warning(
+                "hpc-scheduler-agent: %s left as it is: a cell did not answer",
+                narrowing.ROOMY_TRAIT,
+            )
+            return
+        self.ensure_trait(narrowing.ROOMY_TRAIT)
+        tagged = self.tagged(narrowing.ROOMY_TRAIT)
+        level = topology_domains.in_force()[-1]
+        domains_of = topology_domains.domains_of_hosts(self._tags())
+        rows, claims = database.of_class(AppClass.EXTREME_HPC)
+        held = {row.key for row in rows} | {
+            host_key(claim.host, claim.nodename) for claim in claims
+        }
+        wanted = narrowing.roomiest(
+            nodes,
+            lambda key: domains_of(key)[level],
+            self._budget(),
+            held=held,
+            tagged=tagged,
+        )
+        known = {node.uuid for node in nodes}
+        writer.apply(narrowing.diff(wanted, known, tagged, complete=True), narrowing.ROOMY_TRAIT)
+        writer.run.roomy_hosts = len(wanted)
+
+
+class _Writer:
+    """Writes one run's changes, untagging first, renewing the lease as it goes."""
+
+    def __init__(
+        self, keeper: IdleTraitKeeper, database: db_api.Database, ttl: float, run: Run
+    ) -> None:
+        self.keeper = keeper
+        self.database = database
+        self.ttl = ttl
+        self.run = run
+        self.renewed = time.monotonic()
+        self.stopped = False
+
+    def apply(self, changes: narrowing.Changes, trait: str) -> None:
+        # Untag first: a busy node in the sample only costs the filter a
+        # look, but it is the one error that lasts until a run ends; and
+        # the roomy racks never hold more hosts than the budget meanwhile.
+        work = [(uuid, False) for uuid in sorted(changes.remove)]
+        work += [(uuid, True) for uuid in sorted(changes.add)]
+        idle = trait == narrowing.IDLE_TRAIT
+        for position, (uuid, add) in enumerate(work):
+            if self.stopped or self.keeper._stopping.is_set():
+                self.run.left += len(work) - position
+                return
+            if time.monotonic() - self.renewed > RENEW_SECONDS:
+                if self.database.take_lease(self.keeper.holder, self.ttl, name=LEASE) is None:
+                    LOG.warning("hpc-scheduler-agent: idle-traits lease lost during a run")
+                    self.stopped = True
+                    self.run.left += len(work) - position
+                    return
+                self.renewed = time.monotonic()
+            done = self.keeper._set(uuid, add, self.run, trait)
+            if done is None:
+                self.run.left += 1
+            elif done:
+                if idle:
+                    (self.run.added if add else self.run.removed).append(uuid)
+                else:
+                    (self.run.roomy_added if add else self.run.roomy_removed).append(uuid)

@@ -127,6 +127,7 @@ class Agent:
             nodes=node_uses,
             placement=placement,
             stopping=self.stopping,
+            tags=tags,
         )
 
     def database(self) -> db_api.Database:

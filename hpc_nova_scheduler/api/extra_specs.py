@@ -48,7 +48,7 @@ class HpcExtraSpecValidator(base.ExtraSpecValidator):
         try:
             profile.validate_extra_spec(name, value)
             if name == profile.SPEC_APP_CLASS:
-                narrowing.check_idle_spec(_specs_of_this_call(name, value))
+                narrowing.check_narrowing_specs(_specs_of_this_call(name, value))
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -138,13 +138,14 @@ class HpcTopologyValidator(base.ExtraSpecValidator):
             raise _invalid(error) from None
 
 
-class IdleTraitValidator(base.ExtraSpecValidator):
-    """``trait:CUSTOM_HPC_IDLE``: Nova's trait values, and only on an ExtremeHPC flavor.
+class NarrowingTraitValidator(base.ExtraSpecValidator):
+    """``trait:CUSTOM_HPC_IDLE`` and ``trait:CUSTOM_HPC_ROOMY_RACK``: Nova's values, one class each.
 
     Nova's own validator of ``trait:CUSTOM_*`` checks the value; this one
-    takes its place for this key (nova-api looks a name up before any
+    takes its place for these keys (nova-api looks a name up before any
     pattern) and also refuses ``required`` next to an ``hpc:app_class``
-    that is not ExtremeHPC in the same call. A class stored on the flavor
+    in the same call that is not the trait's class (ExtremeHPC for the
+    idle trait, SyncHPC for the roomy racks). A class stored on the flavor
     before is out of a validator's reach: the scheduler refuses such a
     flavor's requests, naming the key.
     """
@@ -161,7 +162,7 @@ class IdleTraitValidator(base.ExtraSpecValidator):
         if profile.SPEC_APP_CLASS not in specs:
             return
         try:
-            narrowing.check_idle_spec(specs)
+            narrowing.check_narrowing_specs(specs)
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -250,13 +251,28 @@ EXTRA_SPEC_VALIDATORS = [
         ),
         value={"type": str, "description": _LEVELS},
     ),
-    IdleTraitValidator(
+    NarrowingTraitValidator(
         name=narrowing.IDLE_SPEC,
         description=(
             "Require or forbid the trait hpc-scheduler-agent keeps on the compute "
             "nodes that hold no instance ([hpc_scheduler] idle_trait_interval). "
             "An ExtremeHPC flavor requires it, so that Placement's sample of "
             "candidates holds idle hosts only; only an ExtremeHPC flavor may."
+        ),
+        value={
+            "type": str,
+            "enum": [narrowing.REQUIRED, narrowing.FORBIDDEN],
+            "description": "required or forbidden.",
+        },
+    ),
+    NarrowingTraitValidator(
+        name=narrowing.ROOMY_SPEC,
+        description=(
+            "Require or forbid the trait hpc-scheduler-agent keeps on every host "
+            "of the roomiest racks ([hpc_scheduler] roomy_rack_trait), as many "
+            "whole racks as [scheduler] max_placement_results hosts hold. A "
+            "SyncHPC flavor requires it, so that Placement offers whole racks "
+            "rather than a sample of every rack; only a SyncHPC flavor may."
         ),
         value={
             "type": str,

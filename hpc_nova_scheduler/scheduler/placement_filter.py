@@ -198,7 +198,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         specs, plain = request.extra_specs, request.plain
         try:
             profile = core_profile.profile_from_request(specs, request.hints)
-            narrowing.check_idle_spec(specs)
+            narrowing.check_narrowing_specs(specs)
             topology = domains.spec_of(specs)
             preemptible = core_profile.preemptible_from_specs(specs)
         except core_profile.ProfileError as error:

@@ -246,7 +246,7 @@ class TestIdleTraitValidation(base.NovaTestCase):
             ({"hpc:app_class": "SyncHPC", self.IDLE: "required"}, self.IDLE),
             ({self.IDLE: "required", "hpc:app_class": "NonHPC"}, self.IDLE),
         ):
-            self.assert_rejected(specs, key, "only an ExtremeHPC flavor may require")
+            self.assert_rejected(specs, key, "only ExtremeHPC flavors may require")
         self.assertEqual({}, self.admin_api.get_extra_specs(self.flavor_id))
 
     def test_a_bad_value_is_refused(self) -> None:

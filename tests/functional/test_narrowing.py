@@ -19,7 +19,7 @@ from nova import objects
 
 from hpc_nova_scheduler.agent import idle_traits
 from hpc_nova_scheduler.agent.tasks import Agent
-from hpc_nova_scheduler.core.narrowing import IDLE_SPEC, IDLE_TRAIT
+from hpc_nova_scheduler.core.narrowing import IDLE_SPEC, IDLE_TRAIT, ROOMY_SPEC, ROOMY_TRAIT
 from hpc_nova_scheduler.demo.fake_driver import Shape
 from tests.functional import base
 
@@ -172,4 +172,36 @@ class TestIdleTraitNarrowing(NarrowingCloud):
         self.require_idle(sync)
         self.keep()
         self.assert_refused(self.launch(sync))
-        self.assertIn(f"invalid {IDLE_SPEC} (only an ExtremeHPC flavor may require", logs.output)
+        self.assertIn(f"invalid {IDLE_SPEC} (only ExtremeHPC flavors may require", logs.output)
+
+
+class TestRoomyRacks(NarrowingCloud):
+    """Three racks of two hosts; Placement offers 2 hosts, or one whole rack with the trait."""
+
+    RACKS = {"r1": ["n1", "n2"], "r2": ["n3", "n4"], "r3": ["n5", "n6"]}
+    HPC_FLAGS = {"idle_trait_interval": 10, "roomy_rack_trait": True}
+
+    def roomy_hosts(self) -> set[str]:
+        return {host for host in self.providers() if ROOMY_TRAIT in self.traits(host)}
+
+    def test_a_synchpc_request_is_offered_a_whole_rack(self) -> None:
+        sampled = self.fill_the_sample()
+        sync = self.hpc_flavor(app_class="SyncHPC", cache_score=5, topology_required="rack")
+        # Eight VMs fit in a rack the plain VMs left empty, not in the two
+        # hosts Placement offers (six places left).
+        self.assert_refused(self.launch(sync, 8))
+        run = self.keep()
+        untouched = sorted(rack for rack, hosts in self.RACKS.items() if not set(hosts) & sampled)
+        self.assertTrue(untouched)
+        # The roomiest rack that fits in max_placement_results hosts: of two
+        # empty racks, the first by name.
+        roomy = set(self.RACKS[untouched[0]])
+        self.assertEqual(roomy, self.roomy_hosts())
+        self.assertEqual(SAMPLE, run.roomy_hosts)
+        self.admin_api.post_extra_spec(sync, {"extra_specs": {ROOMY_SPEC: "required"}})
+        hosts = self.hosts_of(self.launch(sync, 8))
+        self.assertEqual({host: 4 for host in roomy}, hosts)
+        # That rack is now full: the next run moves the trait to the roomiest other.
+        self.keep()
+        self.assertFalse(self.roomy_hosts() & roomy)
+        self.assertEqual(SAMPLE, len(self.roomy_hosts()))

@@ -59,7 +59,7 @@ class TestValidation(testtools.TestCase):
 class TestIdleTrait(testtools.TestCase):
     def test_ours_takes_the_key_from_novas_custom_trait_validator(self) -> None:
         self.assertIsInstance(
-            validators.VALIDATORS["trait:CUSTOM_HPC_IDLE"], extra_specs.IdleTraitValidator
+            validators.VALIDATORS["trait:CUSTOM_HPC_IDLE"], extra_specs.NarrowingTraitValidator
         )
         validators.validate("trait:CUSTOM_HPC_IDLE", "required")
         validators.validate("trait:CUSTOM_HPC_IDLE", "forbidden")

@@ -78,9 +78,68 @@ class TestChanges(testtools.TestCase):
         self.assertLessEqual(partial.remove, found.remove)
 
 
+def host(uuid: str, rack: str, free: int, vcpus: int = 8) -> NodeUse:
+    return NodeUse(uuid, 0, vcpus - free, key=f"{rack}-{uuid}", vcpus=vcpus)
+
+
+def rack_of(key: str) -> str:
+    return key.split("-", 1)[0]
+
+
+class TestRoomiest(testtools.TestCase):
+    def test_the_roomiest_whole_racks_within_the_budget(self) -> None:
+        nodes = [
+            *(host(f"a{i}", "ra", 8) for i in range(3)),  # 24 free
+            *(host(f"b{i}", "rb", 4) for i in range(3)),  # 12 free
+            *(host(f"c{i}", "rc", 2) for i in range(2)),  # 4 free
+        ]
+        self.assertEqual({"a0", "a1", "a2"}, narrowing.roomiest(nodes, rack_of, 4))
+        self.assertEqual(
+            {"a0", "a1", "a2", "b0", "b1", "b2"}, narrowing.roomiest(nodes, rack_of, 6)
+        )
+        # rb (3 hosts) is too large for what is left of 5: rc (2 hosts) after it fits.
+        self.assertEqual({"a0", "a1", "a2", "c0", "c1"}, narrowing.roomiest(nodes, rack_of, 5))
+
+    def test_extremehpc_hosts_count_no_room_and_full_racks_are_never_taken(self) -> None:
+        nodes = [host("a0", "ra", 8), host("a1", "ra", 8), host("b0", "rb", 6), host("c0", "rc", 0)]
+        chosen = narrowing.roomiest(nodes, rack_of, 10, held={"ra-a0", "ra-a1"})
+        self.assertEqual({"b0"}, chosen)
+
+    def test_on_equal_room_the_racks_tagged_now_stay(self) -> None:
+        nodes = [host("a0", "ra", 4), host("b0", "rb", 4)]
+        self.assertEqual({"a0"}, narrowing.roomiest(nodes, rack_of, 1))
+        self.assertEqual({"b0"}, narrowing.roomiest(nodes, rack_of, 1, tagged={"b0"}))
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(st.tuples(st.integers(0, 7), st.integers(0, 8)), max_size=40),
+        st.integers(0, 20),
+    )
+    def test_whole_racks_within_the_budget_and_the_roomiest_first(
+        self, layout: list, budget: int
+    ) -> None:
+        nodes = [host(f"n{i}", f"r{rack}", free) for i, (rack, free) in enumerate(layout)]
+        chosen = narrowing.roomiest(nodes, rack_of, budget)
+        self.assertLessEqual(len(chosen), budget)
+        members: dict[str, set[str]] = {}
+        room: dict[str, int] = {}
+        for node in nodes:
+            members.setdefault(rack_of(node.key), set()).add(node.uuid)
+            room[rack_of(node.key)] = room.get(rack_of(node.key), 0) + node.free_vcpus
+        taken = {rack for rack, uuids in members.items() if uuids & chosen}
+        for rack in taken:
+            self.assertLessEqual(members[rack], chosen)  # whole racks
+            self.assertGreater(room[rack], 0)
+        # The roomiest rack that fits the budget is always among them.
+        fitting = [rack for rack in members if len(members[rack]) <= budget and room[rack] > 0]
+        if fitting:
+            best = max(room[rack] for rack in fitting)
+            self.assertIn(best, {room[rack] for rack in taken})
+
+
 class TestIdleSpec(testtools.TestCase):
     def test_an_extreme_flavor_may_require_idle_hosts(self) -> None:
-        narrowing.check_idle_spec(
+        narrowing.check_narrowing_specs(
             {"hpc:app_class": "extremehpc", "trait:CUSTOM_HPC_IDLE": "required"}
         )
 
@@ -89,19 +148,32 @@ class TestIdleSpec(testtools.TestCase):
             specs = {"trait:CUSTOM_HPC_IDLE": "required"}
             if app_class:
                 specs["hpc:app_class"] = app_class
-            error = self.assertRaises(ProfileError, narrowing.check_idle_spec, specs)
+            error = self.assertRaises(ProfileError, narrowing.check_narrowing_specs, specs)
             self.assertEqual("trait:CUSTOM_HPC_IDLE", error.key)
             self.assertIn(app_class or "NonHPC", error.reason)
 
     def test_a_granular_group_counts_too(self) -> None:
         specs = {"hpc:app_class": "SyncHPC", "trait1:CUSTOM_HPC_IDLE": "required"}
-        error = self.assertRaises(ProfileError, narrowing.check_idle_spec, specs)
+        error = self.assertRaises(ProfileError, narrowing.check_narrowing_specs, specs)
         self.assertEqual("trait1:CUSTOM_HPC_IDLE", error.key)
 
     def test_forbidding_it_or_other_traits_is_no_concern_of_ours(self) -> None:
-        narrowing.check_idle_spec({"trait:CUSTOM_HPC_IDLE": "forbidden"})
-        narrowing.check_idle_spec({"trait:CUSTOM_HPC_IDLER": "required"})
-        narrowing.check_idle_spec({"trait:HW_CPU_X86_AVX2": "required", "hpc:app_class": "SyncHPC"})
+        narrowing.check_narrowing_specs({"trait:CUSTOM_HPC_IDLE": "forbidden"})
+        narrowing.check_narrowing_specs({"trait:CUSTOM_HPC_IDLER": "required"})
+        narrowing.check_narrowing_specs(
+            {"trait:HW_CPU_X86_AVX2": "required", "hpc:app_class": "SyncHPC"}
+        )
+
+    def test_the_roomy_racks_are_for_synchpc_only(self) -> None:
+        narrowing.check_narrowing_specs(
+            {"hpc:app_class": "SyncHPC", "trait:CUSTOM_HPC_ROOMY_RACK": "required"}
+        )
+        for app_class in ("ExtremeHPC", "AsyncHPC", None):
+            specs = {"trait:CUSTOM_HPC_ROOMY_RACK": "required"}
+            if app_class:
+                specs["hpc:app_class"] = app_class
+            error = self.assertRaises(ProfileError, narrowing.check_narrowing_specs, specs)
+            self.assertIn("only SyncHPC flavors may require CUSTOM_HPC_ROOMY_RACK", error.reason)
 
     def test_placement_usages(self) -> None:
         self.assertTrue(narrowing.placement_idle({}))
