@@ -151,7 +151,7 @@ class IdleTraitKeeper:
         nodes: Callable[[], tuple[list[narrowing.NodeUse], bool]] = nova_node_uses,
         placement: Callable[[], Any] = nova_placement,
         stopping: threading.Event | None = None,
-        tags: Callable[[], Any] = lambda: None,
+        tags: Callable[[], Any] = dict,
         budget: Callable[[], int] = nova_budget,
     ) -> None:
         self._database = database
@@ -302,10 +302,18 @@ class IdleTraitKeeper:
                 narrowing.ROOMY_TRAIT,
             )
             return
+        tags = self._tags()
+        if tags is None:
+            # Without the aggregates every host would be a rack of its own.
+            LOG.warning(
+                "hpc-scheduler-agent: %s left as it is: host aggregates cannot be read",
+                narrowing.ROOMY_TRAIT,
+            )
+            return
         self.ensure_trait(narrowing.ROOMY_TRAIT)
         tagged = self.tagged(narrowing.ROOMY_TRAIT)
         level = topology_domains.in_force()[-1]
-        domains_of = topology_domains.domains_of_hosts(self._tags())
+        domains_of = topology_domains.domains_of_hosts(tags)
         rows, claims = database.of_class(AppClass.EXTREME_HPC)
         held = {row.key for row in rows} | {
             host_key(claim.host, claim.nodename) for claim in claims

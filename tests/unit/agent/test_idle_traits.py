@@ -12,11 +12,14 @@ import fixtures
 import testtools
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
+from oslo_config import fixture as config_fixture
 from placement.tests.functional.fixtures import placement as placement_fixtures
 from requests import adapters
 
+from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import idle_traits
-from hpc_nova_scheduler.core.narrowing import IDLE_TRAIT, NodeUse
+from hpc_nova_scheduler.core.narrowing import IDLE_TRAIT, ROOMY_TRAIT, NodeUse
+from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 from tests import db_backends
 
@@ -55,7 +58,9 @@ class PlacementClient:
         )
 
 
-class TestIdleTraitKeeper(testtools.TestCase):
+class PlacementCase(testtools.TestCase):
+    """Four providers in Placement; the compute nodes as the test says they are."""
+
     def setUp(self) -> None:
         super().setUp()
         # wsgi-intercept cannot take keystoneauth's TCP keep-alive options
@@ -129,17 +134,21 @@ class TestIdleTraitKeeper(testtools.TestCase):
         )
         self.assertEqual(204, response.status_code, response.text)
 
-    def keeper(self, holder: str = "agent-a") -> idle_traits.IdleTraitKeeper:
+    def keeper(self, holder: str = "agent-a", tags=None, budget: int = 2):
         return idle_traits.IdleTraitKeeper(
             lambda: self.database,
             holder,
             nodes=lambda: (list(self.uses.values()), self.complete),
             placement=lambda: self.placement,
+            tags=lambda: tags,
+            budget=lambda: budget,
         )
 
-    def tagged(self) -> set[str]:
-        return {self.names[u] for u in self.names if IDLE_TRAIT in self.traits(u)[0]}
+    def tagged(self, trait: str = IDLE_TRAIT) -> set[str]:
+        return {self.names[u] for u in self.names if trait in self.traits(u)[0]}
 
+
+class TestIdleTraitKeeper(PlacementCase):
     def test_idle_nodes_are_tagged_and_other_traits_kept(self) -> None:
         self.uses[self.uuid("b")] = NodeUse(self.uuid("b"), 1, 2)
         run = self.keeper().run(10)
@@ -216,3 +225,56 @@ class TestIdleTraitKeeper(testtools.TestCase):
     def test_the_lease_outlasts_three_intervals(self) -> None:
         self.assertEqual(idle_traits.LEASE_SECONDS, idle_traits.lease_seconds(1))
         self.assertEqual(180.0, idle_traits.lease_seconds(60))
+
+
+class TestRoomyRacks(PlacementCase):
+    """Racks ra (a, b) and rb (c, d), 8 vCPUs a host; a budget of two hosts."""
+
+    RACKS = {"a": "ra", "b": "ra", "c": "rb", "d": "rb"}
+
+    def setUp(self) -> None:
+        super().setUp()
+        config = self.useFixture(config_fixture.Config(hpc_conf.CONF))
+        config.config(roomy_rack_trait=True, group="hpc_scheduler")
+        self.tags = {name: {"hpc:rack": {rack}} for name, rack in self.RACKS.items()}
+        self.set_free({"a": 2, "b": 2, "c": 6, "d": 0})
+
+    def set_free(self, free: dict[str, int]) -> None:
+        for name, vcpus in free.items():
+            uuid = self.uuid(name)
+            self.uses[uuid] = NodeUse(uuid, 1, 8 - vcpus, key=name, vcpus=8)
+
+    def test_the_roomiest_rack_is_tagged_whole(self) -> None:
+        run = self.keeper(tags=self.tags).run(10)
+        self.assertEqual({"c", "d"}, self.tagged(ROOMY_TRAIT))
+        self.assertEqual(2, run.roomy_hosts)
+        # rb fills up, ra has room: the trait moves, untagging first.
+        self.set_free({"c": 0})
+        run = self.keeper(tags=self.tags).run(10)
+        self.assertEqual({"a", "b"}, self.tagged(ROOMY_TRAIT))
+        self.assertEqual(
+            ({self.uuid("a"), self.uuid("b")}, {self.uuid("c"), self.uuid("d")}),
+            (set(run.roomy_added), set(run.roomy_removed)),
+        )
+        for uuid in self.names:
+            self.assertIn("CUSTOM_OPERATOR_TAG", self.traits(uuid)[0])
+
+    def test_hosts_held_by_extremehpc_count_no_room(self) -> None:
+        self.database.record_running(
+            [db_api.RunningRecord("vm-1", "c", AppClass.EXTREME_HPC, 0.0, app_name="IS")]
+        )
+        self.keeper(tags=self.tags).run(10)
+        self.assertEqual({"a", "b"}, self.tagged(ROOMY_TRAIT))
+
+    def test_without_aggregates_or_with_a_silent_cell_the_racks_stay(self) -> None:
+        self.keeper(tags=self.tags).run(10)
+        self.set_free({"a": 8, "b": 8})
+        self.assertEqual([], self.keeper(tags=None).run(10).roomy_added)
+        self.complete = False
+        self.assertEqual([], self.keeper(tags=self.tags).run(10).roomy_added)
+        self.assertEqual({"c", "d"}, self.tagged(ROOMY_TRAIT))
+
+    def test_off_by_default(self) -> None:
+        hpc_conf.CONF.set_override("roomy_rack_trait", False, group="hpc_scheduler")
+        self.assertIsNone(self.keeper(tags=self.tags).run(10).roomy_hosts)
+        self.assertEqual(set(), self.tagged(ROOMY_TRAIT))
