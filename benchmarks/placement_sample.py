@@ -148,6 +148,17 @@ def order(args: argparse.Namespace) -> None:
         ).json()
         same = [next(iter(ar["allocations"])) for ar in again["allocation_requests"]]
         overlap = len(set(samples[1]) & set(samples[8]))
+        for limit in (args.limit, total):
+            url = f"/allocation_candidates?resources=VCPU:8,MEMORY_MB:16384&limit={limit}"
+            times = []
+            for _ in range(5):
+                started = time.perf_counter()
+                response = placement.get(url, "1.36")
+                times.append(time.perf_counter() - started)
+            print(
+                f"GET /allocation_candidates limit={limit}: median {np.median(times):.3f} s, "
+                f"{len(response.content) / 1e6:.2f} MB"
+            )
         print(f"the same request again gets the same sample: {same == samples[8]}")
         print(f"hosts common to the samples of VCPU:1 and VCPU:8: {overlap} of {args.limit}")
     finally:
