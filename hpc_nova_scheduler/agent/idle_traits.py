@@ -45,8 +45,8 @@ from hpc_nova_scheduler.scheduler import domains as topology_domains
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
 
-#: The lease that lets one agent write the trait.
-LEASE = "idle_traits"
+#: The lease that lets one agent write the traits.
+LEASE = db_api.IDLE_TRAITS_LEASE
 #: Seconds a lease lasts at least without renewal.
 LEASE_SECONDS = 20.0
 #: Placement microversions: traits of a provider (1.6), ``required`` on
