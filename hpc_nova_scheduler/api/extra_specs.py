@@ -10,8 +10,11 @@ flavor (``FlavorExtraSpecsController._check_extra_specs_value``), so the
 flavor's stored specs and the VM count of a later ``POST /servers`` are out
 of reach. The topology specs are checked alone, against the cloud's
 ``[hpc_scheduler] topology_levels``, and against the other topology specs
-set in the same call (:func:`_specs_of_this_call`). What nova-api cannot
-see, the scheduler refuses with NoValidHost and a logged reason.
+set in the same call (:func:`_specs_of_this_call`). The two Placement
+traits the agent keeps for narrowing (``trait:CUSTOM_HPC_IDLE``,
+``trait:CUSTOM_HPC_ROOMY_RACK``) are checked against an ``hpc:app_class``
+set in the same call. What nova-api cannot see, the scheduler refuses with
+NoValidHost and a logged reason.
 """
 
 from __future__ import annotations
