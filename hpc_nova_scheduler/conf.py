@@ -423,7 +423,56 @@ option out for the single level ``rack``.
     ),
 ]
 
-ALL_OPTS = threshold_opts + record_opts + database_opts + fairness_opts + topology_opts
+narrowing_opts = [
+    cfg.IntOpt(
+        "idle_trait_interval",
+        default=0,
+        min=0,
+        max=3600,
+        help="""
+Seconds between two runs of ``hpc-scheduler-agent``'s ``idle-traits``
+task; 0 (the default) turns it off.
+
+nova-scheduler asks Placement for at most ``[scheduler]
+max_placement_results`` candidates (1000 by default), and every host with
+room for the flavor is one: in a large cloud whose first candidates each
+hold some VM, an ExtremeHPC request, which needs a host to its application
+alone, would be refused while empty hosts exist beyond the sample. With
+this task on, one agent (the holder of a lease) keeps the Placement trait
+``CUSTOM_HPC_IDLE`` on exactly the compute nodes that hold no instance,
+and ExtremeHPC flavors require it (flavor extra spec
+``trait:CUSTOM_HPC_IDLE=required``): Placement then samples idle hosts
+only. A node freed gets the trait within one interval; a node that
+receives a VM loses it within one interval (meanwhile the placement filter
+refuses it, as before). A run writes only the providers that changed, and
+never touches another trait. The agent reaches Placement with nova.conf's
+``[placement]`` credentials, as nova-scheduler does.
+""",
+    ),
+    cfg.BoolOpt(
+        "roomy_rack_trait",
+        default=False,
+        help="""
+Whether the ``idle-traits`` task (``idle_trait_interval``) also keeps the
+Placement trait ``CUSTOM_HPC_ROOMY_RACK`` on every host of the roomiest
+racks: as many whole racks (the innermost of ``topology_levels``) as
+``[scheduler] max_placement_results`` hosts hold, roomiest first by the
+free vCPUs of hosts no other application holds as ExtremeHPC.
+
+Placement's "first" candidates are a hash-ordered sample of every host
+with room, so each rack shows only some of its hosts: in a fragmented
+cloud a SyncHPC request that one rack would hold can see no rack with
+room for it. A SyncHPC flavor that requires the trait (flavor extra spec
+``trait:CUSTOM_HPC_ROOMY_RACK=required``) is offered whole racks instead.
+Such a flavor is confined to those racks: a request larger than their
+room is refused, as it would be on any sample of that many hosts.
+""",
+    ),
+]
+
+ALL_OPTS = (
+    threshold_opts + record_opts + database_opts + fairness_opts + topology_opts + narrowing_opts
+)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

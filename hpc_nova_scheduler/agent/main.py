@@ -37,6 +37,26 @@ def reclaim_problem(conf) -> str | None:
     return None
 
 
+def placement_problem(conf) -> str | None:
+    """Why the idle-traits task cannot reach Placement with these options, or None."""
+    from oslo_config import cfg
+
+    from hpc_nova_scheduler import conf as hpc_conf
+
+    try:
+        interval = conf.hpc_scheduler.idle_trait_interval
+    except (ValueError, cfg.Error) as error:
+        return f"[{hpc_conf.GROUP_NAME}] idle_trait_interval: {' '.join(str(error).split())}"
+    if interval <= 0:
+        return None
+    if not conf.placement.auth_type:
+        return (
+            f"[placement] auth_type is not set: idle_trait_interval = {interval} needs "
+            "nova.conf's credentials for Placement, as nova-scheduler uses them"
+        )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     # Nova's choice of concurrency backend, made before anything imports
@@ -73,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = reclaim_problem(conf)
+    problem = reclaim_problem(conf) or placement_problem(conf)
     if problem is not None:
         print(f"hpc-scheduler-agent: {problem}", file=sys.stderr)
         return 2

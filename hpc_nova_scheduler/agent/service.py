@@ -6,8 +6,9 @@ Imported only by :mod:`.main`, after the concurrency backend is chosen
 * Each task of :class:`~.tasks.Agent` is a dynamic looping call: the first
   run at once, then each run says how long until the next, from the
   options of the moment.
-* SIGTERM: the looping calls take no new run, the running ones finish, the
-  fair-share lease is let go, the process exits 0.
+* SIGTERM: the looping calls take no new run, the running ones finish (a
+  run of ``idle-traits`` after the provider it is writing), the leases are
+  let go, the process exits 0.
 * SIGHUP: the launcher re-reads the configuration files and restarts the
   worker process gracefully as on SIGTERM; the new one runs its tasks at
   the intervals of the new options.
@@ -51,7 +52,11 @@ class AgentService(service.Service):
         )
 
     def stop(self, graceful: bool = True) -> None:
-        # Always graceful: a run of the allocator or a sweep is never cut halfway.
+        # Always graceful: a run of the allocator or a sweep is never cut
+        # halfway. A run of idle-traits ends at its next provider: each
+        # write is whole, and the next run writes the rest.
+        if self.agent is not None:
+            self.agent.stopping.set()
         super().stop(graceful=True)
         if self.agent is not None:
             self.agent.close()

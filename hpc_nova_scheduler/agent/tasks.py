@@ -23,6 +23,7 @@ from oslo_utils import timeutils
 
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import allocator as allocator_mod
+from hpc_nova_scheduler.agent import idle_traits as idle_traits_mod
 from hpc_nova_scheduler.agent import reclaim as reclaim_mod
 from hpc_nova_scheduler.agent import sweep as sweep_mod
 from hpc_nova_scheduler.db import api as db_api
@@ -37,6 +38,7 @@ CONF = hpc_conf.CONF
 SWEEP = "sweep"
 FAIRSHARE = "fairshare"
 RECLAIM = "reclaim"
+IDLE_TRAITS = "idle-traits"
 #: Seconds before a task that is off looks at its options again.
 IDLE_SECONDS = 60.0
 
@@ -76,6 +78,11 @@ def reclaim_interval() -> float | None:
     return reclaim_mod.CHECK_SECONDS
 
 
+def idle_traits_interval() -> float | None:
+    interval = CONF.hpc_scheduler.idle_trait_interval
+    return float(interval) if interval > 0 else None
+
+
 class TaskProblem(Exception):
     """A run that did not do its work, though nothing raised (recorded as its error)."""
 
@@ -91,8 +98,12 @@ class Agent:
         fallback: FallbackStore | None = None,
         name: str | None = None,
         connection: Callable[[], object] = reclaim_mod.connect,
+        node_uses: Callable[[], tuple] = idle_traits_mod.nova_node_uses,
+        placement: Callable[[], object] = idle_traits_mod.nova_placement,
     ) -> None:
         self.name = name or agent_name()
+        #: Set when the agent stops: a long run ends at its next step.
+        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._database: db_api.Database | None = None
         self._database_url: str | None = None
@@ -109,6 +120,14 @@ class Agent:
         )
         self.reclaimer = reclaim_mod.Reclaimer(
             self.database, tags, self.allocator.holder, connection
+        )
+        self.idle_traits_keeper = idle_traits_mod.IdleTraitKeeper(
+            self.database,
+            self.allocator.holder,
+            nodes=node_uses,
+            placement=placement,
+            stopping=self.stopping,
+            tags=tags,
         )
 
     def database(self) -> db_api.Database:
@@ -141,11 +160,18 @@ class Agent:
             return None
         return self.reclaimer.act(options)
 
+    def idle_traits(self) -> object:
+        interval = idle_traits_interval()
+        if interval is None:
+            return None
+        return self.idle_traits_keeper.run(interval)
+
     def tasks(self) -> list[Task]:
         return [
             Task(SWEEP, sweep_interval, self.sweep),
             Task(FAIRSHARE, fairshare_interval, self.fairshare),
             Task(RECLAIM, reclaim_interval, self.reclaim),
+            Task(IDLE_TRAITS, idle_traits_interval, self.idle_traits),
         ]
 
     def run(self, task: Task) -> float:
@@ -181,7 +207,8 @@ class Agent:
         return interval
 
     def close(self) -> None:
-        """Let the fair-share lease go and close the database (the agent stops)."""
+        """Let the leases go and close the database (the agent stops)."""
+        self.stopping.set()
         with self._lock:
             database = self._database
         if database is None:
@@ -195,4 +222,9 @@ class Agent:
                 LOG.info("hpc-scheduler-agent: fair-share lease released")
         except Exception as failure:
             LOG.warning("hpc-scheduler-agent: cannot release the fair-share lease: %s", failure)
+        try:
+            if self.idle_traits_keeper.release():
+                LOG.info("hpc-scheduler-agent: idle-traits lease released")
+        except Exception as failure:
+            LOG.warning("hpc-scheduler-agent: cannot release the idle-traits lease: %s", failure)
         database.dispose()

@@ -10,8 +10,11 @@ flavor (``FlavorExtraSpecsController._check_extra_specs_value``), so the
 flavor's stored specs and the VM count of a later ``POST /servers`` are out
 of reach. The topology specs are checked alone, against the cloud's
 ``[hpc_scheduler] topology_levels``, and against the other topology specs
-set in the same call (:func:`_specs_of_this_call`). What nova-api cannot
-see, the scheduler refuses with NoValidHost and a logged reason.
+set in the same call (:func:`_specs_of_this_call`). The two Placement
+traits the agent keeps for narrowing (``trait:CUSTOM_HPC_IDLE``,
+``trait:CUSTOM_HPC_ROOMY_RACK``) are checked against an ``hpc:app_class``
+set in the same call. What nova-api cannot see, the scheduler refuses with
+NoValidHost and a logged reason.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf
-from hpc_nova_scheduler.core import profile
+from hpc_nova_scheduler.core import narrowing, profile
 from hpc_nova_scheduler.topology import levels as topology
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +50,8 @@ class HpcExtraSpecValidator(base.ExtraSpecValidator):
     def validate(self, name: str, value: str) -> None:
         try:
             profile.validate_extra_spec(name, value)
+            if name == profile.SPEC_APP_CLASS:
+                narrowing.check_narrowing_specs(_specs_of_this_call(name, value))
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -111,7 +116,7 @@ def check_together(specs: dict[str, str], levels: tuple[str, ...]) -> None:
     error here: it may be stored on the flavor already, or come in a later
     call; the scheduler refuses a flavor that still lacks it.
     """
-    trial = dict(specs)
+    trial = {name: value for name, value in specs.items() if name in profile.TOPOLOGY_SPECS}
     if topology.SPEC_SEGMENT_LEVEL in trial:
         trial.setdefault(topology.SPEC_SEGMENT, "1")
     else:
@@ -132,6 +137,35 @@ class HpcTopologyValidator(base.ExtraSpecValidator):
         try:
             topology.validate_spec(name, value, levels)
             check_together(_specs_of_this_call(name, value), levels)
+        except profile.ProfileError as error:
+            raise _invalid(error) from None
+
+
+class NarrowingTraitValidator(base.ExtraSpecValidator):
+    """``trait:CUSTOM_HPC_IDLE`` and ``trait:CUSTOM_HPC_ROOMY_RACK``: Nova's values, one class each.
+
+    Nova's own validator of ``trait:CUSTOM_*`` checks the value; this one
+    takes its place for these keys (nova-api looks a name up before any
+    pattern) and also refuses ``required`` next to an ``hpc:app_class``
+    in the same call that is not the trait's class (ExtremeHPC for the
+    idle trait, SyncHPC for the roomy racks). A class stored on the flavor
+    before is out of a validator's reach: the scheduler refuses such a
+    flavor's requests, naming the key.
+    """
+
+    def validate(self, name: str, value: str) -> None:
+        if value not in (narrowing.REQUIRED, narrowing.FORBIDDEN):
+            raise exception.ValidationError(
+                f"Validation failed; extra spec '{name}': expected "
+                f"{narrowing.REQUIRED} or {narrowing.FORBIDDEN}, got {value!r}."
+            )
+        if value != narrowing.REQUIRED:
+            return
+        specs = _specs_of_this_call(name, value)
+        if profile.SPEC_APP_CLASS not in specs:
+            return
+        try:
+            narrowing.check_narrowing_specs(specs)
         except profile.ProfileError as error:
             raise _invalid(error) from None
 
@@ -219,6 +253,35 @@ EXTRA_SPEC_VALIDATORS = [
             "outside hpc:topology_required when both are set."
         ),
         value={"type": str, "description": _LEVELS},
+    ),
+    NarrowingTraitValidator(
+        name=narrowing.IDLE_SPEC,
+        description=(
+            "Require or forbid the trait hpc-scheduler-agent keeps on the compute "
+            "nodes that hold no instance ([hpc_scheduler] idle_trait_interval). "
+            "An ExtremeHPC flavor requires it, so that Placement's sample of "
+            "candidates holds idle hosts only; only an ExtremeHPC flavor may."
+        ),
+        value={
+            "type": str,
+            "enum": [narrowing.REQUIRED, narrowing.FORBIDDEN],
+            "description": "required or forbidden.",
+        },
+    ),
+    NarrowingTraitValidator(
+        name=narrowing.ROOMY_SPEC,
+        description=(
+            "Require or forbid the trait hpc-scheduler-agent keeps on every host "
+            "of the roomiest racks ([hpc_scheduler] roomy_rack_trait), as many "
+            "whole racks as [scheduler] max_placement_results hosts hold. A "
+            "SyncHPC flavor requires it, so that Placement offers whole racks "
+            "rather than a sample of every rack; only a SyncHPC flavor may."
+        ),
+        value={
+            "type": str,
+            "enum": [narrowing.REQUIRED, narrowing.FORBIDDEN],
+            "description": "required or forbidden.",
+        },
     ),
 ]
 

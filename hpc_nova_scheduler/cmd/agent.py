@@ -2,7 +2,8 @@
 
 For each task of each agent its last run (started, finished, ok or the
 error), its lag (seconds since it finished) against its interval, and the
-fair-share lease: who allocates, until when. It reads the plugin database
+fair-share lease: who allocates, until when (and the idle-traits lease, who
+writes the narrowing traits, once that task has run). It reads the plugin database
 only; a task whose lag is over twice its interval is ``late`` (the agent
 is down or stuck; nova-scheduler places on with what it has).
 """
@@ -16,6 +17,7 @@ from oslo_utils import timeutils
 
 from hpc_nova_scheduler import strictjson
 from hpc_nova_scheduler.cmd import common
+from hpc_nova_scheduler.db import api as db_api
 
 #: A task is late when it has not finished for this many of its intervals.
 LATE_INTERVALS = 2
@@ -51,6 +53,7 @@ def status_command(args: argparse.Namespace, out: TextIO) -> int:
     try:
         runs = database.task_runs()
         lease = database.lease()
+        narrowing_lease = database.lease(db_api.IDLE_TRAITS_LEASE)
     finally:
         database.dispose()
     now = timeutils.utcnow()
@@ -70,15 +73,14 @@ def status_command(args: argparse.Namespace, out: TextIO) -> int:
                 "error": run.error,
             }
         )
-    held = None
-    if lease is not None:
-        held = {
-            "holder": lease.holder,
-            "expires_at": lease.expires_at.isoformat(),
-            "expired": lease.expires_at < now,
-        }
+    held = _held(lease, now)
+    narrowing_held = _held(narrowing_lease, now)
     if args.format == "json":
-        strictjson.dump({"tasks": rows, "fairshare_lease": held}, out, indent=2)
+        strictjson.dump(
+            {"tasks": rows, "fairshare_lease": held, "idle_traits_lease": narrowing_held},
+            out,
+            indent=2,
+        )
         out.write("\n")
         return 0
     if not rows:
@@ -103,8 +105,24 @@ def status_command(args: argparse.Namespace, out: TextIO) -> int:
     if held is None:
         out.write("fair-share lease: never taken\n")
     else:
-        out.write(
-            f"fair-share lease: {held['holder']} until {held['expires_at'][:19]}"
-            f"{' (expired)' if held['expired'] else ''}\n"
-        )
+        out.write(f"fair-share lease: {_until(held)}\n")
+    if narrowing_held is not None:
+        # Only where the idle-traits task has ever run.
+        out.write(f"idle-traits lease: {_until(narrowing_held)}\n")
     return 0
+
+
+def _held(lease: db_api.Lease | None, now) -> dict | None:
+    if lease is None:
+        return None
+    return {
+        "holder": lease.holder,
+        "expires_at": lease.expires_at.isoformat(),
+        "expired": lease.expires_at < now,
+    }
+
+
+def _until(held: dict) -> str:
+    return (
+        f"{held['holder']} until {held['expires_at'][:19]}{' (expired)' if held['expired'] else ''}"
+    )

@@ -647,6 +647,8 @@ def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, i
 
 #: The ``fairshare_lease`` row of the allocator.
 ALLOCATOR_LEASE = "allocator"
+#: The ``fairshare_lease`` row of the agent that writes the narrowing traits.
+IDLE_TRAITS_LEASE = "idle_traits"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,6 +48,7 @@ from nova.scheduler import filters
 from oslo_log import log as logging
 
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core import narrowing
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.algorithm import Plan
 from hpc_nova_scheduler.core.profile import ApplicationProfile
@@ -197,6 +198,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         specs, plain = request.extra_specs, request.plain
         try:
             profile = core_profile.profile_from_request(specs, request.hints)
+            narrowing.check_narrowing_specs(specs)
             topology = domains.spec_of(specs)
             preemptible = core_profile.preemptible_from_specs(specs)
         except core_profile.ProfileError as error:

@@ -219,3 +219,45 @@ class TestTopologySpecValidation(base.NovaTestCase):
         self.set_specs({PREFERRED: "rack"})
         self.set_specs({SEGMENT: "3"})
         self.assertEqual({REQUIRED: "rack", PREFERRED: "rack", SEGMENT: "3"}, self.stored())
+
+
+class TestIdleTraitValidation(base.NovaTestCase):
+    """``trait:CUSTOM_HPC_IDLE=required`` is for ExtremeHPC flavors only."""
+
+    IDLE = "trait:CUSTOM_HPC_IDLE"
+    set_specs = TestExtraSpecValidation.set_specs
+    assert_rejected = TestExtraSpecValidation.assert_rejected
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.flavor_id = self._create_flavor(memory_mb=512, vcpu=1, disk=1, ephemeral=0)
+
+    def test_an_extreme_flavor_may_require_idle_hosts(self) -> None:
+        for specs in (
+            {"hpc:app_class": "ExtremeHPC", self.IDLE: "required"},
+            {self.IDLE: "required", "hpc:app_class": "extremehpc"},
+        ):
+            self.set_specs(specs)
+            self.assertEqual(specs, self.admin_api.get_extra_specs(self.flavor_id))
+
+    def test_another_class_in_the_same_call_is_refused_naming_the_key(self) -> None:
+        # Either order: whichever key nova-api validates last sees the other.
+        for specs, key in (
+            ({"hpc:app_class": "SyncHPC", self.IDLE: "required"}, self.IDLE),
+            ({self.IDLE: "required", "hpc:app_class": "NonHPC"}, self.IDLE),
+        ):
+            self.assert_rejected(specs, key, "only ExtremeHPC flavors may require")
+        self.assertEqual({}, self.admin_api.get_extra_specs(self.flavor_id))
+
+    def test_a_bad_value_is_refused(self) -> None:
+        self.assert_rejected({self.IDLE: "please"}, self.IDLE, "expected required or forbidden")
+
+    def test_a_class_stored_before_is_left_to_the_scheduler(self) -> None:
+        # Out of the validator's reach (it is handed one key, not the
+        # flavor): the scheduler refuses this flavor's requests, naming the key.
+        self.set_specs({"hpc:app_class": "SyncHPC"})
+        self.set_specs({self.IDLE: "required"})
+        self.assertEqual(
+            {"hpc:app_class": "SyncHPC", self.IDLE: "required"},
+            self.admin_api.get_extra_specs(self.flavor_id),
+        )

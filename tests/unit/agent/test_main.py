@@ -151,3 +151,22 @@ class TestAgentProcess(testtools.TestCase):
             lines[-1],
         )
         self.assertNotIn("Traceback", done.stderr)
+
+    def test_idle_traits_without_credentials_for_placement_is_one_line(self) -> None:
+        with open(self.conf, "a") as conf:
+            conf.write("[hpc_scheduler]\nidle_trait_interval = 10\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "hpc_nova_scheduler.agent.main", "--config-file", self.conf],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+        )
+        self.assertEqual(2, done.returncode, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        self.assertEqual(
+            "hpc-scheduler-agent: [placement] auth_type is not set: idle_trait_interval = 10 "
+            "needs nova.conf's credentials for Placement, as nova-scheduler uses them",
+            lines[-1],
+        )
+        self.assertNotIn("Traceback", done.stderr)

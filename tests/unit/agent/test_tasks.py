@@ -85,6 +85,22 @@ class AgentTests:
         self.assertEqual(tasks.IDLE_SECONDS, agent.run(self.task(agent, tasks.SWEEP)))
         self.assertEqual([], self.database.task_runs())
 
+    def test_idle_traits_is_off_by_default_and_follows_its_interval(self) -> None:
+        agent = self.agent()
+        self.assertIsNone(tasks.idle_traits_interval())
+        self.assertEqual(tasks.IDLE_SECONDS, agent.run(self.task(agent, tasks.IDLE_TRAITS)))
+        self.assertEqual([], self.database.task_runs())
+        self.config.config(idle_trait_interval=15, group="hpc_scheduler")
+        self.assertEqual(15.0, tasks.idle_traits_interval())
+
+    def test_closing_the_agent_stops_its_runs_and_lets_the_idle_traits_lease_go(self) -> None:
+        agent = self.agent()
+        agent.database().take_lease(agent.allocator.holder, 60, name="idle_traits")
+        self.assertIsNone(self.database.take_lease("host-b:2", 60, name="idle_traits"))
+        agent.close()
+        self.assertTrue(agent.stopping.is_set())
+        self.assertIsNotNone(self.database.take_lease("host-b:2", 60, name="idle_traits"))
+
     def test_two_agents_one_allocates_and_a_stopping_one_hands_the_lease_on(self) -> None:
         self.config.config(fairness_policy="pa-rr", group="hpc_scheduler")
         first, second = self.agent("host-a:1"), self.agent("host-b:2")

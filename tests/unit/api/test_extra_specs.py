@@ -54,3 +54,19 @@ class TestValidation(testtools.TestCase):
 
     def test_other_namespaces_are_not_ours(self) -> None:
         validators.validate("hpcx:anything", "1")
+
+
+class TestIdleTrait(testtools.TestCase):
+    def test_ours_takes_the_key_from_novas_custom_trait_validator(self) -> None:
+        self.assertIsInstance(
+            validators.VALIDATORS["trait:CUSTOM_HPC_IDLE"], extra_specs.NarrowingTraitValidator
+        )
+        validators.validate("trait:CUSTOM_HPC_IDLE", "required")
+        validators.validate("trait:CUSTOM_HPC_IDLE", "forbidden")
+
+    def test_a_bad_value_names_the_key(self) -> None:
+        error = self.assertRaises(
+            exception.ValidationError, validators.validate, "trait:CUSTOM_HPC_IDLE", "yes"
+        )
+        self.assertIn("extra spec 'trait:CUSTOM_HPC_IDLE'", str(error))
+        self.assertIn("expected required or forbidden, got 'yes'", str(error))

@@ -45,13 +45,18 @@ class AgentStatusTests(_CommandBase):
         self.assertIn("late", table)
         self.assertIn("error: OperationalError: no such table", table)
         self.assertIn("fair-share lease: h1:10:abcd until", table)
+        self.assertNotIn("idle-traits lease", table)
+        self.database.take_lease("h2:20:ef01", 30, name="idle_traits")
+        found = json.loads(self.ok("agent", "status", "--format", "json"))
+        self.assertEqual("h2:20:ef01", found["idle_traits_lease"]["holder"])
+        self.assertIn("idle-traits lease: h2:20:ef01 until", self.ok("agent", "status"))
 
     def test_nothing_run_yet(self) -> None:
         out = self.ok("agent", "status")
         self.assertIn("no task has run yet", out)
         self.assertIn("fair-share lease: never taken", out)
         self.assertEqual(
-            {"tasks": [], "fairshare_lease": None},
+            {"tasks": [], "fairshare_lease": None, "idle_traits_lease": None},
             json.loads(self.ok("agent", "status", "--format", "json")),
         )
 
