@@ -26,6 +26,8 @@ class Shape:
     memory_mb: int = 8192
     local_gb: int = 100
     cpu_model: str = "Nehalem"
+    #: Nova's fake driver reports Intel; a cloud of two vendors names them.
+    cpu_vendor: str = "Intel"
 
 
 SHAPES: dict[str, Shape] = {}
@@ -88,6 +90,7 @@ class HpcFakeDriver(fake.FakeDriver):
             status["disk_available_least"] = self.shape.local_gb
             info = jsonutils.loads(status["cpu_info"])
             info["model"] = self.shape.cpu_model
+            info["vendor"] = self.shape.cpu_vendor
             status["cpu_info"] = jsonutils.dumps(info)
         return status
 
@@ -109,12 +112,14 @@ def node_uuid(host: str, nodename: str) -> str:
 
 
 def load_nodes(path: str) -> dict[str, dict[str, Shape]]:
-    """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``.
+    """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``
+    (the fields of :class:`Shape`).
 
     Raises ``ValueError`` naming the file and the host or node at fault.
     """
     try:
-        with open(path, encoding="utf-8") as stream:
+        # jsonutils.load decodes the bytes itself.
+        with open(path, "rb") as stream:
             data = jsonutils.load(stream)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
@@ -164,6 +169,7 @@ class HpcMultiNodeFakeDriver(HpcFakeDriver):
         )
         info = jsonutils.loads(status["cpu_info"])
         info["model"] = shape.cpu_model
+        info["vendor"] = shape.cpu_vendor
         status["cpu_info"] = jsonutils.dumps(info)
         return status
 
