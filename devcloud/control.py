@@ -444,7 +444,8 @@ def up(
         conn = operator.connect(run)
         _wait_for_computes(run, conn, say)
         keys = " / ".join(f"hpc:{level}" for level in run.levels)
-        say(f"aggregates {keys} / hpc:cpu_group ({describe_topology(run)}), flavors, image")
+        groups = "" if run.nodes else " / hpc:cpu_group"
+        say(f"aggregates {keys}{groups} ({describe_topology(run)}), flavors, image")
         # Under --nodes the plugin reads each node's processor from cpu_info.
         operator.tag_hosts(
             conn, run.computes, run.topology, config.hosts(run), tag_cpu_groups=not run.nodes
