@@ -118,8 +118,7 @@ def load_nodes(path: str) -> dict[str, dict[str, Shape]]:
     Raises ``ValueError`` naming the file and the host or node at fault.
     """
     try:
-        # jsonutils.load decodes the bytes itself.
-        with open(path, "rb") as stream:
+        with open(path, encoding="utf-8") as stream:
             data = jsonutils.load(stream)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
