@@ -114,9 +114,7 @@ class HpcCloud(NovaCloud):
         if self.STOCK_DRIVER:
             self.flags(compute_driver=self.STOCK_DRIVER)
         elif self.NODES:
-            self.useFixture(
-                fixtures.MonkeyPatch(f"{fake_driver.__name__}.NODES", dict(self.NODES))
-            )
+            self.useFixture(fixtures.MonkeyPatch(f"{fake_driver.__name__}.NODES", dict(self.NODES)))
             self.useFixture(
                 fixtures.MonkeyPatch(
                     "nova.virt.fake.HpcMultiNodeFakeDriver", fake_driver.HpcMultiNodeFakeDriver
