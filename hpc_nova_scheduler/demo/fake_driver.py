@@ -10,6 +10,7 @@ the build on the request's alternate hosts.
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 
 from nova import conf as nova_conf
@@ -115,26 +116,48 @@ def load_nodes(path: str) -> dict[str, dict[str, Shape]]:
     """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``
     (the fields of :class:`Shape`).
 
-    Raises ``ValueError`` naming the file and the host or node at fault.
+    Raises ``ValueError``, one line naming the file and the host, node or
+    field at fault.
     """
     try:
         with open(path, encoding="utf-8") as stream:
-            data = jsonutils.load(stream)
+            # The standard parser: oslo's jsonutils.load wants a byte stream.
+            data = json.load(stream)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a JSON object of hosts is expected")
     layout: dict[str, dict[str, Shape]] = {}
     for host, nodes in data.items():
+        if not host.strip():
+            raise ValueError(f"{path}: a host has an empty name")
         if not isinstance(nodes, dict) or not nodes:
             raise ValueError(f"{path}: host {host!r} needs an object of one or more nodes")
         layout[host] = {}
         for name, fields in nodes.items():
+            where = f"{path}: node {name!r} of {host!r}"
+            if not name.strip():
+                raise ValueError(f"{path}: host {host!r} has a node with an empty name")
             try:
                 layout[host][name] = Shape(**fields)
             except TypeError as error:
-                raise ValueError(f"{path}: node {name!r} of {host!r}: {error}") from None
+                raise ValueError(f"{where}: {error}") from None
+            problem = _shape_problem(layout[host][name])
+            if problem:
+                raise ValueError(f"{where}: {problem}")
     return layout
+
+
+def _shape_problem(shape: Shape) -> str | None:
+    """What is wrong with a shape read from a file; None when nothing is."""
+    for field in ("vcpus", "memory_mb", "local_gb"):
+        value = getattr(shape, field)
+        # bool is an int to Python, not to the file's author.
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return f"{field} must be a whole number above 0, not {value!r}"
+    if not isinstance(shape.cpu_model, str) or not shape.cpu_model.strip():
+        return f"cpu_model must be a non-empty string, not {shape.cpu_model!r}"
+    return None
 
 
 class HpcMultiNodeFakeDriver(HpcFakeDriver):
