@@ -80,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     fake_driver.NODES.update({host: layout[host] for host in hosts})
     nova.virt.fake.HpcMultiNodeFakeDriver = fake_driver.HpcMultiNodeFakeDriver
     conf.set_override("compute_driver", "fake.HpcMultiNodeFakeDriver")
+    # A compute reaches the databases through the conductor only, and Nova
+    # asks that it be run without their connections: with them, each
+    # service's start looks up the minimum service version in every cell's
+    # database directly (and is refused only once connected), and a few
+    # pools of 25 services hold enough connections to exhaust MariaDB's 151.
+    for group in ("database", "api_database"):
+        conf.set_override("connection", None, group=group)
 
     # As nova-compute sets itself up: objects over RPC through the conductor.
     objects.register_all()
