@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from devcloud import SOURCE_TREE, backends, config, control, fairshare, services
+from devcloud import SOURCE_TREE, backends, config, control, fairshare, memory, racks, services
 from hpc_nova_scheduler.cmd import options
 
 DEFAULT_ROOT = SOURCE_TREE / ".cloud"
@@ -20,14 +20,26 @@ def _say(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    if args.cells > args.computes:
-        print(f"cloud: --cells {args.cells}: more cells than computes ({args.computes})")
+    if args.nodes:
+        if args.computes is not None:
+            print("cloud: --computes: not with --nodes (one compute service per rack)")
+            return 2
+        computes = racks.services_for(args.nodes, args.rack_size)
+        try:
+            racks.topology(args.topology)
+        except ValueError as error:
+            print(f"cloud: --topology: {error}")
+            return 2
+    else:
+        computes = 8 if args.computes is None else args.computes
+    if args.cells > computes:
+        print(f"cloud: --cells {args.cells}: more cells than computes ({computes})")
         return 2
     control.up(
         args.root,
         mysql=args.mysql,
         rabbit=args.rabbit,
-        computes=args.computes,
+        computes=computes,
         scheduler_workers=args.scheduler_workers,
         plugin=args.plugin == "on",
         say=_say,
@@ -40,6 +52,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         cells=args.cells,
         reclaim=args.reclaim,
         reclaim_grace=args.reclaim_grace,
+        nodes=args.nodes or 0,
+        rack_size=args.rack_size,
+        services_per_process=args.services_per_process,
+        placement_results=args.placement_results,
     )
     return 0
 
@@ -57,6 +73,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         + f"; {control.describe_topology(run)}"
         + (f"; {run.cells} cells" if run.cells > 1 else "")
+        + (f"; {run.nodes} nodes in {run.computes} racks of {run.rack_size}" if run.nodes else "")
+        + (
+            f"; max_placement_results {run.placement_results}"
+            if run.placement_results is not None
+            else ""
+        )
         + ")"
     )
     width = max(len(s.name) for s in run.services) if run.services else 10
@@ -64,6 +86,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for name, pid, state, detail in control.status(run):
         stopped += state != "running"
         print(f"  {name:<{width}}  {pid:>7}  {state:<8} {detail}")
+    for line in memory.table(memory.usage(run)):
+        print(f"  {line}")
     return 1 if stopped else 0
 
 
@@ -140,8 +164,39 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--computes",
         type=options.positive_int,
-        default=8,
+        default=None,
         help="nova-compute processes (default 8)",
+    )
+    up.add_argument(
+        "--nodes",
+        type=options.positive_int,
+        default=None,
+        help="this many nodes instead of --computes: racks of --rack-size nodes, one "
+        "nova-compute service each (hosts compute-000, ...; nodes compute-000-n00, ...), "
+        f"several services per process; {racks.NODE_VCPUS} vCPU, "
+        f"{racks.NODE_MEMORY_MB // 1024} GiB, {racks.NODE_DISK_GB} GB each, processor "
+        "models alternating by pairs of racks; --topology then names the levels above "
+        "the rack (block=6: six racks a block)",
+    )
+    up.add_argument(
+        "--rack-size",
+        type=options.positive_int,
+        default=racks.RACK_SIZE,
+        help=f"nodes per rack under --nodes (default {racks.RACK_SIZE})",
+    )
+    up.add_argument(
+        "--services-per-process",
+        type=options.positive_int,
+        default=racks.SERVICES_PER_PROCESS,
+        help="compute services sharing one process under --nodes "
+        f"(default {racks.SERVICES_PER_PROCESS})",
+    )
+    up.add_argument(
+        "--placement-results",
+        type=options.positive_int,
+        default=None,
+        metavar="M",
+        help="[scheduler] max_placement_results (default: Nova's, 1000)",
     )
     up.add_argument(
         "--scheduler-workers",

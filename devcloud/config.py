@@ -18,14 +18,23 @@ boot without networks, and Nova asks Neutron for their ports.
 
 from __future__ import annotations
 
+import json
 import sysconfig
 from pathlib import Path
 
-from devcloud import identity
+from devcloud import identity, racks
 from devcloud.layout import Run
 
 #: Nova's stock fake driver with a realistic size (10 vCPU, 8 GB).
 COMPUTE_DRIVER = "fake.MediumFakeDriver"
+#: ``fake.MediumFakeDriver``'s node, as ``devcloud.operator.node_places`` reports it.
+MEDIUM_VCPUS, MEDIUM_MEMORY_MB = 10, 8192
+#: Under ``up --nodes``: the plugin's fake driver with racks of shaped
+#: nodes, which :mod:`devcloud.compute_pool` grafts onto ``nova.virt.fake``
+#: (Nova loads drivers from there only).
+MULTI_NODE_DRIVER = "fake.HpcMultiNodeFakeDriver"
+#: The node layout ``devcloud.compute_pool --layout`` reads, in ``etc/``.
+NODES_FILE = "nodes.json"
 HPC_FILTERS = "hpc_nova_scheduler.scheduler.filters.all_filters"
 HPC_WEIGHERS = "hpc_nova_scheduler.scheduler.weights.all_weighers"
 NOVA_FILTERS = [
@@ -202,6 +211,12 @@ def nova_conf(run: Run) -> Path:
         sections["hpc_scheduler"]["topology_levels"] = list(run.levels)
     if not run.plugin:
         sections["filter_scheduler"]["weight_classes"] = ["nova.scheduler.weights.all_weighers"]
+    if run.placement_results is not None:
+        sections["scheduler"]["max_placement_results"] = run.placement_results
+    if run.nodes:
+        sections["DEFAULT"]["compute_driver"] = MULTI_NODE_DRIVER
+        for section, options in SCALE.items():
+            sections.setdefault(section, {}).update(options)
     if run.timing:
         _log_scheduler_timing(sections)
     return _write(etc / "nova.conf", sections)
@@ -221,6 +236,49 @@ def _log_scheduler_timing(sections: dict[str, dict[str, object]]) -> None:
     ]
     sections["oslo_messaging_notifications"] = {"driver": "log"}
     sections["notifications"] = {"notification_format": "versioned"}
+
+
+#: nova.conf settings of an ``up --nodes`` cloud: thousands of nodes on a
+#: two-core machine. Each is what Nova's default would cost at 10,000 nodes.
+SCALE: dict[str, dict[str, object]] = {
+    "DEFAULT": {
+        # The resource tracker walks every node of its service at each
+        # interval, with conductor calls and Placement requests per node:
+        # 10,000 nodes take this machine about 25 minutes to walk, so even
+        # an hourly walk would keep it 40 % busy, and a walk at 900 s stalled
+        # a bring-up. Off: the tracker still updates a node at every claim
+        # and deletion; the walk only reconciles with the hypervisor, which
+        # the fake driver never contradicts.
+        "update_resources_interval": -1,
+        # Service heartbeats, a database write each through the conductor:
+        # 250 services every 10 s are 25 writes/s for nothing. A service is
+        # down after missing several reports.
+        "report_interval": 60,
+        "service_down_time": 300,
+        # Bring-up has every service create its nodes at once, and the
+        # conductor's answers can take longer than Nova's 60 s then.
+        "rpc_response_timeout": 300,
+        # Each service refreshes every instance's network info in turn, one
+        # conductor and Neutron call each (Nova's default: every 60 s).
+        "heal_instance_info_cache_interval": 600,
+    },
+    "compute": {
+        # The report client asks Placement for each node's inventory, traits
+        # and aggregates every 300 s by default (~100 requests/s at 10,000
+        # nodes); the computes' own changes reach Placement without it, and
+        # Nova's API mirrors host aggregates into Placement itself.
+        "resource_provider_association_refresh": 0,
+    },
+    # MariaDB allows 151 connections. A conductor or scheduler worker may
+    # open 5 + 50 per database by default, which a bring-up storm reaches;
+    # capped, the workers queue for a connection instead of being refused.
+    "database": {"max_pool_size": 5, "max_overflow": 10},
+    "api_database": {"max_pool_size": 5, "max_overflow": 10},
+    # A pool process runs many services on one interpreter lock: its
+    # heartbeat thread can be late under a burst; RabbitMQ must not drop
+    # the connection for it.
+    "oslo_messaging_rabbit": {"heartbeat_timeout_threshold": 120},
+}
 
 
 def compute_conf(run: Run, host: str) -> Path:
@@ -324,9 +382,29 @@ def write_all(run: Run) -> None:
     glance_conf(run)
     for cell in range(2, run.cells + 1):
         cell_conf(run, cell)
+    if run.nodes:
+        nodes_file(run)
+        return
     for index in range(run.computes):
         compute_conf(run, compute_host(index))
 
 
+def nodes_file(run: Run) -> Path:
+    """Every rack's nodes and their shapes, for the compute pools' driver."""
+    path = run.path / "etc" / NODES_FILE
+    path.write_text(json.dumps(racks.layout(run.nodes, run.rack_size), indent=1))
+    return path
+
+
 def compute_host(index: int) -> str:
     return f"compute-{index:02d}"
+
+
+def host_of(run: Run, index: int) -> str:
+    """The host of the compute service numbered ``index``."""
+    return racks.host_name(index) if run.nodes else compute_host(index)
+
+
+def hosts(run: Run) -> list[str]:
+    """Every compute service host of the run, in order."""
+    return [host_of(run, index) for index in range(run.computes)]

@@ -20,7 +20,19 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from devcloud import SOURCE_TREE, backends, config, models, operator, services, workload
+import sqlalchemy as sa
+
+from devcloud import (
+    SOURCE_TREE,
+    backends,
+    config,
+    memory,
+    models,
+    operator,
+    racks,
+    services,
+    workload,
+)
 from devcloud.layout import Run, current, mark_current
 
 Say = Callable[[str], None]
@@ -195,6 +207,9 @@ def _start_services(run: Run, say: Say) -> None:
         say("hpc-scheduler-agent (sweep, fallback copy, fair-share allocator)")
         services.spawn(run, AGENT, agent_command(run))
     cells = f" in {run.cells} cells" if run.cells > 1 else ""
+    if run.nodes:
+        _start_pools(run, nova_conf, cells, say)
+        return
     say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}{cells}")
     for index in range(run.computes):
         host = config.compute_host(index)
@@ -210,6 +225,46 @@ def _start_services(run: Run, say: Say) -> None:
             ],
         )
 
+
+def pool_command(run: Run, hosts: Sequence[str], cell: int) -> list[str]:
+    """:mod:`devcloud.compute_pool` for ``hosts`` (of one cell), run as a
+    module of this interpreter from the source tree."""
+    return [
+        sys.executable,
+        "-m",
+        "devcloud.compute_pool",
+        "--layout",
+        str(run.path / "etc" / config.NODES_FILE),
+        "--hosts",
+        ",".join(hosts),
+        "--config-file",
+        str(run.path / "etc/nova.conf"),
+        *config.cell_files(run, cell),
+    ]
+
+
+def _start_pools(run: Run, nova_conf: list[str], cells: str, say: Say) -> None:
+    hosts = config.hosts(run)
+    cell_of = {host: run.cell_of(index) for index, host in enumerate(hosts)}
+    groups = racks.pools(hosts, list(cell_of.values()), run.services_per_process)
+    say(
+        f"{run.computes} nova-compute services of {run.rack_size} nodes ({run.nodes} nodes) "
+        f"on {config.MULTI_NODE_DRIVER}{cells}, in {len(groups)} processes of up to "
+        f"{run.services_per_process}"
+    )
+    path = os.environ.get("PYTHONPATH")
+    for number, group in enumerate(groups):
+        services.spawn(
+            run,
+            f"{POOL}-{number:02d}",
+            pool_command(run, group, cell_of[group[0]]),
+            # devcloud is importable from the source tree only.
+            env={"PYTHONPATH": os.pathsep.join(filter(None, (str(SOURCE_TREE), path)))},
+        )
+
+
+#: The processes of ``up --nodes``' compute services.
+POOL = "nova-compute-pool"
 
 #: The plugin's service of background work, next to nova-scheduler.
 AGENT = "hpc-scheduler-agent"
@@ -251,35 +306,92 @@ def _follow_with_agent(run: Run, say: Say) -> None:
     say("hpc-scheduler-agent started")
 
 
-def _wait_for_computes(run: Run, conn, say: Say, timeout: float = 300.0) -> None:
-    say("waiting for every compute to report to Placement")
-    deadline = time.monotonic() + timeout
-    expected = {config.compute_host(i) for i in range(run.computes)}
+#: Seconds without progress after which ``up`` gives up waiting for the computes.
+STALL_TIMEOUT = 300.0
+
+
+def _poll_every(expected: int) -> float:
+    """Seconds between looks: a few for a small cloud, longer for a large one."""
+    return min(10.0, 2.0 + expected / 1000)
+
+
+def _providers(conn) -> set[str]:
+    """Every resource provider's name, in one request (Placement does not page)."""
+    response = conn.placement.get("/resource_providers", microversion="1.14")
+    response.raise_for_status()
+    return {rp["name"] for rp in response.json()["resource_providers"]}
+
+
+def _provider_rows(run: Run) -> set[str]:
+    """Every resource provider's name, from Placement's database.
+
+    Listing 10,000 providers through the API takes Placement seconds of
+    the CPU it needs to register the nodes, every few seconds of a
+    bring-up; the operator's read of its table costs nothing.
+    """
+    engine = sa.create_engine(run.database_url("placement", as_plugin=False))
+    try:
+        with engine.connect() as connection:
+            return set(connection.execute(sa.text("SELECT name FROM resource_providers")).scalars())
+    finally:
+        engine.dispose()
+
+
+def _wait(what: str, expected: set[str], found, run: Run, say: Say, stall: float) -> None:
+    """Wait until ``found()`` holds ``expected``: fail when nothing more
+    turned up for ``stall`` seconds (a slow machine gets there slowly, a
+    broken one not at all), or when a service of the run died."""
+    last, moved = -1, time.monotonic()
+    reported = 0.0
     while True:
         for service in run.services:
             services.check_running(service)
-        providers = {rp.name for rp in conn.placement.resource_providers()}
-        if expected <= providers:
-            break
-        if time.monotonic() > deadline:
+        have = expected & found()
+        if len(have) == len(expected):
+            return
+        now = time.monotonic()
+        if len(have) > last:
+            last, moved = len(have), now
+        if now - reported > 30 and len(expected) > 50:
+            say(f"{what}: {len(have)} of {len(expected)}")
+            reported = now
+        if now - moved > stall:
+            missing = sorted(expected - have)
             raise services.ServiceError(
-                f"computes missing from Placement after {timeout:.0f} s: "
-                f"{sorted(expected - providers)}"
+                f"{what}: {len(missing)} missing after {stall:.0f} s without progress: "
+                f"{missing[:20]}{' ...' if len(missing) > 20 else ''}"
             )
-        time.sleep(2)
+        time.sleep(_poll_every(len(expected)))
+
+
+def _wait_for_computes(run: Run, conn, say: Say, stall: float = STALL_TIMEOUT) -> None:
+    hosts = set(config.hosts(run))
+    nodes = set(racks.node_names(run.nodes, run.rack_size)) if run.nodes else hosts
+    say(f"waiting for every {'node' if run.nodes else 'compute'} to report to Placement")
+    # Progress from Placement's table, then the API's word for it.
+    _wait("nodes in Placement", nodes, lambda: _provider_rows(run), run, say, stall)
+    _wait("nodes in Placement's API", nodes, lambda: _providers(conn), run, say, stall)
     say("nova-manage cell_v2 discover_hosts")
     _nova_manage(run, "cell_v2", "discover_hosts", "--verbose")
-    while True:
-        up = {
+
+    def up() -> set[str]:
+        return {
             s.host
             for s in conn.compute.services(binary="nova-compute")
             if s.state == "up" and s.status == "enabled"
         }
-        if expected <= up:
-            return
-        if time.monotonic() > deadline:
-            raise services.ServiceError(f"computes not up in Nova: {sorted(expected - up)}")
-        time.sleep(2)
+
+    _wait("compute services up in Nova", hosts, up, run, say, stall)
+    if run.nodes:
+        # The hypervisors API pages (at most 1000 each); the SDK follows the links.
+        _wait(
+            "hypervisors in Nova",
+            nodes,
+            lambda: {h.name for h in conn.compute.hypervisors()},
+            run,
+            say,
+            stall,
+        )
 
 
 def up(
@@ -300,8 +412,21 @@ def up(
     cells: int = 1,
     reclaim: str = "off",
     reclaim_grace: int = config.RECLAIM_GRACE,
+    nodes: int = 0,
+    rack_size: int = racks.RACK_SIZE,
+    services_per_process: int = racks.SERVICES_PER_PROCESS,
+    placement_results: int | None = None,
     timing: bool = False,
 ) -> Run:
+    """Set up and start a cloud. ``nodes``: racks of ``rack_size`` nodes,
+    a compute service each (``computes`` is then unused), several services
+    to a process; ``topology`` then names the levels above the rack."""
+    if nodes:
+        computes = racks.services_for(nodes, rack_size)
+        topology = racks.topology(topology)
+    else:
+        rack_size = operator.shape(topology)[-1][1]
+        services_per_process = 0
     root.mkdir(parents=True, exist_ok=True)
     run = Run.new(
         root,
@@ -318,6 +443,10 @@ def up(
         cells=cells,
         reclaim=reclaim,
         reclaim_grace=reclaim_grace,
+        nodes=nodes,
+        rack_size=rack_size,
+        services_per_process=services_per_process,
+        placement_results=placement_results,
         timing=timing,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
@@ -336,8 +465,12 @@ def up(
         conn = operator.connect(run)
         _wait_for_computes(run, conn, say)
         keys = " / ".join(f"hpc:{level}" for level in run.levels)
-        say(f"aggregates {keys} / hpc:cpu_group ({describe_topology(run)}), flavors, image")
-        operator.tag_hosts(conn, run.computes, run.topology)
+        groups = "" if run.nodes else " / hpc:cpu_group"
+        say(f"aggregates {keys}{groups} ({describe_topology(run)}), flavors, image")
+        # Under --nodes the plugin reads each node's processor from cpu_info.
+        operator.tag_hosts(
+            conn, run.computes, run.topology, config.hosts(run), tag_cpu_groups=not run.nodes
+        )
         run.image_id = operator.upload_image(conn)
         run.flavors = workload.create_flavors(conn, run.levels)
         run.save()
@@ -347,12 +480,14 @@ def up(
             down(run, say=say, keep_files=True)
         raise
     say(f"up in {time.monotonic() - started:.0f} s")
+    for line in memory.table(memory.usage(run)):
+        say(line)
     return run
 
 
 def describe_topology(run: Run) -> str:
     """``topology_levels = block,rack: 2 blocks, 4 racks``; by default, racks."""
-    domains = operator.domains(run.computes, run.topology)
+    domains = operator.domains(run.computes, run.topology, config.hosts(run))
     counts = ", ".join(
         f"{len({mine[level] for mine in domains.values()})} {level}s" for level in run.levels
     )
@@ -451,6 +586,14 @@ def set_fairness(
             + f", fairshare_interval = {config.fairshare_interval(run)}"
         )
     _restart_scheduler(run, why, say=say, timeout=timeout)
+
+
+def set_placement_results(run: Run, n: int | None, *, say: Say, timeout: float = 120.0) -> None:
+    """Set ``[scheduler] max_placement_results`` (None: Nova's default):
+    rewrite nova.conf, restart nova-scheduler."""
+    run.placement_results = n
+    shown = "Nova's default" if n is None else n
+    _restart_scheduler(run, f"with max_placement_results = {shown}", say=say, timeout=timeout)
 
 
 def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:

@@ -74,6 +74,17 @@ class Run:
     cells: int = 1
     #: The RabbitMQ virtual hosts of the cells after the first, for ``down``.
     cell_vhosts: list[str] = dataclasses.field(default_factory=list)
+    #: ``up --nodes``: nodes of the cloud, ``computes`` compute services of
+    #: a rack each, several per process (:mod:`devcloud.compute_pool`);
+    #: 0: one node per compute process, as before.
+    nodes: int = 0
+    #: Nodes per rack: under ``--nodes`` the nodes of one compute service,
+    #: else the hosts of the innermost topology level (4 by default).
+    rack_size: int = 4
+    #: ``up --services-per-process`` (under ``--nodes``).
+    services_per_process: int = 0
+    #: ``[scheduler] max_placement_results``; None: Nova's default (1000).
+    placement_results: int | None = None
     #: nova-scheduler logs the start and end of each ``select_destinations``
     #: (:mod:`devcloud.scale`), for ``benchmarks/control_plane_scale.py``.
     timing: bool = False

@@ -18,8 +18,10 @@ import openstack
 from keystoneauth1 import noauth
 from keystoneauth1 import session as ks_session
 
+from devcloud import config, racks
 from devcloud.config import compute_host
 from devcloud.layout import Run
+from hpc_nova_scheduler.core import cpu_groups
 
 #: Hosts per rack, and processor groups alternating by pairs within a rack,
 #: so that racks mix groups and homogeneity is a real constraint.
@@ -82,33 +84,92 @@ def topology(computes: int, shape_: Sequence[tuple[str, int]] = ()) -> dict[str,
     return found
 
 
-def domains(computes: int, shape_: Sequence[tuple[str, int]] = ()) -> dict[str, dict[str, str]]:
+def _paths(index: int, shape_: Sequence[tuple[str, int]]) -> dict[str, str]:
+    path: list[str] = []
+    mine = {}
+    for level, value in level_values(index, shape_).items():
+        path.append(value)
+        mine[level] = "/".join(path)
+    return mine
+
+
+def domains(
+    computes: int,
+    shape_: Sequence[tuple[str, int]] = (),
+    hosts: Sequence[str] | None = None,
+) -> dict[str, dict[str, str]]:
     """Each compute's domain at every level, named by its path from the
-    outermost level down (``block-0/rack-1``), as the placement names it."""
-    found = {}
-    for i in range(computes):
-        path: list[str] = []
-        mine = {}
-        for level, value in level_values(i, shape_).items():
-            path.append(value)
-            mine[level] = "/".join(path)
-        found[compute_host(i)] = mine
-    return found
+    outermost level down (``block-0/rack-1``), as the placement names it.
+    ``hosts``: the computes' names, if not ``compute-00`` onwards."""
+    names = hosts or [compute_host(i) for i in range(computes)]
+    return {names[i]: _paths(i, shape_) for i in range(computes)}
 
 
-def tag_hosts(conn, computes: int, shape_: Sequence[tuple[str, int]] = ()) -> None:
-    """An aggregate per domain of every level (``hpc:<level>``) and per processor group."""
+def tag_hosts(
+    conn,
+    computes: int,
+    shape_: Sequence[tuple[str, int]] = (),
+    hosts: Sequence[str] | None = None,
+    tag_cpu_groups: bool = True,
+) -> None:
+    """An aggregate per domain of every level (``hpc:<level>``) and, with
+    ``tag_cpu_groups``, per processor group (``hpc:cpu_group``; without it the
+    plugin reads the group from each node's ``cpu_info``)."""
+    names = hosts or [compute_host(i) for i in range(computes)]
     members: dict[tuple[str, str], list[str]] = {}
     for i in range(computes):
-        host = compute_host(i)
+        host = names[i]
         for level, value in level_values(i, shape_).items():
             members.setdefault((f"hpc:{level}", value), []).append(host)
-        members.setdefault(("hpc:cpu_group", group_of(i)), []).append(host)
-    for (key, value), hosts in sorted(members.items()):
+        if tag_cpu_groups:
+            members.setdefault(("hpc:cpu_group", group_of(i)), []).append(host)
+    for (key, value), hosts_ in sorted(members.items()):
         aggregate = conn.compute.create_aggregate(name=f"{key.split(':')[1]}-{value}")
         conn.compute.set_aggregate_metadata(aggregate, {key: value})
-        for host in hosts:
+        for host in hosts_:
             conn.compute.add_host_to_aggregate(aggregate, host)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePlace:
+    """Where a node of the run is and what it is, as the plugin sees it."""
+
+    #: Its compute service host (a rack's, under ``up --nodes``).
+    host: str
+    #: level -> domain path as the plugin names it (``block-0/rack-3``).
+    domains: dict[str, str]
+    #: The processor group the plugin derives: the ``hpc:cpu_group``
+    #: aggregate's value, else ``cpu_group_from_cpu_info`` of the node.
+    cpu_group: str
+    vcpus: int
+    memory_mb: int
+
+
+def node_places(run: Run) -> dict[str, NodePlace]:
+    """nodename -> :class:`NodePlace` for every node of the run.
+
+    Without ``--nodes`` each compute is one node of its own name, on
+    ``fake.MediumFakeDriver``, with its ``hpc:cpu_group`` aggregate.
+    """
+    if not run.nodes:
+        return {
+            host: NodePlace(host, mine, group_of(i), config.MEDIUM_VCPUS, config.MEDIUM_MEMORY_MB)
+            for i, (host, mine) in enumerate(domains(run.computes, run.topology).items())
+        }
+    places = {}
+    for index, (host, nodes) in enumerate(racks.layout(run.nodes, run.rack_size).items()):
+        mine = _paths(index, run.topology)
+        for name, fields in nodes.items():
+            places[name] = NodePlace(
+                host,
+                dict(mine),
+                cpu_groups.cpu_group_from_cpu_info(
+                    {"vendor": fields["cpu_vendor"], "model": fields["cpu_model"]}
+                ),
+                int(fields["vcpus"]),
+                int(fields["memory_mb"]),
+            )
+    return places
 
 
 @dataclasses.dataclass(frozen=True)

@@ -357,7 +357,7 @@ class Client(threading.Thread):
                     self.admin.compute.servers(details=True, all_projects=True, name=pattern)
                 )
             )
-            return {s.id: s.compute_host for s in servers if s.compute_host}
+            return {s.id: where(self.run_, s) for s in servers if where(self.run_, s)}
         except API_FAULTS:
             return {}
 
@@ -750,6 +750,22 @@ def placements(ledger: list[Outcome]) -> list[checker.Server]:
     ]
 
 
+def where(run: Run, server) -> str | None:
+    """What the checks judge a server by: its node under ``up --nodes``
+    (each node is a host state of its own to the plugin), else its host."""
+    return server.hypervisor_hostname if run.nodes else server.compute_host
+
+
+def domains_of(run: Run) -> dict[str, dict[str, str]]:
+    """Each host (node, under ``--nodes``) -> level -> domain path."""
+    return {name: place.domains for name, place in operator.node_places(run).items()}
+
+
+def groups_of(run: Run) -> dict[str, str]:
+    """Each host (node, under ``--nodes``) -> processor group."""
+    return {name: place.cpu_group for name, place in operator.node_places(run).items()}
+
+
 def _topology_report(run: Run, ledger: list[Outcome], say: Say) -> list[str]:
     """The placed requests with ``hpc:topology_required`` spanning domains."""
     topological = [o for o in ledger if o.asked.required is not None]
@@ -760,8 +776,7 @@ def _topology_report(run: Run, ledger: list[Outcome], say: Say) -> list[str]:
     by_level = collections.Counter(o.asked.required for o in topological)
     placed = [o for o in topological if o.result == "active"]
     unread = sum(1 for o in placed if len(o.hosts) != o.asked.count)
-    domains = operator.domains(run.computes, run.topology)
-    found = checker.topology_violations(placements(ledger), domains)
+    found = checker.topology_violations(placements(ledger), domains_of(run))
     say(
         f"topology: {len(topological)} requests required a level "
         f"({', '.join(f'{level} {n}' for level, n in sorted(by_level.items()))}) "
@@ -776,8 +791,8 @@ def write_record(path: Path, run: Run, ledger: list[Outcome]) -> None:
     checker.write_record(
         path,
         levels=run.levels,
-        domains=operator.domains(run.computes, run.topology),
-        groups={host: group for host, (_, group) in operator.topology(run.computes).items()},
+        domains=domains_of(run),
+        groups=groups_of(run),
         servers=placements(ledger),
     )
 
@@ -849,9 +864,9 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     for server in servers:
         tag = server.name.rsplit("-", 1)[0] if server.name not in asked_by_tag else server.name
         asked = asked_by_tag.get(tag)
-        if server.status == "ACTIVE" and asked is not None and server.compute_host:
-            placed.append(checker.Server(server.id, server.compute_host, asked))
-    groups = {host: group for host, (_, group) in operator.topology(run.computes).items()}
+        if server.status == "ACTIVE" and asked is not None and where(run, server):
+            placed.append(checker.Server(server.id, where(run, server), asked))
+    groups = groups_of(run)
     predictive = run.plugin and models.is_predictive(run.interference_model)
     violations = checker.host_violations(
         placed,

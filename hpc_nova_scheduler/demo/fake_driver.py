@@ -27,6 +27,8 @@ class Shape:
     memory_mb: int = 8192
     local_gb: int = 100
     cpu_model: str = "Nehalem"
+    #: Nova's fake driver reports Intel; a cloud of two vendors names them.
+    cpu_vendor: str = "Intel"
 
 
 SHAPES: dict[str, Shape] = {}
@@ -89,6 +91,7 @@ class HpcFakeDriver(fake.FakeDriver):
             status["disk_available_least"] = self.shape.local_gb
             info = jsonutils.loads(status["cpu_info"])
             info["model"] = self.shape.cpu_model
+            info["vendor"] = self.shape.cpu_vendor
             status["cpu_info"] = jsonutils.dumps(info)
         return status
 
@@ -110,7 +113,8 @@ def node_uuid(host: str, nodename: str) -> str:
 
 
 def load_nodes(path: str) -> dict[str, dict[str, Shape]]:
-    """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``.
+    """``NODES`` from a JSON file: ``{host: {node: {"vcpus": .., "cpu_model": ..}}}``
+    (the fields of :class:`Shape`).
 
     Raises ``ValueError``, one line naming the file and the host, node or
     field at fault.
@@ -187,6 +191,7 @@ class HpcMultiNodeFakeDriver(HpcFakeDriver):
         )
         info = jsonutils.loads(status["cpu_info"])
         info["model"] = shape.cpu_model
+        info["vendor"] = shape.cpu_vendor
         status["cpu_info"] = jsonutils.dumps(info)
         return status
 
