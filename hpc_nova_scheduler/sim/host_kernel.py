@@ -46,6 +46,9 @@ KEY_COLUMNS = 4
 #: that demand (NaN: none yet).
 RACK_COPIES = 13
 COPIES_FOR = 14
+#: The racks in the order of the last ranked plan (most room first, then
+#: the rack's number), which the next one sorts again from.
+RACK_ORDER = 17
 
 #: A state's key: free cores, RAM, disk; capacity in cores and RAM; cache
 #: total; 1.0 where it runs SyncHPC VMs; processor group.
@@ -396,7 +399,8 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     host_state, group_of, seen_in = states[HOST_STATE], states[GROUP_OF], states[SEEN_IN]
     follower, in_rack = states[FOLLOWER], states[IN_RACK]
     racks = rack_copies.shape[0]
-    order = np.argsort(-rack_copies, kind="mergesort")
+    order = scratch[RACK_ORDER]
+    _rank_racks(order, rack_copies)
     room = 0.0
     reached = 0.0
     admissible = 0
@@ -453,6 +457,25 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     for i in range(admissible):
         seen_in[host_state[candidates[i]]] = -1
     return _take_groups(cloud, asked, chosen, scratch, states, groups, made, True, room)
+
+
+@njit(cache=True)
+def _rank_racks(order, rack_copies) -> None:
+    """Sort ``order`` by rack room, most first, then by rack number: the
+    order a stable sort of -room gives. Between two ranked plans a few
+    racks' rooms move, so the last order is nearly sorted, and an
+    insertion sort costs about a pass over the racks (a sort from
+    scratch, their number times its logarithm, on every plan)."""
+    for i in range(1, order.shape[0]):
+        rack = order[i]
+        room = rack_copies[rack]
+        j = i - 1
+        while j >= 0 and (
+            rack_copies[order[j]] < room or (rack_copies[order[j]] == room and order[j] > rack)
+        ):
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = rack
 
 
 @njit(cache=True)
@@ -1115,6 +1138,7 @@ def scratch_for(rack: np.ndarray, racks: int) -> tuple:
         np.full(3, np.nan),  # 14 (COPIES_FOR): kept: the demand of those
         rack_first,  # 15: where each rack's hosts start in 16
         rack_hosts,  # 16: the hosts by rack, ascending within each
+        np.arange(racks, dtype=np.int64),  # 17 (RACK_ORDER): kept: racks by room
     )
 
 
