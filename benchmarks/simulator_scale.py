@@ -89,8 +89,10 @@ def log_path(args) -> str:
 
 def read(path: str, limit: int | None) -> list[swf.Job]:
     report = swf.ReadReport(path, swf.MemorySemantics.AUTO)
-    jobs = list(swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP))
-    return jobs[:limit] if limit else jobs
+    # (Streamed: the first N jobs cost their own reading, not the whole log's.)
+    return list(
+        swf.read_jobs(path, report, swf.MemorySemantics.AUTO, swf.OnError.SKIP, limit=limit)
+    )
 
 
 def scaled(jobs: list[swf.Job], factor: float) -> list[swf.Job]:
