@@ -28,7 +28,9 @@ copyright = "hpc-nova-scheduler developers"
 # openstackdocstheme's branding and Launchpad links would mislead.
 html_theme = "alabaster"
 master_doc = "index"
-exclude_patterns = ["_build"]
+# Parts of a page, each included by the page (admin/scale.rst includes
+# admin/scale-simulator.rst), not pages of their own.
+exclude_patterns = ["_build", "admin/scale-*.rst"]
 # Literal blocks are shell sessions and configuration, not Python.
 highlight_language = "none"
 

@@ -46,6 +46,9 @@ KEY_COLUMNS = 4
 #: that demand (NaN: none yet).
 RACK_COPIES = 13
 COPIES_FOR = 14
+#: The racks in the order of the last ranked plan (most room first, then
+#: the rack's number), which the next one sorts again from.
+RACK_ORDER = 17
 
 #: A state's key: free cores, RAM, disk; capacity in cores and RAM; cache
 #: total; 1.0 where it runs SyncHPC VMs; processor group.
@@ -71,6 +74,40 @@ GROUP_OF = 15
 SEEN_IN = 16
 FOLLOWER = 17
 IN_RACK = 18
+#: States at one point (free resources, capacity and processor group: all
+#: that a VM's fit and cosine key read of a host) differ only in their
+#: cache total and SyncHPC: per state its point and the next and previous
+#: state of that point (``LINK_*`` columns); per point its key
+#: (``POINT_KEY_SIZE`` columns), and its states, place in POINT_LIVE,
+#: first state and hash (``POINT_*`` columns); the points with states
+#: (COUNTERS[2] of them; COUNTERS[3] spare numbers in POINT_SPARE), and a
+#: hash table of the points' keys. A one-VM plan scores points, not
+#: states (:func:`_plan_one`).
+STATE_LINKS = 19
+POINT_KEY = 20
+POINT_INTS = 21
+POINT_LIVE = 22
+POINT_SPARE = 23
+POINT_TABLE = 24
+#: Working arrays of a one-VM plan: per point its copies and cosine key,
+#: the points that fit, and per state the plan that marked it (COUNTERS[4]
+#: counts plans).
+POINT_SCORE = 25
+POINT_ORDER = 26
+MARKED_IN = 27
+#: Per point, at most the least cache total of its states that run no
+#: SyncHPC VM (column 0) and of those that do (column 1): lowered as a
+#: state joins, made exact again when a plan reads the point's states.
+#: The thresholds admit a state only if they admit one of these (they
+#: admit less as the cache total grows), so a point whose bounds are not
+#: admitted is not read.
+POINT_LOW = 28
+LINK_POINT, LINK_NEXT, LINK_PREVIOUS = 0, 1, 2
+POINT_STATES, POINT_WHERE, POINT_FIRST, POINT_HASH = 0, 1, 2, 3
+#: The state key's columns a point keeps: free cores, RAM, disk; capacity
+#: in cores and RAM; processor group.
+POINT_COLUMNS = (0, 1, 2, 3, 4, 7)
+POINT_KEY_SIZE = 6
 
 
 @njit(cache=True)
@@ -362,12 +399,17 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     host_state, group_of, seen_in = states[HOST_STATE], states[GROUP_OF], states[SEEN_IN]
     follower, in_rack = states[FOLLOWER], states[IN_RACK]
     racks = rack_copies.shape[0]
-    order = np.argsort(-rack_copies, kind="mergesort")
+    order = scratch[RACK_ORDER]
+    _rank_racks(order, rack_copies)
     room = 0.0
     reached = 0.0
     admissible = 0
     for position in range(racks):
         at = order[position]
+        if asks and rack_copies[at] < 1:
+            # No host of this rack fits a VM, nor of any rack after it (a
+            # busy cloud's full racks are not read).
+            break
         for slot in range(rack_first[at], rack_first[at + 1]):
             row = rack_hosts[slot]
             # The kept copies of this demand tell where one more VM fits
@@ -418,6 +460,25 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
 
 
 @njit(cache=True)
+def _rank_racks(order, rack_copies) -> None:
+    """Sort ``order`` by rack room, most first, then by rack number: the
+    order a stable sort of -room gives. Between two ranked plans a few
+    racks' rooms move, so the last order is nearly sorted, and an
+    insertion sort costs about a pass over the racks (a sort from
+    scratch, their number times its logarithm, on every plan)."""
+    for i in range(1, order.shape[0]):
+        rack = order[i]
+        room = rack_copies[rack]
+        j = i - 1
+        while j >= 0 and (
+            rack_copies[order[j]] < room or (rack_copies[order[j]] == room and order[j] > rack)
+        ):
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = rack
+
+
+@njit(cache=True)
 def _plan_states(cloud, in_group, asked, chosen, scratch, states):
     """:func:`plan` of a request not ranked by rack, scored per state.
 
@@ -429,6 +490,8 @@ def _plan_states(cloud, in_group, asked, chosen, scratch, states):
     pass over the hosts' state numbers, in row order, picks them.
     """
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    if count == 1:
+        return _plan_one(cloud, in_group, asked, chosen, scratch, states)
     d0, d1, d2 = demand[0], demand[1], demand[2]
     candidates = scratch[1]
     host_state, state_key, hosts_in, live, counters = _table(states)
@@ -1075,6 +1138,7 @@ def scratch_for(rack: np.ndarray, racks: int) -> tuple:
         np.full(3, np.nan),  # 14 (COPIES_FOR): kept: the demand of those
         rack_first,  # 15: where each rack's hosts start in 16
         rack_hosts,  # 16: the hosts by rack, ascending within each
+        np.arange(racks, dtype=np.int64),  # 17 (RACK_ORDER): kept: racks by room
     )
 
 
@@ -1113,7 +1177,9 @@ def states_for(
         np.zeros(size, dtype=np.int64),  # 2: per state, its hosts
         np.zeros(size, dtype=np.int64),  # 3: the states with hosts, first
         np.zeros(size, dtype=np.int64),  # 4: per state, where it is in 3
-        np.array([0, size], dtype=np.int64),  # 5: states in 3; spare numbers in 6
+        # 5: states in 3; spare numbers in 6; points in 22; spare numbers in
+        # 23; one-VM plans so far (MARKED_IN's marks)
+        np.array([0, size, 0, size, 0], dtype=np.int64),
         np.arange(size, dtype=np.int64)[::-1].copy(),  # 6: spare numbers (a stack)
         np.full(slots, -1, dtype=np.int64),  # 7: hash table of keys: states, -1 empty
         np.zeros(size, dtype=np.int64),  # 8: per state, its key's hash
@@ -1127,6 +1193,16 @@ def states_for(
         np.full(size, -1, dtype=np.int64),  # 16 (SEEN_IN)
         np.zeros(hosts, dtype=np.int64),  # 17 (FOLLOWER)
         np.zeros(hosts, dtype=np.int64),  # 18 (IN_RACK)
+        np.full((size, 3), -1, dtype=np.int64),  # 19 (STATE_LINKS)
+        np.zeros((size, POINT_KEY_SIZE)),  # 20 (POINT_KEY)
+        np.zeros((size, 4), dtype=np.int64),  # 21 (POINT_INTS)
+        np.zeros(size, dtype=np.int64),  # 22 (POINT_LIVE)
+        np.arange(size, dtype=np.int64)[::-1].copy(),  # 23 (POINT_SPARE): a stack
+        np.full(slots, -1, dtype=np.int64),  # 24 (POINT_TABLE): points, -1 empty
+        np.zeros((size, 3)),  # 25 (POINT_SCORE)
+        np.zeros(size, dtype=np.int64),  # 26 (POINT_ORDER)
+        np.zeros(size, dtype=np.int64),  # 27 (MARKED_IN)
+        np.zeros((size, 2)),  # 28 (POINT_LOW)
     )
     settle_all(states, free, cache, sync_vms)
     return states
@@ -1162,6 +1238,8 @@ def settle(states, free, cache, sync_vms, rows) -> None:
             state = _number_of(
                 state_key, hosts_in, table, hashes, live, where, counters, spare, key
             )
+            if hosts_in[state] == 0:
+                _link_point(states, state)  # (a new state: live states have hosts)
         old = host_state[row]
         if old == state:
             continue
@@ -1172,6 +1250,7 @@ def settle(states, free, cache, sync_vms, rows) -> None:
         hosts_in[old] -= 1
         if hosts_in[old] == 0:
             _drop(table, hashes, live, where, counters, spare, old)
+            _unlink_point(states, old)
 
 
 @njit(cache=True)
@@ -1253,3 +1332,230 @@ def _drop(table, hashes, live, where, counters, spare, state) -> None:
     where[last] = where[state]
     spare[counters[1]] = state
     counters[1] += 1
+
+
+# -- states at one point ------------------------------------------------------
+#
+# A busy cloud has nearly as many states as busy hosts (cache totals are
+# sums of drawn scores, rarely equal), but few points: a host's free
+# resources take few values. What a VM's fit and cosine key read of a host
+# is its point; the thresholds read its cache total and SyncHPC. A one-VM
+# plan therefore scores each point once, in key order, and reads the states
+# of the best points only until one admits the VM: its cost grows with the
+# points and the states at the best key, not with the hosts.
+
+
+@njit(cache=True)
+def _point_hash(state_key, state) -> int:
+    """A hash of the point of ``state`` (as :func:`_hash`, over POINT_COLUMNS)."""
+    h = 0
+    for column in POINT_COLUMNS:
+        part = state_key[state, column] * 1048576.0
+        whole = np.int64(part) if abs(part) < 9.0e18 else np.int64(0)
+        h = (h ^ whole) * 0x2545F4914F6CDD1D
+        h = h ^ (h >> 31)
+    return h
+
+
+@njit(cache=True)
+def _at_point(point_key, point, state_key, state) -> bool:
+    """State ``state`` lies at point ``point``."""
+    for i in range(POINT_KEY_SIZE):
+        if point_key[point, i] != state_key[state, POINT_COLUMNS[i]]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _link_point(states, state) -> None:
+    """A new state joins its point (a new point, if none has its key): first
+    of the point's states."""
+    state_key, links, point_key, ints = (
+        states[STATE_KEY],
+        states[STATE_LINKS],
+        states[POINT_KEY],
+        states[POINT_INTS],
+    )
+    live, spare, table, counters = (
+        states[POINT_LIVE],
+        states[POINT_SPARE],
+        states[POINT_TABLE],
+        states[COUNTERS],
+    )
+    mask = table.shape[0] - 1
+    h = _point_hash(state_key, state)
+    slot = h & mask
+    point = -1
+    while table[slot] >= 0:
+        found = table[slot]
+        if ints[found, POINT_HASH] == h and _at_point(point_key, found, state_key, state):
+            point = found
+            break
+        slot = (slot + 1) & mask
+    if point < 0:
+        counters[3] -= 1
+        point = spare[counters[3]]
+        table[slot] = point
+        for i in range(POINT_KEY_SIZE):
+            point_key[point, i] = state_key[state, POINT_COLUMNS[i]]
+        ints[point, POINT_STATES] = 0
+        ints[point, POINT_FIRST] = -1
+        states[POINT_LOW][point, 0] = np.inf
+        states[POINT_LOW][point, 1] = np.inf
+        ints[point, POINT_HASH] = h
+        live[counters[2]] = point
+        ints[point, POINT_WHERE] = counters[2]
+        counters[2] += 1
+    first = ints[point, POINT_FIRST]
+    links[state, LINK_POINT] = point
+    links[state, LINK_NEXT] = first
+    links[state, LINK_PREVIOUS] = -1
+    if first >= 0:
+        links[first, LINK_PREVIOUS] = state
+    ints[point, POINT_FIRST] = state
+    ints[point, POINT_STATES] += 1
+    low = states[POINT_LOW]
+    synced = 1 if state_key[state, 6] > 0 else 0
+    low[point, synced] = min(low[point, synced], state_key[state, 5])
+
+
+@njit(cache=True)
+def _unlink_point(states, state) -> None:
+    """A dropped state leaves its point; a point with no states is dropped
+    (as :func:`_drop` drops a state)."""
+    links, ints = states[STATE_LINKS], states[POINT_INTS]
+    live, spare, table, counters = (
+        states[POINT_LIVE],
+        states[POINT_SPARE],
+        states[POINT_TABLE],
+        states[COUNTERS],
+    )
+    point = links[state, LINK_POINT]
+    after, before = links[state, LINK_NEXT], links[state, LINK_PREVIOUS]
+    if before >= 0:
+        links[before, LINK_NEXT] = after
+    else:
+        ints[point, POINT_FIRST] = after
+    if after >= 0:
+        links[after, LINK_PREVIOUS] = before
+    links[state, 0], links[state, 1], links[state, 2] = -1, -1, -1
+    ints[point, POINT_STATES] -= 1
+    if ints[point, POINT_STATES] > 0:
+        return
+    mask = table.shape[0] - 1
+    slot = ints[point, POINT_HASH] & mask
+    while table[slot] != point:
+        slot = (slot + 1) & mask
+    after = slot
+    while True:
+        after = (after + 1) & mask
+        there = table[after]
+        if there < 0:
+            break
+        home = ints[there, POINT_HASH] & mask
+        if (slot < after and slot < home <= after) or (
+            slot > after and (home > slot or home <= after)
+        ):
+            continue
+        table[slot] = there
+        slot = after
+    table[slot] = -1
+    counters[2] -= 1
+    last = live[counters[2]]
+    live[ints[point, POINT_WHERE]] = last
+    ints[last, POINT_WHERE] = ints[point, POINT_WHERE]
+    spare[counters[3]] = point
+    counters[3] += 1
+
+
+@njit(cache=True)
+def _plan_one(cloud, in_group, asked, chosen, scratch, states):
+    """:func:`_plan_states` of one VM, scored per point.
+
+    The VM goes to the smallest row among the admitted hosts of the
+    smallest key. A state's key, and whether one more VM fits it, are its
+    point's: the points that fit, in key order, are read until a key whose
+    states admit the VM (the thresholds, read per state); the hosts of
+    those states are the candidates, and the first in row order takes it.
+    The same floats as _plan_states', from the same operations.
+    """
+    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    d0, d1, d2 = demand[0], demand[1], demand[2]
+    candidates = scratch[1]
+    host_state, state_key, counters = states[HOST_STATE], states[STATE_KEY], states[COUNTERS]
+    links, point_key, ints = states[STATE_LINKS], states[POINT_KEY], states[POINT_INTS]
+    point_live, point_score, point_order = (
+        states[POINT_LIVE],
+        states[POINT_SCORE],
+        states[POINT_ORDER],
+    )
+    marked_in, follower, low = states[MARKED_IN], states[FOLLOWER], states[POINT_LOW]
+    asks = d0 > 0 or d1 > 0 or d2 > 0
+    fitting = 0
+    for i in range(counters[2]):
+        point = point_live[i]
+        if in_group >= 0 and point_key[point, 5] != in_group:
+            continue
+        f0, f1, f2 = point_key[point, 0], point_key[point, 1], point_key[point, 2]
+        copies = copies_of(f0, f1, f2, d0, d1, d2)
+        if copies < 1 and asks:
+            continue
+        cosine, residual = cosine_key(f0, f1, point_key[point, 3], point_key[point, 4], d0, d1)
+        point_score[point, 0] = copies
+        point_score[point, 1] = cosine
+        point_score[point, 2] = residual
+        point_order[fitting] = point
+        fitting += 1
+    if fitting == 0:
+        return 0, 0
+    # The points by key (a stable sort by residual, then by cosine).
+    order = point_order[:fitting]
+    order = order[np.argsort(point_score[order, 2], kind="mergesort")]
+    order = order[np.argsort(point_score[order, 1], kind="mergesort")]
+    counters[4] += 1
+    plan_number = counters[4]
+    found = -1
+    at = 0
+    while at < fitting and found < 0:
+        first = order[at]
+        while at < fitting and (
+            point_score[order[at], 1] == point_score[first, 1]
+            and point_score[order[at], 2] == point_score[first, 2]
+        ):
+            point = order[at]
+            at += 1
+            copies = point_score[point, 0]
+            if cache_rule and not (
+                admits(low[point, 0], False, score, sync_request, alpha, beta)
+                or admits(low[point, 1], True, score, sync_request, alpha, beta)
+            ):
+                continue  # (no state of the point is admitted)
+            low[point, 0] = np.inf
+            low[point, 1] = np.inf
+            state = ints[point, POINT_FIRST]
+            while state >= 0:
+                cache, synced = state_key[state, 5], state_key[state, 6] > 0
+                low[point, 1 if synced else 0] = min(low[point, 1 if synced else 0], cache)
+                held = _held(copies, cache, synced, score, sync_request, cache_rule, alpha, beta)
+                if held >= 0:
+                    marked_in[state] = plan_number
+                    found = state
+                state = links[state, LINK_NEXT]
+    if found < 0:
+        return 0, 0
+    row = 0
+    while marked_in[host_state[row]] != plan_number:
+        row += 1
+    state = host_state[row]
+    point = links[state, LINK_POINT]
+    candidates[0] = row
+    groups = _groups(1 + count)
+    key, head, tail = groups[0], groups[1], groups[2]
+    _start_group(groups, 0, state_key, state)
+    key[0, 0] = point_score[point, 1]
+    key[0, 1] = point_score[point, 2]
+    key[0, 2] = 0.0
+    key[0, 3] = row
+    _append(head, tail, follower, 0, 0)
+    placed, _ = _take_groups(cloud, asked, chosen, scratch, states, groups, 1, False, 0.0)
+    return placed, placed

@@ -24,7 +24,7 @@ from hpc_nova_scheduler.core.cluster import Resources
 from hpc_nova_scheduler.core.criteria import Thresholds
 from hpc_nova_scheduler.core.profile import AppClass, ApplicationProfile
 from hpc_nova_scheduler.core.state import ClusterState
-from hpc_nova_scheduler.sim import state_classes
+from hpc_nova_scheduler.sim import host_kernel, state_classes
 from hpc_nova_scheduler.sim.host_arrays import HostArrays
 from hpc_nova_scheduler.topology.levels import TopologySpec
 
@@ -172,6 +172,100 @@ class TestSamePlans(testtools.TestCase):
         self.assertEqual(len(set(keys)), len(live))
         table = states[7]
         self.assertEqual(sorted(live), sorted(table[table >= 0].tolist()))
+        self.points_are_kept(states, live)
+
+    def points_are_kept(self, states: tuple, live: list[int]) -> None:
+        """Each live state at the point of its free resources, capacity and
+        group, in that point's list, once; the live points exactly those
+        with states, one per key, each found by its hash; each point's
+        bounds at most the least cache total of its states (by SyncHPC)."""
+        state_key = states[1]
+        links, point_key, ints = (
+            states[host_kernel.STATE_LINKS],
+            states[host_kernel.POINT_KEY],
+            states[host_kernel.POINT_INTS],
+        )
+        counters, low = states[host_kernel.COUNTERS], states[host_kernel.POINT_LOW]
+        points = states[host_kernel.POINT_LIVE][: counters[2]].tolist()
+        columns = list(host_kernel.POINT_COLUMNS)
+        members: dict[int, list[int]] = {point: [] for point in points}
+        for point in points:
+            state = ints[point, host_kernel.POINT_FIRST]
+            previous = -1
+            while state >= 0:
+                self.assertEqual(previous, links[state, host_kernel.LINK_PREVIOUS])
+                members[point].append(int(state))
+                previous, state = state, links[state, host_kernel.LINK_NEXT]
+            self.assertEqual(len(members[point]), ints[point, host_kernel.POINT_STATES])
+            self.assertEqual(point, points[ints[point, host_kernel.POINT_WHERE]])
+        listed = [state for point in points for state in members[point]]
+        self.assertEqual(sorted(live), sorted(listed))
+        for point in points:
+            for state in members[point]:
+                self.assertEqual(point, links[state, host_kernel.LINK_POINT])
+                self.assertEqual(state_key[state, columns].tolist(), point_key[point].tolist())
+                synced = 1 if state_key[state, 6] > 0 else 0
+                self.assertLessEqual(low[point, synced], state_key[state, 5])
+        self.assertEqual(len(points), len({tuple(point_key[p].tolist()) for p in points}))
+        table = states[host_kernel.POINT_TABLE]
+        self.assertEqual(sorted(points), sorted(table[table >= 0].tolist()))
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.integers(20, 120),
+        st.sampled_from([Policy(), Policy(topology=False), Policy(cache_criteria=False)]),
+        st.sampled_from([Thresholds(200, 60), Thresholds(40, 30), Thresholds(math.inf, 30)]),
+        st.lists(
+            st.tuples(
+                st.sampled_from([AppClass.ASYNC_HPC, AppClass.NON_HPC, AppClass.SYNC_HPC]),
+                st.sampled_from([1, 1, 1, 3, 8]),
+                st.sampled_from([300.0, 1000.0, 1228.8, 2048.0]),
+                st.floats(0.0, 30.0),
+                st.integers(0, 3),
+            ),
+            min_size=10,
+            max_size=120,
+        ),
+    )
+    def test_one_vm_plans_by_point_on_busy_clouds(self, hosts, policy, thresholds, steps) -> None:
+        """One-VM plans score points, not states (host_kernel._plan_one):
+        on clouds of up to 120 hosts made busy by many jobs of drawn cache
+        scores (so nearly every busy host is a state of its own, and many
+        share a point), the same host as plan() over every host, and the
+        point table kept through placements and releases."""
+        cloud = ClusterState(("rack",))
+        for row in range(hosts):
+            cores, ram = ((8, 12288.0), (4, 4096.0))[row % 7 == 3]
+            cloud.add_host(f"h{row:03d}", Resources(cores, ram, 0), rack=f"r{row // 16}")
+        arrays = HostArrays(cloud.columns(), policy, thresholds)
+        running: list[str] = []
+        for number, (app_class, count, memory, score, finish) in enumerate(steps):
+            request = PlacementRequest(
+                ApplicationProfile(app_class, score, f"app{number}"),
+                Resources(1, memory, 0),
+                count,
+                f"job{number}",
+            )
+            try:
+                expected = algorithm.plan(request, cloud.columns(), thresholds, policy=policy)
+            except NoPlacement:
+                expected = None
+            try:
+                planned = arrays.plan_segments(request)
+            except NoPlacement:
+                planned = None
+            got = None if planned is None else tuple(arrays.names[r] for r in planned.chosen)
+            self.assertEqual(None if expected is None else expected.hosts, got, number)
+            if expected is not None:
+                cloud.apply(expected, request)
+                arrays.apply_segments(planned, request)
+                running.append(request.application_id)
+            for _ in range(finish if number % 4 == 0 else 0):
+                if running:
+                    gone = running.pop(len(running) // 3)
+                    cloud.release([gone])
+                    arrays.release(gone)
+        self.states_are_kept(arrays)
 
     def room_is_the_most_that_fits(self, cloud, policy, thresholds, request, refusal) -> None:
         """A refusal's room: plan() holds that many VMs and refuses one more."""
