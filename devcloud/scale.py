@@ -196,3 +196,30 @@ def spread(nodes: Mapping[str, Node], placed: Iterable[str]) -> Spread:
         cpu_groups=len({node.cpu_group for node in chosen}),
         nodes=len({name for name in placed if name in nodes}),
     )
+
+
+def hot_frames(collapsed: Iterable[str], top: int = 15) -> list[tuple[str, float, float]]:
+    """``(frame, inclusive share, self share)`` of the ``top`` frames by
+    inclusive samples, from py-spy's ``raw`` output (collapsed stacks: frames
+    joined by ``;``, then the sample count).
+
+    A frame that recurs in one stack counts once for it, so shares stay at
+    most 1.
+    """
+    inclusive: dict[str, int] = {}
+    own: dict[str, int] = {}
+    total = 0
+    for line in collapsed:
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        samples = int(count)
+        total += samples
+        frames = stack.split(";")
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + samples
+        own[frames[-1]] = own.get(frames[-1], 0) + samples
+    if not total:
+        return []
+    ranked = sorted(inclusive.items(), key=lambda item: -item[1])[:top]
+    return [(frame, count / total, own.get(frame, 0) / total) for frame, count in ranked]

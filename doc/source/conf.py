@@ -28,9 +28,7 @@ copyright = "hpc-nova-scheduler developers"
 # openstackdocstheme's branding and Launchpad links would mislead.
 html_theme = "alabaster"
 master_doc = "index"
-# Parts of a page, each included by the page (admin/scale.rst includes
-# admin/scale-simulator.rst), not pages of their own.
-exclude_patterns = ["_build", "admin/scale-*.rst"]
+exclude_patterns = ["_build"]
 # Literal blocks are shell sessions and configuration, not Python.
 highlight_language = "none"
 

@@ -198,3 +198,19 @@ class TestTimingConfiguration(testtools.TestCase):
         conf = self.conf(timing=False)
         self.assertEqual(oslo_logging.get_default_log_levels(), conf.default_log_levels)
         self.assertEqual("noop", conf.oslo_messaging_notifications.driver)
+
+
+class TestHotFrames(testtools.TestCase):
+    def test_inclusive_and_self_shares_of_collapsed_stacks(self) -> None:
+        lines = [
+            "main (a.py:1);filter (b.py:2);host_passes (c.py:3) 6",
+            "main (a.py:1);filter (b.py:2) 2",
+            "main (a.py:1);weigh (d.py:4);main (a.py:1) 2",
+            "garbage",
+        ]
+        found = {frame: (inc, own) for frame, inc, own in scale.hot_frames(lines)}
+        self.assertEqual((1.0, 0.2), found["main (a.py:1)"])
+        self.assertEqual((0.8, 0.2), found["filter (b.py:2)"])
+        self.assertEqual((0.6, 0.6), found["host_passes (c.py:3)"])
+        self.assertEqual([], scale.hot_frames([]))
+        self.assertEqual(2, len(scale.hot_frames(lines, top=2)))

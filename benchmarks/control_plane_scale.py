@@ -1,0 +1,664 @@
+#!/usr/bin/env python3
+"""Latency, throughput and placement quality of a real control plane of many nodes.
+
+For each cloud size (``--sizes``, default 1,000 and 10,000 nodes),
+``tools/cloud.py up --nodes N`` starts the real multi-process control plane:
+racks of 40 nodes of 32 vCPUs, one nova-compute service per rack on the
+multi-node fake driver (several services per process), MariaDB, RabbitMQ,
+Placement under gunicorn and four nova-scheduler workers. A background fill
+(``--fill``, a share of the cores, in 8-vCPU plain servers booted in
+batches) gives the cloud partly used nodes, as a running cloud has. Then,
+for each ``[scheduler] max_placement_results`` (Nova's default of 1000 and
+the number of nodes), concurrent clients send the same request stream with
+the plugin on and off, in ABBA order (on, off, off, on), so that drift on
+this shared machine falls on both sides alike:
+
+- ``plain``: one 2-vCPU server, no ``hpc:`` extra specs;
+- ``plain16``: 16 servers of 8 vCPUs, no ``hpc:`` extra specs;
+- ``sync16``: 16 servers of 8 vCPUs, SyncHPC (one application);
+- ``extreme``: 2 servers of 16 vCPUs, ExtremeHPC (a dedicated node).
+
+Printed per phase and request kind: requests, refusals, requests settled per
+second, p50/p95/p99 of ``select_destinations`` from the scheduler's own log
+(:mod:`devcloud.scale`) and of POST to ACTIVE. For HPC requests, what each
+got (racks, blocks, processor groups spanned) and whether the whole cloud
+had better: a rack of one processor group with room for a whole sync16
+request that was split or refused, an idle node for an ExtremeHPC request
+that was refused. With ``--fair`` two more phase pairs (plugin on, fair
+share on and off, ABBA) give the fair-share path's extra milliseconds.
+
+``--profile DIR`` records every nova-scheduler worker with py-spy during
+each phase and prints the hottest frames: the profile of the real service,
+not of an in-process stand-in.
+
+Targets, as ratios to Nova alone in the same run (plugin off):
+
+- plain requests: p99 at most 1.10 at 10k nodes;
+- sync16 p50 no worse than Nova alone's plain16 p50;
+- the fair-share path at 10k nodes: at most 20 ms extra per request;
+- quality at the default limit: >= 99 % of sync16 requests that fit in one
+  rack land in one rack; no ExtremeHPC request refused while a node is idle.
+
+    .venv/bin/python benchmarks/control_plane_scale.py [--sizes 1000,10000]
+        [--seconds 120] [--clients 4] [--fill 0.2] [--fair] [--profile DIR] [--verbose]
+
+Needs the local MariaDB and RabbitMQ, about 24 GB of memory at 10,000
+nodes, and an hour or more for both sizes. Each cloud is taken down at the
+end, also on failure (``--keep`` keeps the last one up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import random
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devcloud import cli, control, fairshare, memory, operator, scale, services, stress
+from devcloud.operator import FlavorSpec
+
+ROOT = Path(__file__).resolve().parent.parent / ".cloud"
+POLL = 0.2
+BUILD_TIMEOUT = 600.0
+#: Requests each client keeps alive before deleting its oldest.
+KEEP_ALIVE = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    name: str
+    flavor: FlavorSpec
+    count: int
+    #: Share of the requests of the stream.
+    weight: float
+
+    @property
+    def vcpus(self) -> int:
+        return self.flavor.vcpus
+
+    @property
+    def app_class(self) -> str | None:
+        return self.flavor.extra_specs.get("hpc:app_class")
+
+
+def _hpc(app_class: str) -> dict[str, str]:
+    return {"hpc:app_class": app_class, "hpc:cache_score": "10"}
+
+
+KINDS = (
+    Kind("plain", FlavorSpec("scale.plain.2", 2, 4096, {}), 1, 0.55),
+    Kind("plain16", FlavorSpec("scale.plain.8", 8, 16384, {}), 16, 0.15),
+    Kind("sync16", FlavorSpec("scale.sync.8", 8, 16384, _hpc("SyncHPC")), 16, 0.15),
+    Kind("extreme", FlavorSpec("scale.extreme.16", 16, 32768, _hpc("ExtremeHPC")), 2, 0.15),
+)
+FILL = FlavorSpec("scale.fill.8", 8, 16384, {})
+FILL_BATCH = 200
+
+
+@dataclasses.dataclass
+class Outcome:
+    kind: Kind
+    tag: str
+    posted: float
+    settled: float | None = None
+    #: active, novalidhost, error, timeout, api-error
+    result: str = "pending"
+    servers: list[str] = dataclasses.field(default_factory=list)
+    #: server -> node, read once ACTIVE
+    nodes: dict[str, str] = dataclasses.field(default_factory=dict)
+    deleted: float | None = None
+
+
+class Client(threading.Thread):
+    """Boots requests of random kinds one after the other; keeps a few alive."""
+
+    def __init__(self, index, run, flavors, deadline, seed, ledger, prefix, project=None):
+        super().__init__(name=f"scale-client-{index}", daemon=True)
+        self.index, self.run_, self.flavors = index, run, flavors
+        self.deadline, self.ledger, self.prefix = deadline, ledger, prefix
+        self.project = project or f"scale-{index % 2}"
+        self.rng = random.Random(seed)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._load()
+        except BaseException as error:  # reported by the main thread
+            self.error = error
+
+    def _load(self) -> None:
+        conn = operator.connect(
+            self.run_, project=self.project, user=f"user-{self.index}", admin=False
+        )
+        admin = operator.connect(self.run_)
+        alive: collections.deque[Outcome] = collections.deque()
+        number = 0
+        while time.monotonic() < self.deadline:
+            number += 1
+            kind = self.rng.choices(KINDS, weights=[k.weight for k in KINDS])[0]
+            outcome = Outcome(kind, f"{self.prefix}c{self.index}r{number}", time.monotonic())
+            try:
+                self._boot(conn, admin, outcome)
+            except stress.API_FAULTS as error:
+                outcome.result, outcome.settled = "api-error", time.monotonic()
+                print(f"  client {self.index}: {error}", file=sys.stderr)
+                time.sleep(1)
+            self.ledger.append(outcome)
+            if outcome.result == "active":
+                alive.append(outcome)
+            else:
+                _delete(conn, outcome)
+            while len(alive) > KEEP_ALIVE:
+                _delete(conn, alive.popleft())
+        for outcome in alive:
+            _delete(conn, outcome)
+
+    def _boot(self, conn, admin, outcome: Outcome) -> None:
+        kind = outcome.kind
+        hints = {"hpc_app_name": outcome.tag} if kind.app_class else {}
+        conn.compute.create_server(
+            name=outcome.tag,
+            image_id=self.run_.image_id,
+            flavor_id=self.flavors[kind.name],
+            networks="none",
+            min_count=kind.count,
+            max_count=kind.count,
+            scheduler_hints=hints,
+        )
+        pattern = f"^{outcome.tag}(-[0-9]+)?$"
+        limit = outcome.posted + BUILD_TIMEOUT
+        while True:
+            servers = stress.read(lambda: list(conn.compute.servers(details=True, name=pattern)))
+            outcome.servers = [s.id for s in servers]
+            states = {s.status for s in servers}
+            if len(servers) == kind.count and states == {"ACTIVE"}:
+                outcome.result = "active"
+                break
+            if len(servers) == kind.count and "ERROR" in states and states <= {"ACTIVE", "ERROR"}:
+                failed = next(s for s in servers if s.status == "ERROR")
+                message = (failed.fault or {}).get("message", "")
+                outcome.result = "novalidhost" if "No valid host" in message else "error"
+                break
+            if time.monotonic() > limit:
+                outcome.result = "timeout"
+                break
+            time.sleep(POLL)
+        outcome.settled = time.monotonic()
+        if outcome.result == "active":
+            found = stress.read(
+                lambda: list(admin.compute.servers(details=True, all_projects=True, name=pattern))
+            )
+            outcome.nodes = {s.id: s.hypervisor_hostname for s in found if s.hypervisor_hostname}
+
+
+def _delete(conn, outcome: Outcome) -> None:
+    for uuid in outcome.servers:
+        try:
+            conn.compute.delete_server(uuid, ignore_missing=True)
+        except stress.API_FAULTS:
+            continue
+    outcome.deleted = time.monotonic()
+
+
+def wait_gone(conn, prefix: str, timeout: float = 900.0) -> None:
+    """Until no server of the stream (named ``prefix...``) is left."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [
+            s
+            for s in stress.read(lambda: list(conn.compute.servers(all_projects=True)))
+            if (s.name or "").startswith(prefix)
+        ]
+        if not left:
+            return
+        for server in left:
+            if server.status in ("ACTIVE", "ERROR"):
+                conn.compute.delete_server(server.id, ignore_missing=True)
+        time.sleep(2)
+    raise RuntimeError(f"servers of {prefix} still there after {timeout:.0f} s")
+
+
+@dataclasses.dataclass
+class Phase:
+    nodes: int
+    limit: int
+    plugin: bool
+    fair: bool
+    seconds: float
+    ledger: list[Outcome]
+    timings: list[scale.Timing]
+
+    def of(self, kind: str) -> list[Outcome]:
+        return [o for o in self.ledger if o.kind.name == kind]
+
+    def scheduler_seconds(self, kind: str) -> list[float]:
+        mine = {uuid for o in self.of(kind) for uuid in o.servers}
+        return [
+            t.seconds
+            for t in self.timings
+            if t.seconds is not None and mine.intersection(t.instances)
+        ]
+
+    def active_seconds(self, kind: str) -> list[float]:
+        return [o.settled - o.posted for o in self.of(kind) if o.result == "active"]
+
+    def label(self) -> str:
+        fair = " fair" if self.fair else ""
+        return f"{self.nodes:>6} {self.limit:>6} {'on' if self.plugin else 'off':<3}{fair:<5}"
+
+
+def ms(values: list[float], fraction: float) -> str:
+    value = stress._percentile(values, fraction)
+    return f"{value * 1000:>7.0f}" if values else f"{'-':>7}"
+
+
+HEADER = (
+    " nodes  limit plg      | kind     |    n  ref  req/s | select_destinations ms "
+    "p50     p95     p99 | POST-to-ACTIVE ms p50     p95     p99"
+)
+
+
+def print_phase(phase: Phase) -> None:
+    for kind in KINDS:
+        done = phase.of(kind.name)
+        if not done:
+            continue
+        refused = sum(1 for o in done if o.result != "active")
+        rate = sum(1 for o in done if o.settled) / phase.seconds
+        sched, active = phase.scheduler_seconds(kind.name), phase.active_seconds(kind.name)
+        print(
+            f"{phase.label()} | {kind.name:<8} | {len(done):>4} {refused:>4} {rate:>6.2f} | "
+            f"{'':>19}{ms(sched, 0.5)} {ms(sched, 0.95)} {ms(sched, 0.99)} | "
+            f"{'':>14}{ms(active, 0.5)} {ms(active, 0.95)} {ms(active, 0.99)}",
+            flush=True,
+        )
+
+
+def node_model(run) -> dict[str, scale.Node]:
+    places = operator.node_places(run)
+    found = {}
+    for name, place in places.items():
+        rack = place.domains.get("rack") or next(reversed(place.domains.values()), "")
+        block = place.domains.get("block", "")
+        found[name] = scale.Node(place.host, rack, block, place.cpu_group, place.vcpus)
+    return found
+
+
+@dataclasses.dataclass
+class Quality:
+    sync_fit: int = 0
+    sync_fit_one_rack: int = 0
+    sync_split_better: int = 0
+    sync_refused_better: int = 0
+    extreme: int = 0
+    extreme_refused_idle: int = 0
+    racks: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    blocks: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    groups: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+
+def quality(phase: Phase, nodes: dict[str, scale.Node], base: dict[str, str]) -> Quality:
+    """Judge each HPC request against the whole cloud as it was when it was placed.
+
+    The cloud for a request is the fill (``base``: server -> node), every
+    stream request that settled ACTIVE before it settled (the capacity it
+    could not have had), less the ones deleted before it was posted (what it
+    could have had from the start).
+    """
+    found = Quality()
+    cloud = scale.Cloud(nodes)
+    for server, node in base.items():
+        cloud.add(server, node, FILL.vcpus)
+    events = []
+    for o in phase.ledger:
+        if o.result == "active" and o.settled is not None:
+            events.append((o.settled, 1, o))
+            if o.deleted is not None:
+                events.append((o.deleted, 0, o))
+    events.sort(key=lambda e: (e[0], e[1]))
+    judged = sorted(
+        (o for o in phase.ledger if o.kind.app_class and o.settled is not None),
+        key=lambda o: o.settled,
+    )
+    step = 0
+    for request in judged:
+        while step < len(events) and events[step][0] < request.settled:
+            _, add, other = events[step]
+            step += 1
+            for server, node in other.nodes.items():
+                if add:
+                    cloud.add(
+                        server,
+                        node,
+                        other.kind.vcpus,
+                        dedicated=other.kind.app_class == "ExtremeHPC",
+                    )
+                else:
+                    cloud.remove(server)
+        # Deleted after the request was posted: its scheduler saw them still there.
+        late = [
+            o
+            for o in phase.ledger
+            if o.deleted is not None and request.posted < o.deleted < request.settled
+        ]
+        for other in late:
+            for server, node in other.nodes.items():
+                cloud.add(
+                    server, node, other.kind.vcpus, dedicated=other.kind.app_class == "ExtremeHPC"
+                )
+        _judge(request, cloud, nodes, found)
+        for other in late:
+            for server in other.nodes:
+                cloud.remove(server)
+    return found
+
+
+def _judge(request: Outcome, cloud: scale.Cloud, nodes, found: Quality) -> None:
+    kind = request.kind
+    placed = scale.spread(nodes, request.nodes.values()) if request.result == "active" else None
+    if placed is not None:
+        found.racks[(kind.name, placed.racks)] += 1
+        found.blocks[(kind.name, placed.blocks)] += 1
+        found.groups[(kind.name, placed.cpu_groups)] += 1
+    if kind.app_class == "SyncHPC":
+        fits = cloud.one_rack_fits(kind.count, kind.vcpus)
+        if fits:
+            found.sync_fit += 1
+            if placed is not None and placed.racks == 1:
+                found.sync_fit_one_rack += 1
+            elif placed is not None:
+                found.sync_split_better += 1
+            else:
+                found.sync_refused_better += 1
+    elif kind.app_class == "ExtremeHPC":
+        found.extreme += 1
+        # Two 16-vCPU servers fill one 32-vCPU node: one idle node suffices.
+        if placed is None and request.result == "novalidhost" and cloud.idle_nodes() >= 1:
+            found.extreme_refused_idle += 1
+
+
+def print_quality(phase: Phase, q: Quality) -> None:
+    share = q.sync_fit_one_rack / q.sync_fit if q.sync_fit else float("nan")
+    print(
+        f"{phase.label()} | quality: sync16 fitting one rack {q.sync_fit}, in one rack "
+        f"{q.sync_fit_one_rack} ({share:.1%}), split {q.sync_split_better}, refused "
+        f"{q.sync_refused_better}; extreme {q.extreme}, refused while a node was idle "
+        f"{q.extreme_refused_idle}"
+    )
+    for name, counter in (("racks", q.racks), ("blocks", q.blocks), ("cpu groups", q.groups)):
+        parts = ", ".join(f"{kind} {n}: {c}" for (kind, n), c in sorted(counter.items()))
+        if parts:
+            print(f"{phase.label()} |   {name} spanned: {parts}")
+
+
+def scheduler_log(run) -> Path:
+    (scheduler,) = run.services_named("nova-scheduler")
+    return Path(scheduler.log)
+
+
+def start_profilers(run, args, name: str) -> list[tuple[subprocess.Popen, Path]]:
+    """py-spy on every nova-scheduler worker for the phase (``--profile``)."""
+    if not args.profile:
+        return []
+    (scheduler,) = run.services_named("nova-scheduler")
+    started = []
+    for pid in services.children(scheduler.pid):
+        out = Path(args.profile) / f"{name}-{pid}.txt"
+        command = [args.py_spy, "record", "--format", "raw", "--nonblocking"]
+        command += ["--duration", str(int(args.seconds)), "--pid", str(pid), "--output", str(out)]
+        started.append(
+            (subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT), out)
+        )
+    return started
+
+
+def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) -> None:
+    lines: list[str] = []
+    for process, out in started:
+        process.wait()
+        if out.is_file():
+            lines += out.read_text().splitlines()
+    for frame, inclusive, own in scale.hot_frames(lines, top=25):
+        print(f"{label} | profile {inclusive:6.1%} incl {own:6.1%} self  {frame}")
+
+
+def run_phase(run, flavors, args, *, plugin: bool, fair: bool, limit: int, say) -> Phase:
+    if plugin != run.plugin:
+        control.set_plugin(run, plugin, say=say)
+    if fair != (run.fairness != "none"):
+        control.set_fairness(run, "equal" if fair else "none", "borrow", say=say)
+    name = f"n{run.nodes}-l{limit}-{'on' if plugin else 'off'}{'-fair' if fair else ''}"
+    profilers = start_profilers(run, args, f"{name}-{secrets.token_hex(2)}")
+    log = scheduler_log(run)
+    offset = log.stat().st_size
+    prefix = f"k{secrets.token_hex(2)}"
+    ledger: list[Outcome] = []
+    started = time.monotonic()
+    projects = [p.name for p in fairshare.PROJECTS if p.weight is not None] if fair else None
+    clients = [
+        Client(
+            i,
+            run,
+            flavors,
+            started + args.seconds,
+            args.seed + i,
+            ledger,
+            prefix,
+            projects[i % len(projects)] if projects else None,
+        )
+        for i in range(args.clients)
+    ]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    elapsed = time.monotonic() - started
+    errors = [c.error for c in clients if c.error is not None]
+    if errors:
+        raise RuntimeError(f"a client failed: {errors[0]!r}")
+    wait_gone(operator.connect(run), prefix)
+    phase = Phase(run.nodes, limit, plugin, fair, elapsed, ledger, scale.read_timings(log, offset))
+    print_phase(phase)
+    report_profiles(profilers, phase.label())
+    return phase
+
+
+def fill(run, conn, flavors, share: float, say) -> dict[str, str]:
+    """Boot 8-vCPU plain servers in batches until ``share`` of the cores are used."""
+    nodes = operator.node_places(run)
+    total = sum(place.vcpus for place in nodes.values())
+    wanted = int(total * share) // FILL.vcpus
+    booted = 0
+    batch = 0
+    while booted < wanted:
+        count = min(FILL_BATCH, wanted - booted)
+        batch += 1
+        conn.compute.create_server(
+            name=f"fill{batch}",
+            image_id=run.image_id,
+            flavor_id=flavors["fill"],
+            networks="none",
+            min_count=count,
+            max_count=count,
+        )
+        booted += count
+        say(f"fill: {booted} of {wanted} servers asked")
+    deadline = time.monotonic() + max(600.0, wanted * 0.5)
+    while True:
+        servers = stress.read(
+            lambda: list(conn.compute.servers(details=True, all_projects=True, name="^fill"))
+        )
+        building = [s for s in servers if s.status == "BUILD"]
+        if not building or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    placed = {s.id: s.hypervisor_hostname for s in servers if s.status == "ACTIVE"}
+    say(f"fill: {len(placed)} of {wanted} servers active")
+    return placed
+
+
+def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
+    run = control.up(
+        ROOT,
+        mysql=args.mysql,
+        rabbit=args.rabbit,
+        computes=0,
+        nodes=nodes,
+        scheduler_workers=args.workers,
+        plugin=True,
+        timing=True,
+        say=say,
+    )
+    results = []
+    try:
+        print(f"{nodes:>6} nodes up:")
+        for line in memory.table(memory.usage(run)):
+            print(f"{nodes:>6} {line}")
+        conn = operator.connect(run)
+        flavors = {kind.name: operator.create_flavor(conn, kind.flavor) for kind in KINDS}
+        flavors["fill"] = operator.create_flavor(conn, FILL)
+        model = node_model(run)
+        base = fill(run, conn, flavors, args.fill, say) if args.fill > 0 else {}
+        if args.fair:
+            fairshare.prepare(run, say)
+        for limit in (1000, nodes):
+            control.set_placement_results(run, limit, say=say)
+            for plugin in (True, False, False, True):
+                phase = run_phase(
+                    run, flavors, args, plugin=plugin, fair=False, limit=limit, say=say
+                )
+                found = quality(phase, model, base)
+                print_quality(phase, found)
+                results.append((phase, found))
+            if args.fair:
+                for fair in (True, False, False, True):
+                    phase = run_phase(
+                        run, flavors, args, plugin=True, fair=fair, limit=limit, say=say
+                    )
+                    results.append((phase, quality(phase, model, base)))
+        print(f"{nodes:>6} nodes after the load:")
+        for line in memory.table(memory.usage(run)):
+            print(f"{nodes:>6} {line}")
+    finally:
+        if not (args.keep and nodes == args.sizes[-1]):
+            control.down(run, say=say)
+    return results
+
+
+def pooled(phases: list[Phase], kind: str, *, plugin: bool, fair: bool = False, sched: bool):
+    values: list[float] = []
+    for phase in phases:
+        if phase.plugin == plugin and phase.fair == fair:
+            values += phase.scheduler_seconds(kind) if sched else phase.active_seconds(kind)
+    return values
+
+
+def ratio(a: list[float], b: list[float], fraction: float) -> float:
+    if not a or not b:
+        return float("nan")
+    return stress._percentile(a, fraction) / stress._percentile(b, fraction)
+
+
+def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args) -> None:
+    phases = [p for p, _ in results if p.limit == limit and not p.fair]
+    head = f"{nodes} nodes, max_placement_results {limit}:"
+    for sched, what in ((True, "select_destinations"), (False, "POST-to-ACTIVE")):
+        on = pooled(phases, "plain", plugin=True, sched=sched)
+        off = pooled(phases, "plain", plugin=False, sched=sched)
+        p99 = ratio(on, off, 0.99)
+        verdict = "within" if p99 <= 1.10 else "ABOVE"
+        print(f"{head} plain {what} p99 on/off {p99:.3f} ({verdict} 1.10)")
+        sync = pooled(phases, "sync16", plugin=True, sched=sched)
+        plain16 = pooled(phases, "plain16", plugin=False, sched=sched)
+        p50 = ratio(sync, plain16, 0.5)
+        verdict = "within" if p50 <= 1.0 else "ABOVE"
+        print(f"{head} sync16 (plugin) / plain16 (Nova alone) {what} p50 {p50:.3f} ({verdict} 1.0)")
+    for plugin in (True, False):
+        mine = [
+            (p, q) for p, q in results if p.limit == limit and p.plugin == plugin and not p.fair
+        ]
+        fit = sum(q.sync_fit for _, q in mine)
+        one = sum(q.sync_fit_one_rack for _, q in mine)
+        idle = sum(q.extreme_refused_idle for _, q in mine)
+        share = one / fit if fit else float("nan")
+        print(
+            f"{head} plugin {'on' if plugin else 'off'}: sync16 in one rack when one fitted "
+            f"{one}/{fit} ({share:.1%}, target 99 %); ExtremeHPC refused while a node was "
+            f"idle: {idle} (target 0)"
+        )
+    fair = [p for p, _ in results if p.limit == limit and p.fair]
+    if fair:
+        plain = [p for p, _ in results if p.limit == limit and p.plugin and not p.fair]
+        for kind in ("plain", "sync16", "extreme"):
+            with_fair = [v for p in fair for v in p.scheduler_seconds(kind)]
+            without = [v for p in plain for v in p.scheduler_seconds(kind)]
+            if with_fair and without:
+                extra = statistics.median(with_fair) - statistics.median(without)
+                print(
+                    f"{head} fair-share path, {kind}: {extra * 1000:+.1f} ms per request "
+                    "(p50, target at most 20)"
+                )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000", help="node counts (default 1000,10000)")
+    parser.add_argument("--workers", type=int, default=4, help="nova-scheduler workers")
+    parser.add_argument("--seconds", type=float, default=120.0, help="length of each phase")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients")
+    parser.add_argument("--fill", type=float, default=0.2, help="share of cores filled first")
+    parser.add_argument("--fair", action="store_true", help="also measure the fair-share path")
+    parser.add_argument("--keep", action="store_true", help="leave the last cloud up")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="record each phase's nova-scheduler workers with py-spy into DIR and print "
+        "the hottest frames",
+    )
+    parser.add_argument("--seed", type=int, default=20261129)
+    parser.add_argument("--mysql", default=cli.MYSQL)
+    parser.add_argument("--rabbit", default=cli.RABBIT)
+    parser.add_argument("--verbose", action="store_true", help="print the cloud's progress")
+    args = parser.parse_args(argv)
+    try:
+        args.sizes = [int(value) for value in args.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes: expected numbers separated by commas, got {args.sizes!r}")
+    if min(args.sizes) < 1 or args.seconds <= 0 or not 0 <= args.fill < 1:
+        parser.error("--sizes and --seconds must be positive, --fill in [0, 1)")
+    if args.profile:
+        args.py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(args.py_spy).is_file():
+            parser.error("--profile needs py-spy: pip install py-spy")
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+
+    def say(message: str) -> None:
+        if args.verbose:
+            print(f"  {message}", file=sys.stderr, flush=True)
+
+    print(
+        f"sizes {args.sizes}, {args.workers} scheduler workers, {args.clients} clients, "
+        f"{args.seconds:g} s per phase, fill {args.fill:.0%}, seed {args.seed}"
+    )
+    print(HEADER)
+    everything = {}
+    for nodes in args.sizes:
+        everything[nodes] = bench_size(nodes, args, say)
+    for nodes, results in everything.items():
+        for limit in sorted({p.limit for p, _ in results}):
+            summarise(nodes, limit, results, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
