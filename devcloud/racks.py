@@ -19,9 +19,10 @@ NODE_MEMORY_MB = 128 * 1024
 NODE_DISK_GB = 1000
 #: Nodes per rack (one compute service), as in a real machine room.
 RACK_SIZE = 40
-#: Compute services per nova-compute process. Each service costs a few MB
-#: (its resource tracker, RPC server and 40 nodes); the process itself about
-#: 150 MB, so 25 keeps 10,000 nodes in ten processes (see the docs' figures).
+#: Compute services per nova-compute process. A process of 2 services took
+#: 125 MiB (PSS), one of 25 services and 1,000 nodes 160-175 MiB: 25 keeps
+#: 10,000 nodes in ten processes, 1.6 GiB. Fewer per process do not bring
+#: the cloud up faster once Placement's CPU is the bound (see the docs).
 SERVICES_PER_PROCESS = 25
 #: (vendor, model) of the racks' processors, alternating by pairs of racks:
 #: racks are homogeneous, and a request spanning racks still has to mind
