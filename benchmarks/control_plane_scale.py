@@ -495,8 +495,12 @@ def fill(run, conn, flavors, share: float, say) -> dict[str, str]:
         say(f"fill: {booted} of {wanted} servers asked")
     deadline = time.monotonic() + max(600.0, wanted * 0.5)
     while True:
+        # Pages of 100: nova-api asks Neutron about every server of a page in
+        # one URL, which a page of thousands makes too long.
         servers = stress.read(
-            lambda: list(conn.compute.servers(details=True, all_projects=True, name="^fill"))
+            lambda: list(
+                conn.compute.servers(details=True, all_projects=True, name="^fill", limit=100)
+            )
         )
         building = [s for s in servers if s.status == "BUILD"]
         if not building or time.monotonic() > deadline:
