@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fixtures
 import testtools
 from nova import exception
 from nova.api.validation.extra_specs import validators
@@ -9,7 +10,22 @@ from nova.api.validation.extra_specs import validators
 from hpc_nova_scheduler.api import extra_specs
 
 
-class TestRegistration(testtools.TestCase):
+class ValidatorTestCase(testtools.TestCase):
+    """Each test validates as one request of its own.
+
+    The validators join the keys of one API call by the request id of the
+    current oslo.context, which an earlier test in the same thread may have
+    left behind: its keys must not count as this test's.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(
+            fixtures.MonkeyPatch(f"{extra_specs.__name__}._CALL", extra_specs._CallSpecs())
+        )
+
+
+class TestRegistration(ValidatorTestCase):
     def test_nova_loads_our_validators_through_the_entry_point(self) -> None:
         for name in ("hpc:app_class", "hpc:cache_score", "hpc:app_name", "hpc:preemptible"):
             self.assertIsInstance(validators.VALIDATORS[name], extra_specs.HpcExtraSpecValidator)
@@ -21,7 +37,7 @@ class TestRegistration(testtools.TestCase):
             self.assertTrue(validator.value["description"])
 
 
-class TestValidation(testtools.TestCase):
+class TestValidation(ValidatorTestCase):
     def test_good_values(self) -> None:
         for name, value in (
             ("hpc:app_class", "ExtremeHPC"),
@@ -56,7 +72,7 @@ class TestValidation(testtools.TestCase):
         validators.validate("hpcx:anything", "1")
 
 
-class TestIdleTrait(testtools.TestCase):
+class TestIdleTrait(ValidatorTestCase):
     def test_ours_takes_the_key_from_novas_custom_trait_validator(self) -> None:
         self.assertIsInstance(
             validators.VALIDATORS["trait:CUSTOM_HPC_IDLE"], extra_specs.NarrowingTraitValidator
