@@ -62,6 +62,8 @@ import threading
 import time
 from pathlib import Path
 
+import sqlalchemy as sa
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devcloud import cli, control, fairshare, memory, operator, scale, services, stress
@@ -493,20 +495,25 @@ def fill(run, conn, flavors, share: float, say) -> dict[str, str]:
         )
         booted += count
         say(f"fill: {booted} of {wanted} servers asked")
+    # Nova's cell database, not its API: a detailed listing of thousands of
+    # servers makes nova-api ask Neutron about a whole page in one URL, and
+    # pages of them repeat under a name filter (openstacksdk stops them).
+    engine = sa.create_engine(run.database_url("nova", as_plugin=False))
+    query = sa.text(
+        "SELECT uuid, node, vm_state FROM instances WHERE deleted = 0 AND display_name LIKE 'fill%'"
+    )
     deadline = time.monotonic() + max(600.0, wanted * 0.5)
-    while True:
-        # Pages of 100: nova-api asks Neutron about every server of a page in
-        # one URL, which a page of thousands makes too long.
-        servers = stress.read(
-            lambda: list(
-                conn.compute.servers(details=True, all_projects=True, name="^fill", limit=100)
-            )
-        )
-        building = [s for s in servers if s.status == "BUILD"]
-        if not building or time.monotonic() > deadline:
-            break
-        time.sleep(5)
-    placed = {s.id: s.hypervisor_hostname for s in servers if s.status == "ACTIVE"}
+    try:
+        while True:
+            with engine.connect() as connection:
+                rows = connection.execute(query).all()
+            building = [row for row in rows if row.vm_state == "building"]
+            if (len(rows) >= wanted and not building) or time.monotonic() > deadline:
+                break
+            time.sleep(5)
+    finally:
+        engine.dispose()
+    placed = {row.uuid: row.node for row in rows if row.vm_state == "active" and row.node}
     say(f"fill: {len(placed)} of {wanted} servers active")
     return placed
 
