@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import multiprocessing
@@ -73,7 +74,7 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Generic, TypeVar
 
@@ -267,8 +268,27 @@ def _install(shared: Any, started: Any) -> None:
     _WORKER_SHARED, _WORKER_STARTED = shared, started
     # Ctrl-C reaches every process of the terminal's group: the parent ends
     # the pool, and a worker interrupted on its own would print a traceback
-    # and go on to the next cell.
+    # and go on to the next cell. Ignoring it also drops a Ctrl-C that came
+    # while the parent held it off (see _sigint_held); then it may come in.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C off while the pool starts its workers, and deliver it after.
+
+    A forked worker runs its parent's code until it gets to its own: a
+    Ctrl-C that reaches it in that instant is raised in a copy of the
+    caller, which reports "interrupted" a second time (seen in CI). A held
+    signal waits; the worker's initializer drops it, the parent gets its
+    own as soon as the workers are started.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _pool_call(fn: Callable, cell: Any, index: int) -> Any:
@@ -312,7 +332,8 @@ def _on_pool(tasks: _Tasks, workers: int) -> None:
             initargs=(tasks.shared, started),
         )
         try:
-            futures = {pool.submit(_pool_call, tasks.fn, tasks.grid[i], i): i for i in pending}
+            with _sigint_held():
+                futures = {pool.submit(_pool_call, tasks.fn, tasks.grid[i], i): i for i in pending}
             for future in concurrent.futures.as_completed(futures):
                 index = futures[future]
                 try:

@@ -145,6 +145,32 @@ if __name__ == "__main__":
 """
 
 
+#: A sweep whose every forked process is sent Ctrl-C inside ``os.fork()``,
+#: the instant before the worker's own code runs, where a real Ctrl-C can
+#: land by chance. The hook is C through and through (libc's ``raise`` in a
+#: partial), so that it returns before Python looks at the signal.
+_CTRL_C_AT_FORK = """
+import ctypes
+import functools
+import os
+import signal
+import sys
+
+from hpc_nova_scheduler import sweep
+
+
+def score(cell):
+    return cell * 10
+
+
+if __name__ == "__main__":
+    libc = ctypes.CDLL(None)
+    os.register_at_fork(after_in_child=functools.partial(libc["raise"], signal.SIGINT))
+    results = sweep.run_grid(score, range(4), workers=2)
+    print([(r.ok, r.value) for r in results])
+"""
+
+
 class TestRunGrid(testtools.TestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -260,6 +286,22 @@ class TestRunGrid(testtools.TestCase):
         # Not a traceback from each worker: they leave the signal to the parent.
         self.assertEqual("interrupted\n", err)
         self.assertEqual(2, len(os.listdir(started)))
+
+    def test_ctrl_c_while_a_worker_forks_is_dropped_by_the_worker(self) -> None:
+        script = os.path.join(self.folder, "ctrl_c_at_fork.py")
+        with open(script, "w") as stream:
+            stream.write(_CTRL_C_AT_FORK)
+        done = subprocess.run(
+            [sys.executable, script],
+            capture_output=True,
+            text=True,
+            timeout=GENEROUS,
+            start_new_session=True,
+        )
+        # Unheld, each worker raised KeyboardInterrupt in its copy of the
+        # sweep and the pool broke: tracebacks, and cells lost twice.
+        self.assertEqual((0, ""), (done.returncode, done.stderr))
+        self.assertEqual("[(True, 0), (True, 10), (True, 20), (True, 30)]\n", done.stdout)
 
     def test_what_does_not_pickle_is_refused_before_anything_runs(self) -> None:
         error = self.assertRaises(TypeError, sweep.run_grid, lambda c: 1, GRID, workers=2)
