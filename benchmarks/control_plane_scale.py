@@ -27,6 +27,12 @@ request that was split or refused, an idle node for an ExtremeHPC request
 that was refused. With ``--fair`` two more phase pairs (plugin on, fair
 share on and off, ABBA) give the fair-share path's extra milliseconds.
 
+``--narrow`` narrows Placement's sample at the default limit (docs:
+admin/scale-narrowing): hpc-scheduler-agent keeps ``CUSTOM_HPC_IDLE`` and
+``CUSTOM_HPC_ROOMY_RACK`` (``idle_trait_interval``, ``roomy_rack_trait``),
+and with the plugin on the ExtremeHPC and SyncHPC flavors require them.
+Nova alone boots the same flavors without the traits.
+
 ``--profile DIR`` records every nova-scheduler worker with py-spy during
 each phase and prints the hottest frames: the profile of the real service,
 not of an in-process stand-in.
@@ -40,7 +46,8 @@ Targets, as ratios to Nova alone in the same run (plugin off):
   rack land in one rack; no ExtremeHPC request refused while a node is idle.
 
     .venv/bin/python benchmarks/control_plane_scale.py [--sizes 1000,10000]
-        [--seconds 120] [--clients 4] [--fill 0.2] [--fair] [--profile DIR] [--verbose]
+        [--seconds 120] [--clients 4] [--fill 0.2] [--fair] [--narrow] [--profile DIR]
+        [--verbose]
 
 Needs the local MariaDB and RabbitMQ, about 24 GB of memory at 10,000
 nodes, and an hour or more for both sizes. Each cloud is taken down at the
@@ -53,6 +60,7 @@ import argparse
 import collections
 import dataclasses
 import random
+import re
 import secrets
 import shutil
 import statistics
@@ -103,6 +111,13 @@ KINDS = (
     Kind("sync16", FlavorSpec("scale.sync.8", 8, 16384, _hpc("SyncHPC")), 16, 0.15),
     Kind("extreme", FlavorSpec("scale.extreme.16", 16, 32768, _hpc("ExtremeHPC")), 2, 0.15),
 )
+#: What a kind's flavor requires under ``--narrow`` (plugin on, default limit).
+NARROWED = {
+    "sync16": {"trait:CUSTOM_HPC_ROOMY_RACK": "required"},
+    "extreme": {"trait:CUSTOM_HPC_IDLE": "required"},
+}
+#: Seconds between two runs of the agent's idle-traits task under ``--narrow``.
+NARROW_INTERVAL = 30
 FILL = FlavorSpec("scale.fill.8", 8, 16384, {})
 FILL_BATCH = 200
 
@@ -236,6 +251,7 @@ class Phase:
     limit: int
     plugin: bool
     fair: bool
+    narrow: bool
     seconds: float
     ledger: list[Outcome]
     timings: list[scale.Timing]
@@ -255,8 +271,8 @@ class Phase:
         return [o.settled - o.posted for o in self.of(kind) if o.result == "active"]
 
     def label(self) -> str:
-        fair = " fair" if self.fair else ""
-        return f"{self.nodes:>6} {self.limit:>6} {'on' if self.plugin else 'off':<3}{fair:<5}"
+        mode = " fair" if self.fair else " nrw" if self.narrow else ""
+        return f"{self.nodes:>6} {self.limit:>6} {'on' if self.plugin else 'off':<3}{mode:<5}"
 
 
 def ms(values: list[float], fraction: float) -> str:
@@ -418,10 +434,15 @@ def start_profilers(run, args, name: str) -> list[tuple[subprocess.Popen, Path]]
         out = Path(args.profile) / f"{name}-{pid}.txt"
         command = [args.py_spy, "record", "--format", "raw", "--nonblocking"]
         command += ["--duration", str(int(args.seconds)), "--pid", str(pid), "--output", str(out)]
-        started.append(
-            (subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT), out)
-        )
+        with out.with_suffix(".log").open("w") as messages:
+            process = subprocess.Popen(command, stdout=messages, stderr=subprocess.STDOUT)
+        started.append((process, out))
     return started
+
+
+#: Frames the profile report ranks: Nova's and the plugin's code, where a
+#: request's time goes (the bootstrap and the RPC loop hold every sample).
+PROFILED = ("nova/", "hpc_nova_scheduler/", "oslo_db/", "sqlalchemy/", "keystoneauth1/")
 
 
 def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) -> None:
@@ -430,15 +451,25 @@ def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) ->
         process.wait()
         if out.is_file():
             lines += out.read_text().splitlines()
-    for frame, inclusive, own in scale.hot_frames(lines, top=25):
+    if not lines:
+        why = ", ".join(str(out.with_suffix(".log")) for _, out in started)
+        print(f"{label} | profile: py-spy recorded nothing (its messages: {why})")
+    for frame, inclusive, own in scale.hot_frames(lines, top=25, within=PROFILED):
         print(f"{label} | profile {inclusive:6.1%} incl {own:6.1%} self  {frame}")
 
 
-def run_phase(run, flavors, args, *, plugin: bool, fair: bool, limit: int, say) -> Phase:
+def run_phase(
+    run, flavors, args, *, plugin: bool, fair: bool, limit: int, say, narrowed=None
+) -> Phase:
+    """One phase of the streams; ``narrowed``: the kinds' flavors that require
+    the agent's traits, used with the plugin on."""
     if plugin != run.plugin:
         control.set_plugin(run, plugin, say=say)
     if fair != (run.fairness != "none"):
         control.set_fairness(run, "equal" if fair else "none", "borrow", say=say)
+    narrow = plugin and narrowed is not None
+    if narrow:
+        flavors = {**flavors, **narrowed}
     name = f"n{run.nodes}-l{limit}-{'on' if plugin else 'off'}{'-fair' if fair else ''}"
     profilers = start_profilers(run, args, f"{name}-{secrets.token_hex(2)}")
     log = scheduler_log(run)
@@ -469,7 +500,9 @@ def run_phase(run, flavors, args, *, plugin: bool, fair: bool, limit: int, say) 
     if errors:
         raise RuntimeError(f"a client failed: {errors[0]!r}")
     wait_gone(operator.connect(run), prefix)
-    phase = Phase(run.nodes, limit, plugin, fair, elapsed, ledger, scale.read_timings(log, offset))
+    phase = Phase(
+        run.nodes, limit, plugin, fair, narrow, elapsed, ledger, scale.read_timings(log, offset)
+    )
     print_phase(phase)
     report_profiles(profilers, phase.label())
     return phase
@@ -518,6 +551,45 @@ def fill(run, conn, flavors, share: float, say) -> dict[str, str]:
     return placed
 
 
+def agent_log(run) -> Path:
+    (agent,) = run.services_named(control.AGENT)
+    return Path(agent.log)
+
+
+def start_narrowing(run, say, timeout: float = 1800.0) -> None:
+    """The agent keeps the idle and roomy-rack traits; wait for its first run
+    that tagged roomy racks (a few minutes at 10,000 nodes)."""
+    control.set_idle_trait_interval(run, NARROW_INTERVAL, say=say)
+    log = agent_log(run)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log.read_text(errors="replace").splitlines():
+            found = re.search(r"CUSTOM_HPC_ROOMY_RACK: (\d+) tagged", line)
+            if found and int(found.group(1)) > 0:
+                say(f"narrowing: {line.split('hpc-scheduler-agent: ', 1)[-1]}")
+                return
+        time.sleep(5)
+    raise RuntimeError(f"the agent tagged no roomy rack in {timeout:.0f} s (see {log})")
+
+
+def narrowed_flavors(conn) -> dict[str, str]:
+    """The HPC kinds' flavors that require the agent's traits (``--narrow``)."""
+    found = {}
+    for kind in KINDS:
+        if kind.name in NARROWED:
+            spec = kind.flavor
+            found[kind.name] = operator.create_flavor(
+                conn,
+                FlavorSpec(
+                    f"{spec.name}.narrow",
+                    spec.vcpus,
+                    spec.memory_mb,
+                    {**spec.extra_specs, **NARROWED[kind.name]},
+                ),
+            )
+    return found
+
+
 def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
     run = control.up(
         ROOT,
@@ -541,12 +613,30 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
         model = node_model(run)
         base = fill(run, conn, flavors, args.fill, say) if args.fill > 0 else {}
         if args.fair:
+            # The trial's shares, runs and demand, written with fair share on
+            # (the allocator refuses otherwise); phases turn it on and off.
+            control.set_fairness(run, "equal", "borrow", say=say)
             fairshare.prepare(run, say)
-        for limit in (1000, nodes):
+        for limit in dict.fromkeys(nodes if value == "N" else int(value) for value in args.limits):
             control.set_placement_results(run, limit, say=say)
+            # Narrowing is for a sample smaller than the cloud: at the
+            # number of nodes the roomy racks would be every rack.
+            narrowed = None
+            if args.narrow and limit < nodes:
+                narrowed = narrowed_flavors(conn)
+                start_narrowing(run, say)
+            elif run.idle_trait_interval:
+                control.set_idle_trait_interval(run, 0, say=say)
             for plugin in (True, False, False, True):
                 phase = run_phase(
-                    run, flavors, args, plugin=plugin, fair=False, limit=limit, say=say
+                    run,
+                    flavors,
+                    args,
+                    plugin=plugin,
+                    fair=False,
+                    limit=limit,
+                    say=say,
+                    narrowed=narrowed,
                 )
                 found = quality(phase, model, base)
                 print_quality(phase, found)
@@ -554,7 +644,14 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
             if args.fair:
                 for fair in (True, False, False, True):
                     phase = run_phase(
-                        run, flavors, args, plugin=True, fair=fair, limit=limit, say=say
+                        run,
+                        flavors,
+                        args,
+                        plugin=True,
+                        fair=fair,
+                        limit=limit,
+                        say=say,
+                        narrowed=narrowed,
                     )
                     results.append((phase, quality(phase, model, base)))
         print(f"{nodes:>6} nodes after the load:")
@@ -624,11 +721,23 @@ def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000", help="node counts (default 1000,10000)")
+    parser.add_argument(
+        "--limits",
+        default="1000,N",
+        help="[scheduler] max_placement_results to run at, N for the number of nodes "
+        "(default 1000,N)",
+    )
     parser.add_argument("--workers", type=int, default=4, help="nova-scheduler workers")
     parser.add_argument("--seconds", type=float, default=120.0, help="length of each phase")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients")
     parser.add_argument("--fill", type=float, default=0.2, help="share of cores filled first")
     parser.add_argument("--fair", action="store_true", help="also measure the fair-share path")
+    parser.add_argument(
+        "--narrow",
+        action="store_true",
+        help="at the default limit, the agent keeps the idle and roomy-rack traits and "
+        "the plugin's HPC flavors require them",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the last cloud up")
     parser.add_argument(
         "--profile",
@@ -645,6 +754,9 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes = [int(value) for value in args.sizes.split(",")]
     except ValueError:
         parser.error(f"--sizes: expected numbers separated by commas, got {args.sizes!r}")
+    args.limits = args.limits.split(",")
+    if not all(value == "N" or (value.isdigit() and int(value) > 0) for value in args.limits):
+        parser.error(f"--limits: expected positive numbers or N, got {','.join(args.limits)!r}")
     if min(args.sizes) < 1 or args.seconds <= 0 or not 0 <= args.fill < 1:
         parser.error("--sizes and --seconds must be positive, --fill in [0, 1)")
     if args.profile:
@@ -660,6 +772,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"sizes {args.sizes}, {args.workers} scheduler workers, {args.clients} clients, "
         f"{args.seconds:g} s per phase, fill {args.fill:.0%}, seed {args.seed}"
+        + (", narrowing at the default limit" if args.narrow else "")
     )
     print(HEADER)
     everything = {}

@@ -56,8 +56,17 @@ def cmd_up(args: argparse.Namespace) -> int:
         rack_size=args.rack_size,
         services_per_process=args.services_per_process,
         placement_results=args.placement_results,
+        idle_trait_interval=args.idle_trait_interval,
     )
     return 0
+
+
+def _idle_trait_interval(text: str) -> int:
+    """Seconds in nova.conf's range for the option (1 to 3600)."""
+    value = options.positive_int(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"must be at most 3600, got {text!r}")
+    return value
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -77,6 +86,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         + (
             f"; max_placement_results {run.placement_results}"
             if run.placement_results is not None
+            else ""
+        )
+        + (
+            f"; idle and roomy-rack traits every {run.idle_trait_interval} s"
+            if run.idle_trait_interval
             else ""
         )
         + ")"
@@ -197,6 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="M",
         help="[scheduler] max_placement_results (default: Nova's, 1000)",
+    )
+    up.add_argument(
+        "--idle-trait-interval",
+        type=_idle_trait_interval,
+        default=0,
+        metavar="S",
+        help="[hpc_scheduler] idle_trait_interval, with roomy_rack_trait: the agent keeps "
+        "CUSTOM_HPC_IDLE and CUSTOM_HPC_ROOMY_RACK every S seconds (default: off)",
     )
     up.add_argument(
         "--scheduler-workers",

@@ -217,6 +217,11 @@ def nova_conf(run: Run) -> Path:
         sections["DEFAULT"]["compute_driver"] = MULTI_NODE_DRIVER
         for section, options in SCALE.items():
             sections.setdefault(section, {}).update(options)
+    if run.idle_trait_interval:
+        # The agent narrows Placement's sample for ExtremeHPC and SyncHPC
+        # flavors that require the traits (docs: admin/scale-narrowing).
+        sections["hpc_scheduler"]["idle_trait_interval"] = run.idle_trait_interval
+        sections["hpc_scheduler"]["roomy_rack_trait"] = True
     if run.timing:
         _log_scheduler_timing(sections)
     return _write(etc / "nova.conf", sections)

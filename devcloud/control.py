@@ -417,6 +417,7 @@ def up(
     services_per_process: int = racks.SERVICES_PER_PROCESS,
     placement_results: int | None = None,
     timing: bool = False,
+    idle_trait_interval: int = 0,
 ) -> Run:
     """Set up and start a cloud. ``nodes``: racks of ``rack_size`` nodes,
     a compute service each (``computes`` is then unused), several services
@@ -448,6 +449,7 @@ def up(
         services_per_process=services_per_process,
         placement_results=placement_results,
         timing=timing,
+        idle_trait_interval=idle_trait_interval,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -594,6 +596,15 @@ def set_placement_results(run: Run, n: int | None, *, say: Say, timeout: float =
     run.placement_results = n
     shown = "Nova's default" if n is None else n
     _restart_scheduler(run, f"with max_placement_results = {shown}", say=say, timeout=timeout)
+
+
+def set_idle_trait_interval(run: Run, seconds: int, *, say: Say, timeout: float = 120.0) -> None:
+    """Set ``[hpc_scheduler] idle_trait_interval`` (0: off), and with it
+    ``roomy_rack_trait``: rewrite nova.conf, restart nova-scheduler, reload
+    the agent, which keeps the traits."""
+    run.idle_trait_interval = seconds
+    why = f"with idle_trait_interval = {seconds}" + (" and roomy_rack_trait" if seconds else "")
+    _restart_scheduler(run, why, say=say, timeout=timeout)
 
 
 def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:

@@ -88,6 +88,9 @@ class Run:
     #: nova-scheduler logs the start and end of each ``select_destinations``
     #: (:mod:`devcloud.scale`), for ``benchmarks/control_plane_scale.py``.
     timing: bool = False
+    #: ``[hpc_scheduler] idle_trait_interval`` (0: off); when on, the agent
+    #: also keeps the roomy racks' trait (``roomy_rack_trait``).
+    idle_trait_interval: int = 0
 
     @property
     def levels(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 #: ``[DEFAULT] default_log_levels`` entries that make nova-scheduler log the
@@ -198,13 +198,17 @@ def spread(nodes: Mapping[str, Node], placed: Iterable[str]) -> Spread:
     )
 
 
-def hot_frames(collapsed: Iterable[str], top: int = 15) -> list[tuple[str, float, float]]:
+def hot_frames(
+    collapsed: Iterable[str], top: int = 15, within: Sequence[str] = ()
+) -> list[tuple[str, float, float]]:
     """``(frame, inclusive share, self share)`` of the ``top`` frames by
     inclusive samples, from py-spy's ``raw`` output (collapsed stacks: frames
     joined by ``;``, then the sample count).
 
     A frame that recurs in one stack counts once for it, so shares stay at
-    most 1.
+    most 1. ``within``: rank only frames whose text holds one of these
+    (``"nova/"``, say): the thread's bootstrap, eventlet's hub and the RPC
+    server hold every sample and say nothing. Shares are of all samples.
     """
     inclusive: dict[str, int] = {}
     own: dict[str, int] = {}
@@ -221,5 +225,6 @@ def hot_frames(collapsed: Iterable[str], top: int = 15) -> list[tuple[str, float
         own[frames[-1]] = own.get(frames[-1], 0) + samples
     if not total:
         return []
-    ranked = sorted(inclusive.items(), key=lambda item: -item[1])[:top]
+    kept = [item for item in inclusive.items() if not within or any(w in item[0] for w in within)]
+    ranked = sorted(kept, key=lambda item: -item[1])[:top]
     return [(frame, count / total, own.get(frame, 0) / total) for frame, count in ranked]

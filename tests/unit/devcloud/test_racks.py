@@ -127,6 +127,21 @@ class TestTopology(testtools.TestCase):
             self.assertEqual(1, len(out.getvalue().strip().splitlines()))
 
 
+class TestIdleTraitIntervalArgument(testtools.TestCase):
+    def test_off_by_default_and_within_the_options_range(self) -> None:
+        parser = cli.build_parser()
+        self.assertEqual(0, parser.parse_args(["up"]).idle_trait_interval)
+        args = parser.parse_args(["up", "--idle-trait-interval", "3600"])
+        self.assertEqual(3600, args.idle_trait_interval)
+        for bad in ("0", "3601", "soon"):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertRaises(
+                    SystemExit, parser.parse_args, ["up", "--idle-trait-interval", bad]
+                )
+            self.assertIn("--idle-trait-interval", err.getvalue())
+
+
 class TestNodePlaces(testtools.TestCase):
     def test_every_node_in_its_rack_and_block(self) -> None:
         run = nodes_run(self, 250, 40, (("block", 3),))
@@ -174,6 +189,11 @@ class TestNodePlaces(testtools.TestCase):
         self.assertEqual(3 + 5, len(aggregates))
 
 
+def _narrowing(conf: cfg.ConfigOpts) -> tuple[int, bool]:
+    group = conf.hpc_scheduler
+    return group.idle_trait_interval, group.roomy_rack_trait
+
+
 class TestNovaConf(testtools.TestCase):
     def test_scale_settings_and_the_multi_node_driver(self) -> None:
         conf = read_nova_conf(nodes_run(self, 80, 40))
@@ -189,6 +209,20 @@ class TestNovaConf(testtools.TestCase):
     def test_placement_results(self) -> None:
         run = nodes_run(self, 80, 40, placement_results=200)
         self.assertEqual(200, read_nova_conf(run).scheduler.max_placement_results)
+
+    def test_the_idle_and_roomy_rack_traits_as_the_plugin_reads_them(self) -> None:
+        from hpc_nova_scheduler import conf as hpc_conf
+
+        run = nodes_run(self, 80, 40)
+        conf = read_nova_conf(run)
+        conf.register_opts(hpc_conf.narrowing_opts, group=hpc_conf.GROUP_NAME)
+        self.assertEqual((0, False), _narrowing(conf))
+        run.idle_trait_interval = 30
+        conf = read_nova_conf(run)
+        conf.register_opts(hpc_conf.narrowing_opts, group=hpc_conf.GROUP_NAME)
+        self.assertEqual((30, True), _narrowing(conf))
+        run.save()
+        self.assertEqual(30, Run.load(run.path).idle_trait_interval)
 
     def test_a_cloud_of_computes_is_configured_as_before(self) -> None:
         run = new_run(self)

@@ -217,3 +217,7 @@ class TestHotFrames(testtools.TestCase):
         self.assertEqual((0.6, 0.6), found["host_passes (c.py:3)"])
         self.assertEqual([], scale.hot_frames([]))
         self.assertEqual(2, len(scale.hot_frames(lines, top=2)))
+        within = scale.hot_frames(lines, within=("b.py", "c.py"))
+        self.assertEqual(
+            [("filter (b.py:2)", 0.8, 0.2), ("host_passes (c.py:3)", 0.6, 0.6)], within
+        )
