@@ -84,7 +84,7 @@ HEADER = "workers | load  | plugin | req/s  | HPC: n ref p50 p95      | plain: n
 
 
 def percentile(values: list[float], fraction: float) -> float:
-    return stress._percentile(values, fraction)
+    return stress.percentile(values, fraction)
 
 
 def memory(pid: int) -> tuple[float, float]:

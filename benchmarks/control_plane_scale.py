@@ -78,7 +78,6 @@ from devcloud import cli, control, fairshare, memory, operator, scale, services,
 from devcloud.operator import FlavorSpec
 
 ROOT = Path(__file__).resolve().parent.parent / ".cloud"
-POLL = 0.2
 BUILD_TIMEOUT = 600.0
 #: Requests each client keeps alive before deleting its oldest.
 KEEP_ALIVE = 6
@@ -193,23 +192,8 @@ class Client(threading.Thread):
             scheduler_hints=hints,
         )
         pattern = f"^{outcome.tag}(-[0-9]+)?$"
-        limit = outcome.posted + BUILD_TIMEOUT
-        while True:
-            servers = stress.read(lambda: list(conn.compute.servers(details=True, name=pattern)))
-            outcome.servers = [s.id for s in servers]
-            states = {s.status for s in servers}
-            if len(servers) == kind.count and states == {"ACTIVE"}:
-                outcome.result = "active"
-                break
-            if len(servers) == kind.count and "ERROR" in states and states <= {"ACTIVE", "ERROR"}:
-                failed = next(s for s in servers if s.status == "ERROR")
-                message = (failed.fault or {}).get("message", "")
-                outcome.result = "novalidhost" if "No valid host" in message else "error"
-                break
-            if time.monotonic() > limit:
-                outcome.result = "timeout"
-                break
-            time.sleep(POLL)
+        settled = stress.await_request(conn, pattern, kind.count, outcome.posted + BUILD_TIMEOUT)
+        outcome.servers, outcome.result = settled.servers, settled.result
         outcome.settled = time.monotonic()
         if outcome.result == "active":
             found = stress.read(
@@ -276,7 +260,7 @@ class Phase:
 
 
 def ms(values: list[float], fraction: float) -> str:
-    value = stress._percentile(values, fraction)
+    value = stress.percentile(values, fraction)
     return f"{value * 1000:>7.0f}" if values else f"{'-':>7}"
 
 
@@ -456,6 +440,9 @@ def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) ->
         print(f"{label} | profile: py-spy recorded nothing (its messages: {why})")
     for frame, inclusive, own in scale.hot_frames(lines, top=25, within=PROFILED):
         print(f"{label} | profile {inclusive:6.1%} incl {own:6.1%} self  {frame}")
+    # The plugin's own share, which Nova's frames above it hide.
+    for frame, inclusive, own in scale.hot_frames(lines, top=12, within=("hpc_nova_scheduler/",)):
+        print(f"{label} | plugin  {inclusive:6.1%} incl {own:6.1%} self  {frame}")
 
 
 def run_phase(
@@ -578,15 +565,12 @@ def narrowed_flavors(conn) -> dict[str, str]:
     for kind in KINDS:
         if kind.name in NARROWED:
             spec = kind.flavor
-            found[kind.name] = operator.create_flavor(
-                conn,
-                FlavorSpec(
-                    f"{spec.name}.narrow",
-                    spec.vcpus,
-                    spec.memory_mb,
-                    {**spec.extra_specs, **NARROWED[kind.name]},
-                ),
+            narrowed = dataclasses.replace(
+                spec,
+                name=f"{spec.name}.narrow",
+                extra_specs={**spec.extra_specs, **NARROWED[kind.name]},
             )
+            found[kind.name] = operator.create_flavor(conn, narrowed)
     return found
 
 
@@ -674,7 +658,7 @@ def pooled(phases: list[Phase], kind: str, *, plugin: bool, fair: bool = False, 
 def ratio(a: list[float], b: list[float], fraction: float) -> float:
     if not a or not b:
         return float("nan")
-    return stress._percentile(a, fraction) / stress._percentile(b, fraction)
+    return stress.percentile(a, fraction) / stress.percentile(b, fraction)
 
 
 def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args) -> None:

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from keystoneauth1 import exceptions as keystoneauth_exceptions
 from openstack import exceptions as openstack_exceptions
@@ -326,26 +326,10 @@ class Client(threading.Thread):
             scheduler_hints=hints,
         )
         pattern = f"^{asked.tag}(-[0-9]+)?$"
-        limit = outcome.posted + BUILD_TIMEOUT
-        while True:
-            servers = read(lambda: list(conn.compute.servers(details=True, name=pattern)))
-            outcome.servers = [s.id for s in servers]
-            states = {s.status for s in servers}
-            if len(servers) == asked.count and states == {"ACTIVE"}:
-                outcome.result = "active"
-                outcome.hosts = self._hosts(pattern)
-                break
-            failed = [s for s in servers if s.status == "ERROR"]
-            if failed and len(servers) == asked.count and states <= {"ACTIVE", "ERROR"}:
-                message = (failed[0].fault or {}).get("message", "")
-                outcome.result = "novalidhost" if "No valid host" in message else "error"
-                outcome.detail = message
-                break
-            if time.monotonic() > limit:
-                outcome.result = "timeout"
-                outcome.detail = f"states {sorted(states)} after {BUILD_TIMEOUT:.0f} s"
-                break
-            time.sleep(POLL)
+        settled = await_request(conn, pattern, asked.count, outcome.posted + BUILD_TIMEOUT)
+        outcome.servers, outcome.result, outcome.detail = settled
+        if outcome.result == "active":
+            outcome.hosts = self._hosts(pattern)
         outcome.settled = time.monotonic()
         return outcome
 
@@ -369,6 +353,35 @@ class Client(threading.Thread):
                 # Deleted at the end, with the others still alive.
                 continue
             self.deleted.append(uuid)
+
+
+class Settled(NamedTuple):
+    """What one request of ``count`` servers came to."""
+
+    #: The servers' ids, as many as the API listed.
+    servers: list[str]
+    #: active, novalidhost, error or timeout.
+    result: str
+    #: The fault's message of a failed server, or what a timeout saw.
+    detail: str
+
+
+def await_request(conn, pattern: str, count: int, deadline: float) -> Settled:
+    """Poll the servers named ``pattern`` until all ``count`` are ACTIVE, all
+    are ACTIVE or ERROR with one ERROR, or ``deadline`` (monotonic) passes."""
+    while True:
+        servers = read(lambda: list(conn.compute.servers(details=True, name=pattern)))
+        ids = [s.id for s in servers]
+        states = {s.status for s in servers}
+        if len(servers) == count and states == {"ACTIVE"}:
+            return Settled(ids, "active", "")
+        failed = [s for s in servers if s.status == "ERROR"]
+        if failed and len(servers) == count and states <= {"ACTIVE", "ERROR"}:
+            message = (failed[0].fault or {}).get("message", "")
+            return Settled(ids, "novalidhost" if "No valid host" in message else "error", message)
+        if time.monotonic() > deadline:
+            return Settled(ids, "timeout", f"states {sorted(states)} after the build timeout")
+        time.sleep(POLL)
 
 
 def clear(conn, say: Say, timeout: float = 180.0) -> None:
@@ -444,7 +457,12 @@ def _harmful() -> frozenset[tuple[str, str]]:
     return InterferenceTable.from_records(records, config.INTERFERENCE_TOLERANCE).harmful
 
 
-def _percentile(values: list[float], fraction: float) -> float:
+def percentile(values: list[float], fraction: float) -> float:
+    """The value at ``fraction`` of the sorted values (nearest rank); NaN for none.
+
+    The benchmarks print theirs with it too, so that their figures and the
+    stress's are read alike.
+    """
     if not values:
         return float("nan")
     ordered = sorted(values)
@@ -458,7 +476,7 @@ def summarise(ledger: list[Outcome], say: Say) -> None:
         results = collections.Counter(o.result for o in mine)
         say(
             f"{label}: {len(mine)} requests {dict(results)}; POST to ACTIVE "
-            f"p50 {_percentile(active, 0.5):.1f} s, p95 {_percentile(active, 0.95):.1f} s"
+            f"p50 {percentile(active, 0.5):.1f} s, p95 {percentile(active, 0.95):.1f} s"
         )
     for outcome in ledger:
         if outcome.result in ("error", "timeout"):
@@ -704,8 +722,8 @@ def _reclaim_report(
     if freed.seconds:
         values = list(freed.seconds)
         say(
-            f"reclaim: time from unmet demand to freed cores p50 {_percentile(values, 0.5):.0f} s, "
-            f"p95 {_percentile(values, 0.95):.0f} s, max {max(values):.0f} s over "
+            f"reclaim: time from unmet demand to freed cores p50 {percentile(values, 0.5):.0f} s, "
+            f"p95 {percentile(values, 0.95):.0f} s, max {max(values):.0f} s over "
             f"{len(values)} acted reclaims; {freed.within} within one interval + grace "
             f"({bound} s)"
             + (
