@@ -601,7 +601,8 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
             # (the allocator refuses otherwise); phases turn it on and off.
             control.set_fairness(run, "equal", "borrow", say=say)
             fairshare.prepare(run, say)
-        for limit in dict.fromkeys(nodes if value == "N" else int(value) for value in args.limits):
+        limits = list(dict.fromkeys(nodes if v == "N" else int(v) for v in args.limits))
+        for limit in limits:
             control.set_placement_results(run, limit, say=say)
             # Narrowing is for a sample smaller than the cloud: at the
             # number of nodes the roomy racks would be every rack.
@@ -625,7 +626,9 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
                 found = quality(phase, model, base)
                 print_quality(phase, found)
                 results.append((phase, found))
-            if args.fair:
+            # The fair-share target is per request at the default limit: the
+            # first of --limits.
+            if args.fair and limit == limits[0]:
                 for fair in (True, False, False, True):
                     phase = run_phase(
                         run,
@@ -759,10 +762,10 @@ def main(argv: list[str] | None = None) -> int:
         + (", narrowing at the default limit" if args.narrow else "")
     )
     print(HEADER)
-    everything = {}
     for nodes in args.sizes:
-        everything[nodes] = bench_size(nodes, args, say)
-    for nodes, results in everything.items():
+        # Summed up as soon as a size is done: a long run stopped in the
+        # next size keeps them.
+        results = bench_size(nodes, args, say)
         for limit in sorted({p.limit for p, _ in results}):
             summarise(nodes, limit, results, args)
     return 0
