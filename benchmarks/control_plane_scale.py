@@ -118,7 +118,8 @@ NARROWED = {
 #: Seconds between two runs of the agent's idle-traits task under ``--narrow``.
 NARROW_INTERVAL = 30
 FILL = FlavorSpec("scale.fill.8", 8, 16384, {})
-FILL_BATCH = 200
+#: Servers of one fill request: a multi-create, scheduled in one call.
+FILL_BATCH = 100
 
 
 @dataclasses.dataclass
@@ -495,46 +496,82 @@ def run_phase(
     return phase
 
 
+class FillCount:
+    """The fill's servers as Nova's databases hold them.
+
+    Nova's cell databases, not its API: a detailed listing of thousands of
+    servers makes nova-api ask Neutron about a whole page in one URL, and
+    pages of them repeat under a name filter (openstacksdk stops them). A
+    server the scheduler could not place lies in cell0.
+    """
+
+    QUERY = sa.text(
+        "SELECT uuid, node, vm_state FROM instances WHERE deleted = 0 AND display_name LIKE 'fill%'"
+    )
+
+    def __init__(self, run) -> None:
+        self.cell = sa.create_engine(run.database_url("nova", as_plugin=False))
+        self.cell0 = sa.create_engine(run.database_url("nova_cell0", as_plugin=False))
+
+    def read(self) -> tuple[list, int]:
+        """(the cell's rows, the servers in cell0)."""
+        with self.cell.connect() as connection:
+            rows = connection.execute(self.QUERY).all()
+        with self.cell0.connect() as connection:
+            failed = len(connection.execute(self.QUERY).all())
+        return rows, failed
+
+    def settled(self) -> tuple[int, list]:
+        """(servers active, in error or in cell0; the cell's rows)."""
+        rows, failed = self.read()
+        return sum(1 for row in rows if row.vm_state != "building") + failed, rows
+
+    def close(self) -> None:
+        self.cell.dispose()
+        self.cell0.dispose()
+
+
 def fill(run, conn, flavors, share: float, say) -> dict[str, str]:
-    """Boot 8-vCPU plain servers in batches until ``share`` of the cores are used."""
+    """Boot 8-vCPU plain servers in batches until ``share`` of the cores are used.
+
+    At most one batch per scheduler worker is in flight: at 10,000 nodes a
+    batch of 200 took the scheduler 2 to 24 minutes (each instance's
+    allocation is claimed in Placement in turn), and forty batches queued
+    at once outlived the conductor's ``long_rpc_timeout``: their servers
+    went to cell0.
+    """
     nodes = operator.node_places(run)
     total = sum(place.vcpus for place in nodes.values())
     wanted = int(total * share) // FILL.vcpus
-    booted = 0
-    batch = 0
-    while booted < wanted:
-        count = min(FILL_BATCH, wanted - booted)
-        batch += 1
-        conn.compute.create_server(
-            name=f"fill{batch}",
-            image_id=run.image_id,
-            flavor_id=flavors["fill"],
-            networks="none",
-            min_count=count,
-            max_count=count,
-        )
-        booted += count
-        say(f"fill: {booted} of {wanted} servers asked")
-    # Nova's cell database, not its API: a detailed listing of thousands of
-    # servers makes nova-api ask Neutron about a whole page in one URL, and
-    # pages of them repeat under a name filter (openstacksdk stops them).
-    engine = sa.create_engine(run.database_url("nova", as_plugin=False))
-    query = sa.text(
-        "SELECT uuid, node, vm_state FROM instances WHERE deleted = 0 AND display_name LIKE 'fill%'"
-    )
-    deadline = time.monotonic() + max(600.0, wanted * 0.5)
+    in_flight = FILL_BATCH * run.scheduler_workers
+    count = FillCount(run)
+    asked = batch = 0
+    deadline = time.monotonic() + max(600.0, wanted * 2.0)
     try:
         while True:
-            with engine.connect() as connection:
-                rows = connection.execute(query).all()
-            building = [row for row in rows if row.vm_state == "building"]
-            if (len(rows) >= wanted and not building) or time.monotonic() > deadline:
+            settled, rows = count.settled()
+            if settled >= wanted or time.monotonic() > deadline:
                 break
+            if asked < wanted and asked - settled < in_flight:
+                size = min(FILL_BATCH, wanted - asked)
+                batch += 1
+                conn.compute.create_server(
+                    name=f"fill{batch}",
+                    image_id=run.image_id,
+                    flavor_id=flavors["fill"],
+                    networks="none",
+                    min_count=size,
+                    max_count=size,
+                )
+                asked += size
+                say(f"fill: {asked} of {wanted} servers asked, {settled} settled")
+                continue
             time.sleep(5)
+        _, failed = count.read()
     finally:
-        engine.dispose()
+        count.close()
     placed = {row.uuid: row.node for row in rows if row.vm_state == "active" and row.node}
-    say(f"fill: {len(placed)} of {wanted} servers active")
+    say(f"fill: {len(placed)} of {wanted} servers active, {failed} not placed (cell0)")
     return placed
 
 
