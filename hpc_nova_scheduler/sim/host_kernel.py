@@ -90,11 +90,14 @@ POINT_LIVE = 22
 POINT_SPARE = 23
 POINT_TABLE = 24
 #: Working arrays of a one-VM plan: per point its copies and cosine key,
-#: the points that fit, and per state the plan that marked it (COUNTERS[4]
-#: counts plans).
+#: and the points that fit.
 POINT_SCORE = 25
 POINT_ORDER = 26
-MARKED_IN = 27
+#: Per state, at most the row of its first host: set as the state's first
+#: host joins, lowered as a host joins below it, raised by a one-VM plan
+#: past the rows it read that are not the state's. A one-VM plan reads the
+#: rows of its admitted states from there, not every row from the first.
+FIRST_ROW = 27
 #: Per point, at most the least cache total of its states that run no
 #: SyncHPC VM (column 0) and of those that do (column 1): lowered as a
 #: state joins, made exact again when a plan reads the point's states.
@@ -1178,7 +1181,7 @@ def states_for(
         np.zeros(size, dtype=np.int64),  # 3: the states with hosts, first
         np.zeros(size, dtype=np.int64),  # 4: per state, where it is in 3
         # 5: states in 3; spare numbers in 6; points in 22; spare numbers in
-        # 23; one-VM plans so far (MARKED_IN's marks)
+        # 23; spare
         np.array([0, size, 0, size, 0], dtype=np.int64),
         np.arange(size, dtype=np.int64)[::-1].copy(),  # 6: spare numbers (a stack)
         np.full(slots, -1, dtype=np.int64),  # 7: hash table of keys: states, -1 empty
@@ -1201,7 +1204,7 @@ def states_for(
         np.full(slots, -1, dtype=np.int64),  # 24 (POINT_TABLE): points, -1 empty
         np.zeros((size, 3)),  # 25 (POINT_SCORE)
         np.zeros(size, dtype=np.int64),  # 26 (POINT_ORDER)
-        np.zeros(size, dtype=np.int64),  # 27 (MARKED_IN)
+        np.zeros(size, dtype=np.int64),  # 27 (FIRST_ROW)
         np.zeros((size, 2)),  # 28 (POINT_LOW)
     )
     settle_all(states, free, cache, sync_vms)
@@ -1224,6 +1227,7 @@ def settle(states, free, cache, sync_vms, rows) -> None:
     host_state, state_key, hosts_in = states[HOST_STATE], states[STATE_KEY], states[STATE_HOSTS]
     live, where, counters, spare = states[LIVE], states[4], states[COUNTERS], states[6]
     table, hashes, capacity, group, key = states[7], states[8], states[12], states[13], states[14]
+    first_row = states[FIRST_ROW]
     # Hosts that change together often end alike: the last host's state
     # is tried first (and checked, not trusted).
     state = -1
@@ -1244,6 +1248,8 @@ def settle(states, free, cache, sync_vms, rows) -> None:
         if old == state:
             continue
         host_state[row] = state
+        if hosts_in[state] == 0 or row < first_row[state]:
+            first_row[state] = row
         hosts_in[state] += 1
         if old < 0:
             continue
@@ -1469,6 +1475,25 @@ def _unlink_point(states, state) -> None:
 
 
 @njit(cache=True)
+def _first_host(host_state, first_row, found_states, found) -> int:
+    """The least row of a host in one of ``found_states[:found]``. Each
+    state's rows are read from its FIRST_ROW bound up to the least row so
+    far; the bound moves up to where the reading stopped (no row before
+    it is the state's), so a state's rows before its first host are read
+    once, not on every plan."""
+    best = host_state.shape[0]
+    for i in range(found):
+        state = found_states[i]
+        row = first_row[state]
+        while row < best and host_state[row] != state:
+            row += 1
+        first_row[state] = row
+        if row < best:
+            best = row
+    return best
+
+
+@njit(cache=True)
 def _plan_one(cloud, in_group, asked, chosen, scratch, states):
     """:func:`_plan_states` of one VM, scored per point.
 
@@ -1476,7 +1501,9 @@ def _plan_one(cloud, in_group, asked, chosen, scratch, states):
     smallest key. A state's key, and whether one more VM fits it, are its
     point's: the points that fit, in key order, are read until a key whose
     states admit the VM (the thresholds, read per state); the hosts of
-    those states are the candidates, and the first in row order takes it.
+    those states are the candidates, and the first in row order takes it:
+    each state's rows are read from its FIRST_ROW bound, only up to the
+    least row found so far (not every row of the cloud from the first).
     The same floats as _plan_states', from the same operations.
     """
     demand, count, score, sync_request, cache_rule, alpha, beta = asked
@@ -1489,7 +1516,8 @@ def _plan_one(cloud, in_group, asked, chosen, scratch, states):
         states[POINT_SCORE],
         states[POINT_ORDER],
     )
-    marked_in, follower, low = states[MARKED_IN], states[FOLLOWER], states[POINT_LOW]
+    first_row, found_states = states[FIRST_ROW], states[ADMITTED]
+    follower, low = states[FOLLOWER], states[POINT_LOW]
     asks = d0 > 0 or d1 > 0 or d2 > 0
     fitting = 0
     for i in range(counters[2]):
@@ -1512,11 +1540,9 @@ def _plan_one(cloud, in_group, asked, chosen, scratch, states):
     order = point_order[:fitting]
     order = order[np.argsort(point_score[order, 2], kind="mergesort")]
     order = order[np.argsort(point_score[order, 1], kind="mergesort")]
-    counters[4] += 1
-    plan_number = counters[4]
-    found = -1
+    found = 0
     at = 0
-    while at < fitting and found < 0:
+    while at < fitting and found == 0:
         first = order[at]
         while at < fitting and (
             point_score[order[at], 1] == point_score[first, 1]
@@ -1538,14 +1564,12 @@ def _plan_one(cloud, in_group, asked, chosen, scratch, states):
                 low[point, 1 if synced else 0] = min(low[point, 1 if synced else 0], cache)
                 held = _held(copies, cache, synced, score, sync_request, cache_rule, alpha, beta)
                 if held >= 0:
-                    marked_in[state] = plan_number
-                    found = state
+                    found_states[found] = state
+                    found += 1
                 state = links[state, LINK_NEXT]
-    if found < 0:
+    if found == 0:
         return 0, 0
-    row = 0
-    while marked_in[host_state[row]] != plan_number:
-        row += 1
+    row = _first_host(host_state, first_row, found_states, found)
     state = host_state[row]
     point = links[state, LINK_POINT]
     candidates[0] = row

@@ -148,8 +148,9 @@ class TestSamePlans(testtools.TestCase):
 
     def states_are_kept(self, arrays: HostArrays) -> None:
         """The kernel's state table after every step: each host in the
-        state of its own arrays, each state's host count, the live states
-        exactly those with hosts, one state per key, each found by its hash."""
+        state of its own arrays, each state's host count and first-row
+        bound, the live states exactly those with hosts, one state per key,
+        each found by its hash."""
         states = arrays._states
         host_state, state_key, hosts_in = states[0], states[1], states[2]
         live = states[3][: states[5][0]].tolist()
@@ -167,6 +168,11 @@ class TestSamePlans(testtools.TestCase):
             keys.append(key)
         counted = collections.Counter(host_state.tolist())
         self.assertEqual(sorted(counted), sorted(live))
+        # A one-VM plan reads a state's rows from its bound on: no host of
+        # the state before it.
+        first_row = states[host_kernel.FIRST_ROW]
+        for row in range(len(arrays)):
+            self.assertLessEqual(first_row[host_state[row]], row, row)
         for state, hosts in counted.items():
             self.assertEqual(hosts, hosts_in[state])
         self.assertEqual(len(set(keys)), len(live))
