@@ -49,6 +49,16 @@ COPIES_FOR = 14
 #: The racks in the order of the last ranked plan (most room first, then
 #: the rack's number), which the next one sorts again from.
 RACK_ORDER = 17
+#: Per rack, what the thresholds let its hosts hold of the kept ranked
+#: request (the sum of each host's held VMs), whether that is stale (a host
+#: of the rack changed since, or it was never read), and the request it is
+#: kept for: demand, cache score, SyncHPC, cache rule, alpha, beta (NaN:
+#: none yet). A ranked request refused for want of room is asked again, as
+#: it is, once hosts are freed: its room is then the kept racks' sums and
+#: the stale racks' hosts, not every host of every rack with room.
+RACK_HELD = 18
+RACK_STALE = 19
+HELD_FOR = 20
 
 #: A state's key: free cores, RAM, disk; capacity in cores and RAM; cache
 #: total; 1.0 where it runs SyncHPC VMs; processor group.
@@ -402,6 +412,16 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     host_state, group_of, seen_in = states[HOST_STATE], states[GROUP_OF], states[SEEN_IN]
     follower, in_rack = states[FOLLOWER], states[IN_RACK]
     racks = rack_copies.shape[0]
+    rack_held, rack_stale = scratch[RACK_HELD], scratch[RACK_STALE]
+    if not _held_kept_for(scratch[HELD_FOR], asked):
+        rack_stale[:] = True
+    elif count > 1:
+        # Asked as it was: its room from the racks' kept sums first (the
+        # stale racks read afresh); whole numbers, exact in any order, so
+        # the same room as the pass below would sum.
+        held_room = _kept_room(cloud, asked, scratch, asks)
+        if held_room < count:
+            return 0, int(held_room)
     order = scratch[RACK_ORDER]
     _rank_racks(order, rack_copies)
     room = 0.0
@@ -413,6 +433,7 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
             # No host of this rack fits a VM, nor of any rack after it (a
             # busy cloud's full racks are not read).
             break
+        in_this_rack = 0.0
         for slot in range(rack_first[at], rack_first[at + 1]):
             row = rack_hosts[slot]
             # The kept copies of this demand tell where one more VM fits
@@ -426,10 +447,14 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
             if held < 0:
                 continue
             room += held
+            in_this_rack += held
             reached += 1.0 if count == 1 else held
             candidates[admissible] = row
             in_rack[admissible] = position
             admissible += 1
+        # Every host of the rack was read: what it holds is kept.
+        rack_held[at] = in_this_rack
+        rack_stale[at] = False
         if reached >= count:
             break
     if count > 1 and room < count:
@@ -460,6 +485,69 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     for i in range(admissible):
         seen_in[host_state[candidates[i]]] = -1
     return _take_groups(cloud, asked, chosen, scratch, states, groups, made, True, room)
+
+
+@njit(cache=True)
+def _held_kept_for(held_for, asked) -> bool:
+    """Whether the racks' held sums are kept for this request (whatever its
+    count: a host's held VMs do not depend on it); if not, they are kept
+    for it from now on (every rack stale)."""
+    demand, _, score, sync_request, cache_rule, alpha, beta = asked
+    request = (
+        demand[0],
+        demand[1],
+        demand[2],
+        score,
+        1.0 if sync_request else 0.0,
+        1.0 if cache_rule else 0.0,
+        alpha,
+        beta,
+    )
+    same = True
+    for i in range(8):
+        if held_for[i] != request[i]:
+            same = False
+            held_for[i] = request[i]
+    return same
+
+
+@njit(cache=True)
+def _kept_room(cloud, asked, scratch, asks) -> float:
+    """What every rack holds of the request its held sums are kept for:
+    each stale rack's hosts read afresh (and kept), a rack in which no
+    host fits a VM not read (it holds none)."""
+    _, _, cache, sync_vms, _ = cloud
+    _, _, score, sync_request, cache_rule, alpha, beta = asked
+    host_copies, rack_copies = scratch[12], scratch[13]
+    rack_first, rack_hosts = scratch[15], scratch[16]
+    rack_held, rack_stale = scratch[RACK_HELD], scratch[RACK_STALE]
+    room = 0.0
+    for at in range(rack_copies.shape[0]):
+        if asks and rack_copies[at] < 1:
+            continue
+        if rack_stale[at]:
+            in_this_rack = 0.0
+            for slot in range(rack_first[at], rack_first[at + 1]):
+                row = rack_hosts[slot]
+                copies = host_copies[row]
+                if copies < 1 and asks:
+                    continue
+                held = _held(
+                    copies,
+                    cache[row],
+                    sync_vms[row] > 0,
+                    score,
+                    sync_request,
+                    cache_rule,
+                    alpha,
+                    beta,
+                )
+                if held >= 0:
+                    in_this_rack += held
+            rack_held[at] = in_this_rack
+            rack_stale[at] = False
+        room += rack_held[at]
+    return room
 
 
 @njit(cache=True)
@@ -1016,15 +1104,18 @@ def runs(chosen: np.ndarray, placed: int, rows: np.ndarray, vms: np.ndarray) -> 
 
 @njit(cache=True)
 def _changed(scratch, rack, free, rows) -> None:
-    """The hosts ``rows``' free resources changed: their kept cosine keys
-    are stale, and their copies (and their racks' rooms) for the kept
-    demand move. (One call for every host: numba passes a tuple of arrays
-    to a compiled call at a cost of tens of nanoseconds.)"""
+    """The hosts ``rows``' free resources (or cache totals) changed: their
+    kept cosine keys and their racks' held sums are stale, and their
+    copies (and their racks' rooms) for the kept demand move. (One call
+    for every host: numba passes a tuple of arrays to a compiled call at a
+    cost of tens of nanoseconds.)"""
     keyed, host_copies, rack_copies, copies_for = scratch[10], scratch[12], scratch[13], scratch[14]
+    rack_stale = scratch[RACK_STALE]
     kept = copies_for[0] == copies_for[0]  # (NaN: none kept yet)
     for i in range(rows.shape[0]):
         row = rows[i]
         keyed[row] = False
+        rack_stale[rack[row]] = True
         if kept:
             f0, f1, f2 = free[row, 0], free[row, 1], free[row, 2]
             copies = copies_of(f0, f1, f2, copies_for[0], copies_for[1], copies_for[2])
@@ -1142,6 +1233,9 @@ def scratch_for(rack: np.ndarray, racks: int) -> tuple:
         rack_first,  # 15: where each rack's hosts start in 16
         rack_hosts,  # 16: the hosts by rack, ascending within each
         np.arange(racks, dtype=np.int64),  # 17 (RACK_ORDER): kept: racks by room
+        np.zeros(racks),  # 18 (RACK_HELD): kept: per rack, what it holds
+        np.ones(racks, dtype=np.bool_),  # 19 (RACK_STALE): kept: per rack, stale
+        np.full(8, np.nan),  # 20 (HELD_FOR): kept: the request of those
     )
 
 

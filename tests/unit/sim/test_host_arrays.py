@@ -145,6 +145,39 @@ class TestSamePlans(testtools.TestCase):
                 {row for row in range(len(columns)) if not cloud.vms_on(row)}, arrays.empty_rows()
             )
             self.states_are_kept(arrays)
+            self.racks_held_are_kept(arrays)
+
+    def racks_held_are_kept(self, arrays: HostArrays) -> None:
+        """Each rack's kept held sum, where it is not stale, what its hosts
+        hold of the request it is kept for, summed afresh host by host."""
+        scratch = arrays._scratch
+        held_for = scratch[host_kernel.HELD_FOR]
+        if math.isnan(held_for[0]):
+            return
+        d0, d1, d2, score, sync, cache_rule, alpha, beta = held_for.tolist()
+        asks = d0 > 0 or d1 > 0 or d2 > 0
+        expected = [0.0] * arrays._racks
+        for row in range(len(arrays)):
+            f0, f1, f2 = arrays.free_of(row)
+            copies = host_kernel.copies_of(f0, f1, f2, d0, d1, d2)
+            if copies < 1 and asks:
+                continue
+            held = host_kernel._held(
+                copies,
+                arrays.cache_of(row),
+                bool(arrays._sync_vms[row] > 0),
+                score,
+                sync > 0,
+                cache_rule > 0,
+                alpha,
+                beta,
+            )
+            expected[arrays._rack[row]] += max(held, 0.0)
+        stale = scratch[host_kernel.RACK_STALE]
+        held = scratch[host_kernel.RACK_HELD]
+        for rack in range(arrays._racks):
+            if not stale[rack]:
+                self.assertEqual(expected[rack], held[rack], rack)
 
     def states_are_kept(self, arrays: HostArrays) -> None:
         """The kernel's state table after every step: each host in the
