@@ -1568,6 +1568,30 @@ def _unlink_point(states, state) -> None:
     counters[3] += 1
 
 
+@njit(cache=True, inline="always")
+def _sift_points(heap, size, at, point_score) -> None:
+    """Restore a heap of points (the least cosine key, then residual,
+    first) below ``at``."""
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            return
+        if child + 1 < size and _point_before(point_score, heap[child + 1], heap[child]):
+            child += 1
+        if not _point_before(point_score, heap[child], heap[at]):
+            return
+        heap[at], heap[child] = heap[child], heap[at]
+        at = child
+
+
+@njit(cache=True, inline="always")
+def _point_before(point_score, a, b) -> bool:
+    """Point ``a``'s key (cosine, residual) is less than ``b``'s."""
+    if point_score[a, 1] != point_score[b, 1]:
+        return point_score[a, 1] < point_score[b, 1]
+    return point_score[a, 2] < point_score[b, 2]
+
+
 @njit(cache=True)
 def _first_host(host_state, first_row, found_states, found) -> int:
     """The least row of a host in one of ``found_states[:found]``. Each
@@ -1630,20 +1654,26 @@ def _plan_one(cloud, in_group, asked, chosen, scratch, states):
         fitting += 1
     if fitting == 0:
         return 0, 0
-    # The points by key (a stable sort by residual, then by cosine).
-    order = point_order[:fitting]
-    order = order[np.argsort(point_score[order, 2], kind="mergesort")]
-    order = order[np.argsort(point_score[order, 1], kind="mergesort")]
+    # The points in a heap by key: the plan reads the points of the least
+    # key, then of the next, only until one admits the VM (mostly the
+    # first few keys of hundreds of points: no sort of them all). Which
+    # point of a key comes first does not matter: their states are all
+    # read, and the least row of those admitted is taken.
+    heap = point_order
+    for at in range(fitting // 2 - 1, -1, -1):
+        _sift_points(heap, fitting, at, point_score)
+    size = fitting
     found = 0
-    at = 0
-    while at < fitting and found == 0:
-        first = order[at]
-        while at < fitting and (
-            point_score[order[at], 1] == point_score[first, 1]
-            and point_score[order[at], 2] == point_score[first, 2]
+    while size > 0 and found == 0:
+        first = heap[0]
+        cosine, residual = point_score[first, 1], point_score[first, 2]
+        while size > 0 and (
+            point_score[heap[0], 1] == cosine and point_score[heap[0], 2] == residual
         ):
-            point = order[at]
-            at += 1
+            point = heap[0]
+            size -= 1
+            heap[0] = heap[size]
+            _sift_points(heap, size, 0, point_score)
             copies = point_score[point, 0]
             if cache_rule and not (
                 admits(low[point, 0], False, score, sync_request, alpha, beta)
