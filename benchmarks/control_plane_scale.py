@@ -425,6 +425,7 @@ def start_profilers(run, args, name: str) -> list[tuple[subprocess.Popen, Path]]
     for pid in services.children(scheduler.pid):
         out = Path(args.profile) / f"{name}-{pid}.txt"
         command = [args.py_spy, "record", "--format", "raw", "--nonblocking"]
+        command += ["--rate", str(args.profile_rate)]
         command += ["--duration", str(int(args.seconds)), "--pid", str(pid), "--output", str(out)]
         with out.with_suffix(".log").open("w") as messages:
             process = subprocess.Popen(command, stdout=messages, stderr=subprocess.STDOUT)
@@ -769,6 +770,13 @@ def main(argv: list[str] | None = None) -> int:
         help="record each phase's nova-scheduler workers with py-spy into DIR and print "
         "the hottest frames",
     )
+    parser.add_argument(
+        "--profile-rate",
+        type=int,
+        default=20,
+        metavar="HZ",
+        help="py-spy samples per second (its own 100 falls behind on a loaded machine)",
+    )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--mysql", default=cli.MYSQL)
     parser.add_argument("--rabbit", default=cli.RABBIT)
@@ -783,6 +791,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--limits: expected positive numbers or N, got {','.join(args.limits)!r}")
     if min(args.sizes) < 1 or args.seconds <= 0 or not 0 <= args.fill < 1:
         parser.error("--sizes and --seconds must be positive, --fill in [0, 1)")
+    if not 1 <= args.profile_rate <= 1000:
+        parser.error(f"--profile-rate: expected 1 to 1000 per second, got {args.profile_rate}")
     if args.profile:
         args.py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         if not Path(args.py_spy).is_file():
