@@ -647,13 +647,16 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
             control.set_fairness(run, "equal", "borrow", say=say)
             fairshare.prepare(run, say)
         limits = list(dict.fromkeys(nodes if v == "N" else int(v) for v in args.limits))
+        # Made once: every limit below the cloud's size boots the same flavors.
+        narrowing = args.narrow and min(limits) < nodes
+        narrowed_kinds = narrowed_flavors(conn) if narrowing else None
         for limit in limits:
             control.set_placement_results(run, limit, say=say)
             # Narrowing is for a sample smaller than the cloud: at the
             # number of nodes the roomy racks would be every rack.
             narrowed = None
-            if args.narrow and limit < nodes:
-                narrowed = narrowed_flavors(conn)
+            if narrowing and limit < nodes:
+                narrowed = narrowed_kinds
                 start_narrowing(run, say)
             elif run.idle_trait_interval:
                 control.set_idle_trait_interval(run, 0, say=say)
