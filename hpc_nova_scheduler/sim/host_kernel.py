@@ -368,6 +368,21 @@ def _held(copies, cache, sync, score, sync_request, cache_rule, alpha, beta) -> 
 
 
 @njit(cache=True, inline="always")
+def _host_held(row, cloud, asked, host_copies, asks) -> float:
+    """:func:`_held` of one host for the request; -1 where it holds none.
+    The kept copies of the demand tell where one more VM fits (as in
+    plan()'s own pass)."""
+    _, _, cache, sync_vms, _ = cloud
+    _, _, score, sync_request, cache_rule, alpha, beta = asked
+    copies = host_copies[row]
+    if copies < 1 and asks:
+        return -1.0
+    return _held(
+        copies, cache[row], sync_vms[row] > 0, score, sync_request, cache_rule, alpha, beta
+    )
+
+
+@njit(cache=True, inline="always")
 def _table(states):
     """The state table's arrays: per host its state; per state its key and
     its hosts; the states with hosts, and how many (COUNTERS[0])."""
@@ -402,8 +417,8 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
     hundreds of racks, a few of them). The hosts of a rack in the same
     state share a key, (rack rank, residual, -copies): they make a group
     (:func:`_take_groups`)."""
-    free, capacity, cache, sync_vms, _ = cloud
-    demand, count, score, sync_request, cache_rule, alpha, beta = asked
+    free, capacity, _, _, _ = cloud
+    demand, count = asked[0], asked[1]
     d0, d1 = demand[0], demand[1]
     asks = demand[0] > 0 or demand[1] > 0 or demand[2] > 0
     candidates = scratch[1]
@@ -436,14 +451,7 @@ def _plan_ranked(cloud, asked, chosen, scratch, states):
         in_this_rack = 0.0
         for slot in range(rack_first[at], rack_first[at + 1]):
             row = rack_hosts[slot]
-            # The kept copies of this demand tell where one more VM fits
-            # (as in plan()'s own pass).
-            copies = host_copies[row]
-            if copies < 1 and asks:
-                continue
-            held = _held(
-                copies, cache[row], sync_vms[row] > 0, score, sync_request, cache_rule, alpha, beta
-            )
+            held = _host_held(row, cloud, asked, host_copies, asks)
             if held < 0:
                 continue
             room += held
@@ -516,8 +524,6 @@ def _kept_room(cloud, asked, scratch, asks) -> float:
     """What every rack holds of the request its held sums are kept for:
     each stale rack's hosts read afresh (and kept), a rack in which no
     host fits a VM not read (it holds none)."""
-    _, _, cache, sync_vms, _ = cloud
-    _, _, score, sync_request, cache_rule, alpha, beta = asked
     host_copies, rack_copies = scratch[12], scratch[13]
     rack_first, rack_hosts = scratch[15], scratch[16]
     rack_held, rack_stale = scratch[RACK_HELD], scratch[RACK_STALE]
@@ -528,20 +534,7 @@ def _kept_room(cloud, asked, scratch, asks) -> float:
         if rack_stale[at]:
             in_this_rack = 0.0
             for slot in range(rack_first[at], rack_first[at + 1]):
-                row = rack_hosts[slot]
-                copies = host_copies[row]
-                if copies < 1 and asks:
-                    continue
-                held = _held(
-                    copies,
-                    cache[row],
-                    sync_vms[row] > 0,
-                    score,
-                    sync_request,
-                    cache_rule,
-                    alpha,
-                    beta,
-                )
+                held = _host_held(rack_hosts[slot], cloud, asked, host_copies, asks)
                 if held >= 0:
                     in_this_rack += held
             rack_held[at] = in_this_rack
