@@ -270,7 +270,10 @@ class FairshareGeneration(Base):
     generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime, default=_now, nullable=False)
     policy: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
-    templates: Mapped[str] = mapped_column(Text, nullable=False)
+    #: One entry per node: megabytes at 10,000 nodes (TEXT holds 64 KB on MariaDB).
+    templates: Mapped[str] = mapped_column(
+        Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb"), nullable=False
+    )
 
 
 class FairshareAllocation(Base):

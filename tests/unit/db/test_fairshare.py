@@ -141,6 +141,13 @@ class FairshareDataTests:
         self.assertIsInstance(latest.created_at, datetime.datetime)
         self.assertEqual([1, 2], self._allocation_generations())
 
+    def test_templates_of_ten_thousand_nodes_are_read_back_whole(self) -> None:
+        # Megabytes of JSON: more than TEXT holds on MariaDB (64 KB).
+        templates = {f"node-{i:05d}": [["BLAST", "Gene"], ["Gene"]] for i in range(10_000)}
+        number = self.database.write_generation("pa-rr", {"A": {"amd": 8}}, templates)
+        self.assertEqual(templates, self.database.latest_generation().templates)
+        self.assertEqual(1, number)
+
     def test_a_bad_generation_writes_nothing(self) -> None:
         self.database.write_generation("paf", {"A": {"amd": 8}}, {})
         for policy, allocation, templates in (

@@ -231,6 +231,29 @@ class MigrationTests:
                 [4], list(connection.scalars(sa.text("SELECT cores FROM fairshare_refusals")))
             )
 
+    def test_upgrade_from_0010_keeps_generations_and_takes_big_templates(self) -> None:
+        engine = self.database.engine
+        migration.upgrade(engine, "0010")
+        insert = sa.text(
+            "INSERT INTO fairshare_generations (generation, created_at, policy, templates) "
+            "VALUES (:generation, CURRENT_TIMESTAMP, 'paf', :templates)"
+        )
+        with engine.begin() as connection:
+            connection.execute(insert, {"generation": 1, "templates": '{"amd": []}'})
+        migration.upgrade(engine, "0011")
+        # 200 KB: three times what TEXT holds on MariaDB.
+        big = '{"n": "' + "x" * 200_000 + '"}'
+        with engine.begin() as connection:
+            connection.execute(insert, {"generation": 2, "templates": big})
+        read = sa.text("SELECT templates FROM fairshare_generations ORDER BY generation")
+        with engine.connect() as connection:
+            self.assertEqual(['{"amd": []}', big], list(connection.scalars(read)))
+        with engine.begin() as connection:
+            connection.execute(sa.text("DELETE FROM fairshare_generations WHERE generation = 2"))
+        migration.downgrade(engine, "0010")
+        with engine.connect() as connection:
+            self.assertEqual(['{"amd": []}'], list(connection.scalars(read)))
+
     def test_unique_constraints_exist(self) -> None:
         migration.upgrade(self.database.engine)
         inspector = sa.inspect(self.database.engine)
