@@ -23,25 +23,22 @@ depends_on = None
 MYSQL = ("mysql", "mariadb")
 
 
-def upgrade() -> None:
+def _templates_as(new: sa.types.TypeEngine, old: sa.types.TypeEngine) -> None:
     if op.get_bind().dialect.name in MYSQL:
         op.alter_column(
             "fairshare_generations",
             "templates",
-            type_=mysql.LONGTEXT(),
-            existing_type=sa.Text(),
+            type_=new,
+            existing_type=old,
             existing_nullable=False,
         )
+
+
+def upgrade() -> None:
+    _templates_as(mysql.LONGTEXT(), sa.Text())
 
 
 def downgrade() -> None:
     # Where a stored generation is larger than TEXT holds, MariaDB in its
     # default strict mode refuses the change rather than cut the JSON.
-    if op.get_bind().dialect.name in MYSQL:
-        op.alter_column(
-            "fairshare_generations",
-            "templates",
-            type_=sa.Text(),
-            existing_type=mysql.LONGTEXT(),
-            existing_nullable=False,
-        )
+    _templates_as(sa.Text(), mysql.LONGTEXT())
