@@ -629,9 +629,7 @@ def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:
     restarted = services.replace(run, scheduler)
     say(f"nova-scheduler restarted {why}")
     _follow_with_agent(run, say)
-    # A scheduler that exited fails at once; one that is alive gets long:
-    # on a filled cloud of 10,000 nodes and a busy machine its workers took
-    # more than two minutes to start and report.
+    # One that exited fails at once (RESTART_TIMEOUT says why it is long).
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         services.check_running(restarted)

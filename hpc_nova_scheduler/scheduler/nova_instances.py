@@ -23,6 +23,12 @@ LOG = logging.getLogger(__name__)
 _BATCH = 500
 
 
+def _batches(uuids: Sequence[str]):
+    """``uuids`` in lists of at most ``_BATCH``: one query each."""
+    for start in range(0, len(uuids), _BATCH):
+        yield list(uuids[start : start + _BATCH])
+
+
 class NovaInstances:
     """Batched reads of instances from Nova's cell databases."""
 
@@ -40,8 +46,7 @@ class NovaInstances:
         found: dict[str, Any] = {}
         for cell_uuid, uuids in uuids_by_cell.items():
             cell = self._cell(ctxt, cell_uuid)
-            for start in range(0, len(uuids), _BATCH):
-                chunk = list(uuids[start : start + _BATCH])
+            for chunk in _batches(uuids):
                 if cell is None:
                     instances = objects.InstanceList.get_by_filters(
                         ctxt, {"uuid": chunk}, expected_attrs=["flavor"]
@@ -83,8 +88,7 @@ class NovaInstances:
         # frame at 1,000 nodes.
         ctxt = nova_context.get_admin_context()
         found: dict[str, str] = {}
-        for start in range(0, len(uuids), _BATCH):
-            chunk = list(uuids[start : start + _BATCH])
+        for chunk in _batches(uuids):
             for spec in objects.RequestSpec.get_by_instance_uuids(ctxt, chunk):
                 value = spec.get_scheduler_hint(core_profile.HINT_APP_NAME)
                 if isinstance(value, str):
