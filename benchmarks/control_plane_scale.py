@@ -118,6 +118,9 @@ NARROWED = {
 }
 #: A setting on, off, off, on: drift of the shared machine falls on both alike.
 ABBA = (True, False, False, True)
+#: Seconds a restarted nova-scheduler is left before a phase: Nova's
+#: ``scheduler_instance_sync_interval`` (120 s) and a margin (run_phase says why).
+SETTLE = 150.0
 #: Seconds between two runs of the agent's idle-traits task under ``--narrow``.
 NARROW_INTERVAL = 30
 FILL = FlavorSpec("scale.fill.8", 8, 16384, {})
@@ -455,14 +458,34 @@ def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) ->
 
 
 def run_phase(
-    run, flavors, args, *, plugin: bool, fair: bool, limit: int, say, narrowed=None
+    run,
+    flavors,
+    args,
+    *,
+    plugin: bool,
+    fair: bool,
+    limit: int,
+    say,
+    narrowed=None,
+    restarted: bool = False,
 ) -> Phase:
     """One phase of the streams; ``narrowed``: the kinds' flavors that require
-    the agent's traits, used with the plugin on."""
+    the agent's traits, used with the plugin on; ``restarted``: the scheduler
+    was restarted since the last phase."""
     if plugin != run.plugin:
         control.set_plugin(run, plugin, say=say)
+        restarted = True
     if fair != (run.fairness != "none"):
         control.set_fairness(run, "equal" if fair else "none", "borrow", say=say)
+        restarted = True
+    if restarted and args.settle:
+        # A restarted host manager trusts a compute host's instance list only
+        # once that host's periodic sync has arrived (Nova's
+        # scheduler_instance_sync_interval, 120 s); until then it reads each
+        # candidate node's instances from the database on every request,
+        # which a scheduler that has run a while never does.
+        say(f"letting nova-scheduler settle for {args.settle:g} s")
+        time.sleep(args.settle)
     narrow = plugin and narrowed is not None
     if narrow:
         flavors = {**flavors, **narrowed}
@@ -652,6 +675,7 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
         narrowed_kinds = narrowed_flavors(conn) if narrowing else None
         for limit in limits:
             control.set_placement_results(run, limit, say=say)
+            restarted = True
             # Narrowing is for a sample smaller than the cloud: at the
             # number of nodes the roomy racks would be every rack.
             narrowed = None
@@ -677,7 +701,9 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
                     limit=limit,
                     say=say,
                     narrowed=narrowed,
+                    restarted=restarted,
                 )
+                restarted = False
                 found = quality(phase, model, base)
                 if not fair:
                     print_quality(phase, found)
@@ -758,6 +784,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="nova-scheduler workers")
     parser.add_argument("--seconds", type=float, default=120.0, help="length of each phase")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE,
+        metavar="SECONDS",
+        help=f"wait after each nova-scheduler restart before a phase (default {SETTLE:g}: "
+        "Nova's instance sync interval and a margin)",
+    )
     parser.add_argument("--fill", type=float, default=0.2, help="share of cores filled first")
     parser.add_argument("--fair", action="store_true", help="also measure the fair-share path")
     parser.add_argument(
@@ -794,6 +828,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--limits: expected positive numbers or N, got {','.join(args.limits)!r}")
     if min(args.sizes) < 1 or args.seconds <= 0 or not 0 <= args.fill < 1:
         parser.error("--sizes and --seconds must be positive, --fill in [0, 1)")
+    if args.settle < 0:
+        parser.error(f"--settle: expected 0 or more seconds, got {args.settle:g}")
     if not 1 <= args.profile_rate <= 1000:
         parser.error(f"--profile-rate: expected 1 to 1000 per second, got {args.profile_rate}")
     if args.profile:
@@ -808,8 +844,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"sizes {args.sizes}, {args.workers} scheduler workers, {args.clients} clients, "
-        f"{args.seconds:g} s per phase, fill {args.fill:.0%}, seed {args.seed}"
-        + (", narrowing at the default limit" if args.narrow else "")
+        f"{args.seconds:g} s per phase, settle {args.settle:g} s, fill {args.fill:.0%}, "
+        f"seed {args.seed}" + (", narrowing at the default limit" if args.narrow else "")
     )
     print(HEADER)
     for nodes in args.sizes:
