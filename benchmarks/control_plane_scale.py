@@ -732,7 +732,14 @@ def ratio(a: list[float], b: list[float], fraction: float) -> float:
 
 
 def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args) -> None:
-    phases = [p for p, _ in results if p.limit == limit and not p.fair]
+    # Each comparison pools the phases of its own ABBA block only: the plugin
+    # on and off (the first block of the limit), then fair share on and off
+    # with the plugin on. The second block's phases ran later; pooled with the
+    # first, they would outnumber the plugin-off phases and carry the
+    # machine's drift to one side.
+    ran = [(p, q) for p, q in results if p.limit == limit]
+    first, second = ran[: len(ABBA)], ran[len(ABBA) :]
+    phases = [p for p, _ in first]
     head = f"{nodes} nodes, max_placement_results {limit}:"
     for sched, what in ((True, "select_destinations"), (False, "POST-to-ACTIVE")):
         on = pooled(phases, "plain", plugin=True, sched=sched)
@@ -746,9 +753,8 @@ def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args
         verdict = "within" if p50 <= 1.0 else "ABOVE"
         print(f"{head} sync16 (plugin) / plain16 (Nova alone) {what} p50 {p50:.3f} ({verdict} 1.0)")
     for plugin in (True, False):
-        mine = [
-            (p, q) for p, q in results if p.limit == limit and p.plugin == plugin and not p.fair
-        ]
+        # Quality is no ratio to drift: every phase without fair share counts.
+        mine = [(p, q) for p, q in ran if p.plugin == plugin and not p.fair]
         fit = sum(q.sync_fit for _, q in mine)
         one = sum(q.sync_fit_one_rack for _, q in mine)
         idle = sum(q.extreme_refused_idle for _, q in mine)
@@ -758,9 +764,9 @@ def summarise(nodes: int, limit: int, results: list[tuple[Phase, Quality]], args
             f"{one}/{fit} ({share:.1%}, target 99 %); ExtremeHPC refused while a node was "
             f"idle: {idle} (target 0)"
         )
-    fair = [p for p, _ in results if p.limit == limit and p.fair]
+    fair = [p for p, _ in second if p.fair]
     if fair:
-        plain = [p for p, _ in results if p.limit == limit and p.plugin and not p.fair]
+        plain = [p for p, _ in second if not p.fair]
         for kind in ("plain", "sync16", "extreme"):
             with_fair = [v for p in fair for v in p.scheduler_seconds(kind)]
             without = [v for p in plain for v in p.scheduler_seconds(kind)]
