@@ -118,7 +118,7 @@ NARROWED = {
 }
 #: A setting on, off, off, on: drift of the shared machine falls on both alike.
 ABBA = (True, False, False, True)
-#: Seconds a restarted nova-scheduler is left before a phase: Nova's
+#: Seconds a restarted nova-scheduler has run before a phase starts: Nova's
 #: ``scheduler_instance_sync_interval`` (120 s) and a margin (run_phase says why).
 SETTLE = 150.0
 #: Seconds between two runs of the agent's idle-traits task under ``--narrow``.
@@ -467,25 +467,23 @@ def run_phase(
     limit: int,
     say,
     narrowed=None,
-    restarted: bool = False,
 ) -> Phase:
     """One phase of the streams; ``narrowed``: the kinds' flavors that require
-    the agent's traits, used with the plugin on; ``restarted``: the scheduler
-    was restarted since the last phase."""
+    the agent's traits, used with the plugin on."""
     if plugin != run.plugin:
         control.set_plugin(run, plugin, say=say)
-        restarted = True
     if fair != (run.fairness != "none"):
         control.set_fairness(run, "equal" if fair else "none", "borrow", say=say)
-        restarted = True
-    if restarted and args.settle:
-        # A restarted host manager trusts a compute host's instance list only
-        # once that host's periodic sync has arrived (Nova's
-        # scheduler_instance_sync_interval, 120 s); until then it reads each
-        # candidate node's instances from the database on every request,
-        # which a scheduler that has run a while never does.
-        say(f"letting nova-scheduler settle for {args.settle:g} s")
-        time.sleep(args.settle)
+    # A restarted host manager trusts a compute host's instance list only
+    # once that host's periodic sync has arrived (Nova's
+    # scheduler_instance_sync_interval, 120 s); until then it reads each
+    # candidate node's instances from the database on every request, which
+    # a scheduler that has run a while never does. Whatever restarted it.
+    (scheduler,) = run.services_named("nova-scheduler")
+    wait = args.settle - services.age(scheduler.pid)
+    if wait > 0:
+        say(f"letting nova-scheduler settle for {wait:.0f} s")
+        time.sleep(wait)
     narrow = plugin and narrowed is not None
     if narrow:
         flavors = {**flavors, **narrowed}
@@ -675,7 +673,6 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
         narrowed_kinds = narrowed_flavors(conn) if narrowing else None
         for limit in limits:
             control.set_placement_results(run, limit, say=say)
-            restarted = True
             # Narrowing is for a sample smaller than the cloud: at the
             # number of nodes the roomy racks would be every rack.
             narrowed = None
@@ -701,9 +698,7 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
                     limit=limit,
                     say=say,
                     narrowed=narrowed,
-                    restarted=restarted,
                 )
-                restarted = False
                 found = quality(phase, model, base)
                 if not fair:
                     print_quality(phase, found)
@@ -795,8 +790,8 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=SETTLE,
         metavar="SECONDS",
-        help=f"wait after each nova-scheduler restart before a phase (default {SETTLE:g}: "
-        "Nova's instance sync interval and a margin)",
+        help="a phase starts once nova-scheduler has run this long since its last restart "
+        f"(default {SETTLE:g}: Nova's instance sync interval and a margin)",
     )
     parser.add_argument("--fill", type=float, default=0.2, help="share of cores filled first")
     parser.add_argument("--fair", action="store_true", help="also measure the fair-share path")

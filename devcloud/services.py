@@ -120,6 +120,16 @@ def alive(pid: int) -> bool:
     return _live(state)
 
 
+def age(pid: int) -> float:
+    """Seconds since process ``pid`` started: its start time (the 22nd field
+    of ``/proc/<pid>/stat``, in clock ticks since boot) against the uptime."""
+    with open(f"/proc/{pid}/stat") as stat:
+        started = int(stat.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as uptime:
+        up = float(uptime.read().split()[0])
+    return up - started / os.sysconf("SC_CLK_TCK")
+
+
 def group_alive(pid: int) -> bool:
     try:
         os.killpg(pid, 0)
