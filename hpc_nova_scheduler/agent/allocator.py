@@ -26,6 +26,7 @@ from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.fairshare.live_allocation import Outcome, allocate, read_inputs
 from hpc_nova_scheduler.fairshare.platforms import FairshareError, Node, build_cloud
 from hpc_nova_scheduler.scheduler import fairness
+from hpc_nova_scheduler.scheduler import nova_nodes as nova_compute_nodes
 
 LOG = logging.getLogger(__name__)
 
@@ -42,22 +43,10 @@ def change_gap(options: hpc_conf.FairnessSettings) -> float:
 
 def nova_nodes() -> list[Node]:
     """Every compute node of every cell, as Nova's cell databases hold them."""
-    from nova import context as nova_context
-    from nova import objects
-
-    ctxt = nova_context.get_admin_context()
-    results = nova_context.scatter_gather_skip_cell0(ctxt, objects.ComputeNodeList.get_all)
-    nodes = []
-    for cell, result in results.items():
-        if nova_context.is_cell_failure_sentinel(result):
-            raise FairshareError(f"cell {cell} did not answer for its compute nodes")
-        for node in result:
-            if getattr(node, "deleted", False):
-                continue
-            nodes.append(
-                Node(node.host, node.hypervisor_hostname, int(node.vcpus or 0), node.cpu_info)
-            )
-    return nodes
+    cells = nova_compute_nodes.read()
+    if cells.silent:
+        raise FairshareError(f"cell {cells.silent[0]} did not answer for its compute nodes")
+    return [Node(node.host, node.nodename, node.vcpus, node.cpu_info) for node in cells.nodes]
 
 
 class Allocator:

@@ -8,8 +8,9 @@ Every ``[hpc_scheduler] idle_trait_interval`` seconds the holder of the
 ``idle_traits`` lease reads
 
 * the compute nodes of every cell from Nova's cell databases (one query a
-  cell, as the allocator reads them): a node is idle when it runs no VM
-  and no vCPU is claimed on it (``running_vms`` and ``vcpus_used`` are 0);
+  cell, only the columns it uses: :mod:`~hpc_nova_scheduler.scheduler.nova_nodes`):
+  a node is idle when it runs no VM and no vCPU is claimed on it
+  (``running_vms`` and ``vcpus_used`` are 0);
 * the providers that carry the trait, from Placement (one
   ``GET /resource_providers?required=CUSTOM_HPC_IDLE``),
 
@@ -41,6 +42,7 @@ from hpc_nova_scheduler.core.holders import host_key
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import domains as topology_domains
+from hpc_nova_scheduler.scheduler import nova_nodes
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -71,32 +73,21 @@ def lease_seconds(interval: float) -> float:
 
 def nova_node_uses() -> tuple[list[narrowing.NodeUse], bool]:
     """Every compute node of the cells that answered, and whether all answered."""
-    from nova import context as nova_context
-    from nova import objects
-
-    ctxt = nova_context.get_admin_context()
-    results = nova_context.scatter_gather_skip_cell0(ctxt, objects.ComputeNodeList.get_all)
-    nodes: list[narrowing.NodeUse] = []
-    complete = True
-    for cell, result in results.items():
-        if nova_context.is_cell_failure_sentinel(result):
-            LOG.warning("hpc-scheduler-agent: cell %s did not answer for its compute nodes", cell)
-            complete = False
-            continue
-        for node in result:
-            if getattr(node, "deleted", False):
-                continue
-            nodes.append(
-                narrowing.NodeUse(
-                    node.uuid,
-                    int(node.running_vms or 0),
-                    int(node.vcpus_used or 0),
-                    key=host_key(node.host, node.hypervisor_hostname),
-                    vcpus=int(node.vcpus or 0),
-                    cpu_allocation_ratio=float(node.cpu_allocation_ratio or 1.0),
-                )
-            )
-    return nodes, complete
+    cells = nova_nodes.read()
+    for cell in cells.silent:
+        LOG.warning("hpc-scheduler-agent: cell %s did not answer for its compute nodes", cell)
+    nodes = [
+        narrowing.NodeUse(
+            node.uuid,
+            node.running_vms,
+            node.vcpus_used,
+            key=host_key(node.host, node.nodename),
+            vcpus=node.vcpus,
+            cpu_allocation_ratio=node.cpu_allocation_ratio,
+        )
+        for node in cells.nodes
+    ]
+    return nodes, cells.complete
 
 
 def nova_budget() -> int:
