@@ -35,7 +35,9 @@ Nova alone boots the same flavors without the traits.
 
 ``--profile DIR`` records every nova-scheduler worker with py-spy during
 each phase and prints the hottest frames: the profile of the real service,
-not of an in-process stand-in.
+not of an in-process stand-in. In plugin-on phases it records
+hpc-scheduler-agent too, which shares the machine's cores; every such
+phase prints the agent's CPU seconds, with or without ``--profile``.
 
 Targets, as ratios to Nova alone in the same run (plugin off):
 
@@ -419,13 +421,30 @@ def scheduler_log(run) -> Path:
     return Path(scheduler.log)
 
 
-def start_profilers(run, args, name: str) -> list[tuple[subprocess.Popen, Path]]:
-    """py-spy on every nova-scheduler worker for the phase (``--profile``)."""
+def agent_pids(run) -> list[int]:
+    """The agent's processes, when it runs (it is stopped with the plugin off):
+    oslo.service's threading launcher and the worker it forks."""
+    found = [s.pid for s in run.services_named(control.AGENT) if services.alive(s.pid)]
+    return [pid for parent in found for pid in (parent, *services.children(parent))]
+
+
+def cpu_seconds(pids: list[int]) -> float | None:
+    """CPU seconds ``pids`` used in all; None if one is gone (the figure would be partial)."""
+    try:
+        return sum(services.cpu_seconds(pid) for pid in pids)
+    except OSError:
+        return None
+
+
+def start_profilers(run, args, name: str, pids=None) -> list[tuple[subprocess.Popen, Path]]:
+    """py-spy on every nova-scheduler worker (or on ``pids``) for the phase (``--profile``)."""
     if not args.profile:
         return []
-    (scheduler,) = run.services_named("nova-scheduler")
+    if pids is None:
+        (scheduler,) = run.services_named("nova-scheduler")
+        pids = services.children(scheduler.pid)
     started = []
-    for pid in services.children(scheduler.pid):
+    for pid in pids:
         out = Path(args.profile) / f"{name}-{pid}.txt"
         command = [args.py_spy, "record", "--format", "raw", "--nonblocking"]
         command += ["--rate", str(args.profile_rate)]
@@ -442,6 +461,8 @@ PROFILED = ("nova/", "hpc_nova_scheduler/", "oslo_db/", "sqlalchemy/", "keystone
 
 
 def report_profiles(started: list[tuple[subprocess.Popen, Path]], label: str) -> None:
+    if not started:
+        return
     lines: list[str] = []
     for process, out in started:
         process.wait()
@@ -488,7 +509,13 @@ def run_phase(
     if narrow:
         flavors = {**flavors, **narrowed}
     name = f"n{run.nodes}-l{limit}-{'on' if plugin else 'off'}{'-fair' if fair else ''}"
-    profilers = start_profilers(run, args, f"{name}-{secrets.token_hex(2)}")
+    tag = f"{name}-{secrets.token_hex(2)}"
+    profilers = start_profilers(run, args, tag)
+    # The agent shares the machine's cores with nova-scheduler: what it
+    # costs during a plugin-on phase is part of the plugin's price.
+    agent = agent_pids(run) if plugin else []
+    agent_cpu = cpu_seconds(agent)
+    agent_profilers = start_profilers(run, args, f"agent-{tag}", agent)
     log = scheduler_log(run)
     offset = log.stat().st_size
     prefix = f"k{secrets.token_hex(2)}"
@@ -521,7 +548,18 @@ def run_phase(
         run.nodes, limit, plugin, fair, narrow, elapsed, ledger, scale.read_timings(log, offset)
     )
     print_phase(phase)
+    after = cpu_seconds(agent)
+    if agent and (after is None or agent_cpu is None):
+        print(f"{phase.label()} | agent: restarted during the phase, CPU not counted")
+    elif agent:
+        used = after - agent_cpu
+        print(
+            f"{phase.label()} | agent: {used:.1f} CPU s over {elapsed:.0f} s "
+            f"({used / elapsed:.1%} of a core)",
+            flush=True,
+        )
     report_profiles(profilers, phase.label())
+    report_profiles(agent_profilers, f"{phase.label()} agent")
     return phase
 
 

@@ -130,6 +130,14 @@ def age(pid: int) -> float:
     return up - started / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` has used, in user and kernel mode, all its
+    threads (the 14th and 15th fields of ``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def group_alive(pid: int) -> bool:
     try:
         os.killpg(pid, 0)

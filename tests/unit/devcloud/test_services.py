@@ -26,3 +26,23 @@ class TestAge(testtools.TestCase):
         child = subprocess.Popen([sys.executable, "-c", "pass"])
         child.wait()
         self.assertRaises(OSError, services.age, child.pid)
+
+
+class TestCpuSeconds(testtools.TestCase):
+    def test_a_busy_process_uses_more_than_a_sleeping_one(self) -> None:
+        busy = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+        spinner = subprocess.Popen([sys.executable, "-c", busy + "\ntime.sleep(30)"])
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        for child in (spinner, sleeper):
+            self.addCleanup(child.wait)
+            self.addCleanup(child.kill)
+        deadline = time.monotonic() + 60
+        while services.cpu_seconds(spinner.pid) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreaterEqual(services.cpu_seconds(spinner.pid), 0.5)
+        self.assertLess(services.cpu_seconds(sleeper.pid), 0.5)
+
+    def test_a_process_that_is_gone_raises(self) -> None:
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        self.assertRaises(OSError, services.cpu_seconds, child.pid)
