@@ -141,14 +141,21 @@ class NovaView:
         found = []
         for cell in self._cells():
             with nova_context.target_cell(live, cell) as cctxt:
-                instances = objects.InstanceList.get_by_filters(
-                    cctxt, {"deleted": False}, expected_attrs=["flavor"]
-                )
-                found.extend(
-                    self._found(i)
-                    for i in instances
-                    if i.host and core_profile.has_hpc_specs(i.flavor.extra_specs or {})
-                )
+                # Objects for the instances whose stored flavor names an
+                # hpc: spec only: a sweep every few seconds must not build
+                # every instance of a large cloud.
+                uuids = self.nova.hpc_flavored(cctxt)
+                for start in range(0, len(uuids), _BATCH):
+                    instances = objects.InstanceList.get_by_filters(
+                        cctxt,
+                        {"uuid": uuids[start : start + _BATCH], "deleted": False},
+                        expected_attrs=["flavor"],
+                    )
+                    found.extend(
+                        self._found(i)
+                        for i in instances
+                        if i.host and core_profile.has_hpc_specs(i.flavor.extra_specs or {})
+                    )
         return found
 
 

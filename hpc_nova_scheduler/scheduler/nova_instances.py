@@ -59,6 +59,37 @@ class NovaInstances:
                 found.update((instance.uuid, instance) for instance in instances)
         return found
 
+    @staticmethod
+    def hpc_flavored(cctxt: Any) -> list[str]:
+        """The live instances on a host, in the cell ``cctxt`` targets, whose
+        flavor may have ``hpc:`` extra specs.
+
+        A textual look at the flavor Nova stores with each instance
+        (``instance_extra.flavor``, JSON), one query a cell: the sweep
+        builds Nova's objects for these only, not for every instance of
+        the cloud, most of them plain. A key is written ``"hpc:...`` in
+        that JSON; a value that merely contains it comes back too, and the
+        caller's look at the real extra specs drops it.
+        """
+        import sqlalchemy as sa
+        from nova.db.main import api as main_api
+        from nova.db.main import models
+
+        instances = models.Instance.__table__
+        extra = models.InstanceExtra.__table__
+        select = (
+            sa.select(instances.c.uuid)
+            .select_from(instances.join(extra, extra.c.instance_uuid == instances.c.uuid))
+            .where(
+                instances.c.deleted == 0,
+                instances.c.host.is_not(None),
+                extra.c.flavor.like(f'%"{core_profile.SPEC_NAMESPACE}:%'),
+            )
+            .order_by(instances.c.id)
+        )
+        with main_api.get_engine(context=cctxt).connect() as connection:
+            return [row[0] for row in connection.execute(select)]
+
     def scheduling(self, uuids: Sequence[str]) -> set[str]:
         """Which of ``uuids`` Nova is still scheduling.
 

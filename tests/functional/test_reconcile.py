@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import sqlalchemy as sa
+from nova import context as nova_context
 
 from hpc_nova_scheduler.agent import reconcile
 from hpc_nova_scheduler.core.profile import AppClass
@@ -84,6 +85,28 @@ class TestReconcile(base.HpcTestCase):
         changes = reconcile.plan(self.database.list_running(), reconcile.NovaView())
         self.assertEqual([unknown.instance_uuid], [vm.instance_uuid for vm in changes.stale])
         self.assertFalse(changes.moved or changes.missing)
+
+    def test_only_instances_whose_flavor_names_an_hpc_spec_are_built(self) -> None:
+        hpc = self.hpc_flavor(app_class="AsyncHPC", cache_score="10", app_name="EP")
+        plain = self.hpc_flavor()
+        # A value that mentions the namespace passes the textual look, and
+        # the real extra specs then drop it.
+        lookalike = self.hpc_flavor()
+        spec = {"note:comment": '"hpc:app_class" is not set here'}
+        self.admin_api.post_extra_spec(lookalike, {"extra_specs": spec})
+        (mine,) = self.launch(hpc)
+        (other,) = self.launch(plain)
+        (alike,) = self.launch(lookalike)
+        self.database.forget_running([mine["id"]])
+        view = reconcile.NovaView()
+        with nova_context.target_cell(nova_context.get_admin_context(), view._cells()[0]) as cctxt:
+            flavored = view.nova.hpc_flavored(cctxt)
+        self.assertIn(mine["id"], flavored)
+        self.assertNotIn(other["id"], flavored)
+        self.assertIn(alike["id"], flavored)
+        self.assertEqual([mine["id"]], [found.uuid for found in view.hpc_instances()])
+        changes = reconcile.plan(self.database.list_running(), view)
+        self.assertEqual([mine["id"]], [vm.instance_uuid for vm in changes.missing])
 
 
 class TestSweep(base.HpcTestCase):
