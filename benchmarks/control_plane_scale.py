@@ -278,7 +278,7 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 HEADER = (
-    " nodes  limit plg      | kind     |    n  ref  req/s | select_destinations ms "
+    " nodes  limit plg      | kind     |    n  ref  err  req/s | select_destinations ms "
     "p50     p95     p99 | POST-to-ACTIVE ms p50     p95     p99"
 )
 
@@ -288,11 +288,15 @@ def print_phase(phase: Phase) -> None:
         done = phase.of(kind.name)
         if not done:
             continue
-        refused = sum(1 for o in done if o.result != "active")
+        # Refused by the scheduler (no valid host), apart from requests that
+        # failed elsewhere: an API call that failed, a build error, a timeout.
+        refused = sum(1 for o in done if o.result == "novalidhost")
+        failed = sum(1 for o in done if o.result not in ("active", "novalidhost"))
         rate = sum(1 for o in done if o.settled) / phase.seconds
         sched, active = phase.scheduler_seconds(kind.name), phase.active_seconds(kind.name)
         print(
-            f"{phase.label()} | {kind.name:<8} | {len(done):>4} {refused:>4} {rate:>6.2f} | "
+            f"{phase.label()} | {kind.name:<8} | {len(done):>4} {refused:>4} {failed:>4} "
+            f"{rate:>6.2f} | "
             f"{'':>19}{ms(sched, 0.5)} {ms(sched, 0.95)} {ms(sched, 0.99)} | "
             f"{'':>14}{ms(active, 0.5)} {ms(active, 0.95)} {ms(active, 0.99)}",
             flush=True,
