@@ -20,20 +20,13 @@ zero. The first sample of a metric is its mean and its peak.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import math
 from collections.abc import Mapping
 
+from hpc_nova_scheduler.db.measured import Figure
 
-@dataclasses.dataclass(frozen=True)
-class Figure:
-    """One metric of one instance: its decayed mean, recent peak, samples and last time."""
-
-    mean: float
-    peak: float
-    samples: int
-    at: datetime.datetime
+__all__ = ["Figure", "fold", "fold_one", "weight"]
 
 
 def weight(elapsed: float, half_life: float) -> float:
