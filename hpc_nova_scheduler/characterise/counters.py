@@ -233,6 +233,27 @@ class ResctrlMount:
             return f"resctrl at {self.root} monitors none of {', '.join(RESCTRL_COUNTERS)}"
         return None
 
+    def llc_bytes(self) -> int | None:
+        """The whole last-level cache, every domain together, from the default
+        group's ``size`` (``L3:0=<bytes>;1=<bytes>``, the bytes its full mask
+        covers); None where the kernel gives no ``size`` (no cache allocation)."""
+        try:
+            text = (self.root / "size").read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            resource, _, domains = line.strip().partition(":")
+            if resource.strip() != "L3":
+                continue
+            total = 0
+            for part in domains.split(";"):
+                _, _, value = part.partition("=")
+                if not value.strip().isdigit():
+                    return None
+                total += int(value)
+            return total or None
+        return None
+
     def control_groups(self) -> list[Path]:
         """The default group (the root) and every other control group."""
         others = (

@@ -41,12 +41,14 @@ class ResctrlTree:
         features: Sequence[str] = RESCTRL_COUNTERS,
         cache_ways: int = 11,
         rmids: int = 176,
+        llc_bytes_per_domain: int = 30 * 2**20,
     ) -> None:
         self.root = Path(root)
         self.domains = [f"mon_L3_{index:02d}" for index in range(domains)]
         self.features = list(features)
         self.cache_ways = cache_ways
         self.rmids = rmids
+        self.llc_bytes_per_domain = llc_bytes_per_domain
 
     def lay_out(self) -> ResctrlTree:
         """The mount's own files and the default group; returns self."""
@@ -79,6 +81,8 @@ class ResctrlTree:
             )
             _write(path / "schemata", f"L3:{schemata}\n")
             _write(path / "mode", "shareable\n")
+            size = ";".join(f"{i}={self.llc_bytes_per_domain}" for i in range(len(self.domains)))
+            _write(path / "size", f"L3:{size}\n")
             (path / "mon_groups").mkdir(exist_ok=True)
         for domain in self.domains:
             for feature in self.features:

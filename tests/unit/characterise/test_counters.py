@@ -152,6 +152,15 @@ class TestResctrlMount(testtools.TestCase):
         self.assertIn("'-12'", sample.unreadable["llc_occupancy"])
         self.assertIn(str(file), sample.unreadable["mbm_total_bytes"])
 
+    def test_the_llc_size_is_what_the_default_groups_full_mask_covers(self) -> None:
+        tree = self.tree(domains=2, llc_bytes_per_domain=32 * 2**20)
+        mount = counters.ResctrlMount(tree.root)
+        self.assertEqual(64 * 2**20, mount.llc_bytes())
+        (tree.root / "size").write_text("MB:0=100;1=100\nL3:0=abc;1=5\n")
+        self.assertIsNone(mount.llc_bytes())
+        (tree.root / "size").unlink()
+        self.assertIsNone(mount.llc_bytes())
+
     def test_a_group_that_has_gone_reads_as_nothing(self) -> None:
         tree = self.tree()
         sample = counters.read_mon_data(tree.root / "mon_groups" / "gone" / "mon_data")
