@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from hpc_nova_scheduler.characterise.counters import ResctrlMount, ResctrlSample, read_mon_data
+from hpc_nova_scheduler.characterise.counters import (
+    ResctrlMount,
+    ResctrlSample,
+    add_samples,
+    read_mon_data,
+)
 from hpc_nova_scheduler.db.measured import HostReport, InstanceSample
 
 #: resctrl's byte counters and the bandwidth each gives.
@@ -90,16 +95,15 @@ class Sampler:
         return values
 
     def sample(
-        self, groups: Mapping[str, Path], now: float, wall: datetime.datetime
+        self, groups: Mapping[str, Sequence[Path]], now: float, wall: datetime.datetime
     ) -> tuple[HostReport, list[InstanceSample]]:
         """The host's report and one sample per instance of ``groups`` (instance -> its
-        monitoring group), read at monotonic ``now`` and wall time ``wall``."""
+        monitoring groups, added up), read at monotonic ``now`` and wall time ``wall``."""
         samples = []
         if self.problem is None:
-            for uuid, path in sorted(groups.items()):
-                values = self._values(
-                    uuid, read_mon_data(path / "mon_data"), now, f"instance {uuid}"
-                )
+            for uuid, paths in sorted(groups.items()):
+                read = add_samples([read_mon_data(path / "mon_data") for path in paths])
+                values = self._values(uuid, read, now, f"instance {uuid}")
                 samples.append(InstanceSample(uuid, wall, values))
             totals = self._values("", self.mount.totals(), now, f"host {self.host}")
         else:

@@ -24,15 +24,16 @@ class TestSampler(testtools.TestCase):
         self.said: list[str] = []
         root = Path(self.useFixture(fixtures.TempDir()).path) / "resctrl"
         self.tree = ResctrlTree(root, llc_bytes_per_domain=30 * MiB).lay_out()
-        self.groups = {A: self.tree.add_monitoring_group(A), B: self.tree.add_monitoring_group(B)}
+        self.paths = {A: self.tree.add_monitoring_group(A), B: self.tree.add_monitoring_group(B)}
+        self.groups = {uuid: [path] for uuid, path in self.paths.items()}
 
     def sampler(self, root: Path | None = None) -> Sampler:
         return Sampler("cn1", ResctrlMount(root or self.tree.root), self.said.append)
 
     def test_occupancy_at_once_and_bandwidth_from_the_growth_of_the_counters(self) -> None:
         sampler = self.sampler()
-        self.tree.set(self.groups[A], "llc_occupancy", [4 * MiB, 2 * MiB])
-        self.tree.set(self.groups[A], "mbm_total_bytes", [1000, 0])
+        self.tree.set(self.paths[A], "llc_occupancy", [4 * MiB, 2 * MiB])
+        self.tree.set(self.paths[A], "mbm_total_bytes", [1000, 0])
         report, samples = sampler.sample(self.groups, 100.0, WALL)
         self.assertEqual(60 * MiB, report.llc_bytes)
         self.assertEqual(("llc_occupancy", "mbm_total_bps", "mbm_local_bps"), report.measures)
@@ -40,8 +41,8 @@ class TestSampler(testtools.TestCase):
         by_uuid = {s.instance_uuid: s.values for s in samples}
         # The first read has no bandwidth yet.
         self.assertEqual({"llc_occupancy": 6.0 * MiB}, by_uuid[A])
-        self.tree.set(self.groups[A], "mbm_total_bytes", [21000, 10000])
-        self.tree.set(self.groups[A], "mbm_local_bytes", [5000, 5000])
+        self.tree.set(self.paths[A], "mbm_total_bytes", [21000, 10000])
+        self.tree.set(self.paths[A], "mbm_local_bytes", [5000, 5000])
         _, samples = sampler.sample(self.groups, 110.0, WALL + datetime.timedelta(seconds=10))
         by_uuid = {s.instance_uuid: s.values for s in samples}
         self.assertEqual(3000.0, by_uuid[A]["mbm_total_bps"])
@@ -50,18 +51,18 @@ class TestSampler(testtools.TestCase):
 
     def test_a_counter_that_went_down_starts_over(self) -> None:
         sampler = self.sampler()
-        self.tree.set(self.groups[A], "mbm_total_bytes", [5000, 5000])
+        self.tree.set(self.paths[A], "mbm_total_bytes", [5000, 5000])
         sampler.sample(self.groups, 0.0, WALL)
-        self.tree.set(self.groups[A], "mbm_total_bytes", [100, 0])
+        self.tree.set(self.paths[A], "mbm_total_bytes", [100, 0])
         _, samples = sampler.sample(self.groups, 10.0, WALL)
         self.assertNotIn("mbm_total_bps", samples[0].values)
-        self.tree.set(self.groups[A], "mbm_total_bytes", [600, 0])
+        self.tree.set(self.paths[A], "mbm_total_bytes", [600, 0])
         _, samples = sampler.sample(self.groups, 20.0, WALL)
         self.assertEqual(50.0, samples[0].values["mbm_total_bps"])
 
     def test_unavailable_is_left_out_and_said_once(self) -> None:
         sampler = self.sampler()
-        for group in self.groups.values():
+        for group in self.paths.values():
             self.tree.set(group, "llc_occupancy", [UNAVAILABLE, 1])
         for second in range(3):
             _, samples = sampler.sample(self.groups, float(second), WALL)
@@ -70,7 +71,7 @@ class TestSampler(testtools.TestCase):
         self.assertIn("llc_occupancy unreadable", self.said[0])
         self.assertIn("'Unavailable'", self.said[0])
         # Another kind of problem with the same counter is news.
-        self.tree.set(self.groups[A], "llc_occupancy", [ERROR, 1])
+        self.tree.set(self.paths[A], "llc_occupancy", [ERROR, 1])
         sampler.sample(self.groups, 4.0, WALL)
         self.assertEqual(2, len(self.said))
         self.assertIn("'Error'", self.said[1])
@@ -93,12 +94,19 @@ class TestSampler(testtools.TestCase):
         group = tree.add_monitoring_group(A)
         tree.set(group, "llc_occupancy", [10, 20])
         sampler = self.sampler(root)
-        sampler.sample({A: group}, 0.0, WALL)
-        report, samples = sampler.sample({A: group}, 10.0, WALL)
+        sampler.sample({A: [group]}, 0.0, WALL)
+        report, samples = sampler.sample({A: [group]}, 10.0, WALL)
         self.assertEqual(("llc_occupancy",), report.measures)
         self.assertEqual({"llc_occupancy": 30.0}, samples[0].values)
         self.assertEqual(1, len(self.said))
         self.assertIn("does not monitor mbm_total_bytes, mbm_local_bytes", self.said[0])
+
+    def test_an_instance_of_several_groups_is_their_sum(self) -> None:
+        sampler = self.sampler()
+        self.tree.set(self.paths[A], "llc_occupancy", [1, 2])
+        self.tree.set(self.paths[B], "llc_occupancy", [3, 4])
+        _, samples = sampler.sample({A: [self.paths[A], self.paths[B]]}, 0.0, WALL)
+        self.assertEqual({"llc_occupancy": 10.0}, samples[0].values)
 
     def test_host_totals_count_every_control_group(self) -> None:
         sampler = self.sampler()
