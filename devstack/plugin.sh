@@ -110,6 +110,18 @@ function stop_hpc_scheduler_agent {
     stop_process hpc-scheduler-agent
 }
 
+# The collector runs on each compute host (as root: it makes resctrl
+# monitoring groups), with that host's nova.conf and the plugin database.
+function start_hpc_scheduler_collector {
+    local bin
+    bin="$(get_python_exec_prefix)/hpc-scheduler-collector"
+    run_process hpc-scheduler-collector "$bin --config-file $NOVA_CONF" root root
+}
+
+function stop_hpc_scheduler_collector {
+    stop_process hpc-scheduler-collector
+}
+
 if is_service_enabled hpc-nova-scheduler; then
     if [[ "$1" == "stack" && "$2" == "install" ]]; then
         echo_summary "Installing hpc-nova-scheduler"
@@ -123,10 +135,17 @@ if is_service_enabled hpc-nova-scheduler; then
             echo_summary "Starting hpc-scheduler-agent"
             start_hpc_scheduler_agent
         fi
+        if is_service_enabled hpc-scheduler-collector; then
+            echo_summary "Starting hpc-scheduler-collector"
+            start_hpc_scheduler_collector
+        fi
     fi
     if [[ "$1" == "unstack" ]]; then
         if is_service_enabled hpc-scheduler-agent; then
             stop_hpc_scheduler_agent
+        fi
+        if is_service_enabled hpc-scheduler-collector; then
+            stop_hpc_scheduler_collector
         fi
     fi
     if [[ "$1" == "clean" ]]; then

@@ -530,9 +530,97 @@ def register_agent_opts(conf: cfg.ConfigOpts) -> None:
     conf.set_default("valid_interfaces", ["internal", "public"], group=AGENT_GROUP_NAME)
 
 
+COLLECTOR_GROUP_NAME = "hpc_collector"
+
+COLLECTOR_GROUP_HELP = """
+Options of ``hpc-scheduler-collector``, which runs on each compute host and
+measures every instance's last-level cache occupancy and memory bandwidth
+(resctrl) into the plugin database (``[hpc_scheduler] connection``). Only
+the collector reads them.
+"""
+
+
+def collector_group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        name=COLLECTOR_GROUP_NAME,
+        title="hpc-scheduler-collector on the compute hosts",
+        help=COLLECTOR_GROUP_HELP,
+    )
+
+
+collector_opts = [
+    cfg.IntOpt(
+        "interval",
+        default=10,
+        min=1,
+        help="""
+Seconds between two reads of the host and its instances. Each read writes
+one sample per instance and the host's report in one transaction.
+""",
+    ),
+    cfg.StrOpt(
+        "resctrl_root",
+        default="/sys/fs/resctrl",
+        help="""
+Where resctrl is mounted (``mount -t resctrl resctrl /sys/fs/resctrl``).
+Without it, or on a processor without RDT or AMD QoS monitoring, the
+collector says so once at start and records no occupancy or bandwidth.
+""",
+    ),
+    cfg.StrOpt(
+        "libvirt_run_dir",
+        default="/run/libvirt/qemu",
+        help="""
+libvirt's folder of running QEMU domains' status files, where the
+collector finds the instances of its host (the domain's UUID is Nova's
+instance UUID) and their QEMU processes.
+""",
+    ),
+    cfg.StrOpt(
+        "host",
+        help="""
+The name the host's measurements are recorded under: the compute host's
+name as nova-scheduler knows it. Unset: nova.conf's ``[DEFAULT] host``,
+as nova-compute uses it.
+""",
+    ),
+    cfg.FloatOpt(
+        "half_life",
+        default=300.0,
+        min=1.0,
+        help="""
+Seconds after which a sample weighs half in an instance's decayed mean and
+recent peak: a shorter half-life follows phases sooner, a longer one
+smooths them out.
+""",
+    ),
+    cfg.IntOpt(
+        "retention",
+        default=3600,
+        min=60,
+        help="""
+Seconds the raw samples are kept in the plugin database; an instance's
+reduced figures not refreshed for as long are dropped too.
+""",
+    ),
+]
+
+
+def register_collector_opts(conf: cfg.ConfigOpts) -> None:
+    """Register ``[hpc_collector]`` on ``conf`` (the collector, once; idempotent)."""
+    if COLLECTOR_GROUP_NAME in conf:
+        return
+    conf.register_group(collector_group())
+    conf.register_opts(collector_opts, group=COLLECTOR_GROUP_NAME)
+
+
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     """Entry point for oslo-config-generator."""
-    return [(_group(), ALL_OPTS), (agent_group(), agent_opts())]
+    return [
+        (_group(), ALL_OPTS),
+        (agent_group(), agent_opts()),
+        (collector_group(), collector_opts),
+    ]
 
 
 class ConfigurationError(ValueError):

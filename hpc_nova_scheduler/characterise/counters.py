@@ -99,6 +99,59 @@ def rusage_counters(usage: Mapping[str, float], wall: float) -> dict[str, float]
     }
 
 
+#: A resctrl group's monitoring counters, as the kernel names their files.
+RESCTRL_COUNTERS = ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes")
+
+
+@dataclasses.dataclass
+class ResctrlSample:
+    """One read of a group's ``mon_data``: each counter summed over the cache domains."""
+
+    #: llc_occupancy in bytes now; mbm_*_bytes counted since the group was made.
+    values: dict[str, float]
+    #: Counters left out of ``values`` and why, naming the file and what it held.
+    unreadable: dict[str, str]
+
+
+def read_mon_data(mon_data: Path) -> ResctrlSample:
+    """Sum each counter over ``mon_data/mon_L3_*``.
+
+    A counter is summed only if every domain that has its file gives a
+    number: the kernel writes ``Unavailable`` (no free RMID, or the counter
+    not yet read by hardware) or ``Error`` instead, and a sum over some
+    domains would understate the group without saying so. Such a counter is
+    left out and named in ``unreadable``; it is never recorded as zero.
+    """
+    values: dict[str, float] = {}
+    unreadable: dict[str, str] = {}
+    domains = (
+        sorted(d for d in mon_data.iterdir() if d.is_dir() and d.name.startswith("mon_"))
+        if mon_data.is_dir()
+        else []
+    )
+    for name in RESCTRL_COUNTERS:
+        total, found, why = 0, False, None
+        for domain in domains:
+            file = domain / name
+            try:
+                text = file.read_text().strip()
+            except FileNotFoundError:
+                continue  # a counter this hardware lacks is absent from every domain
+            except OSError as error:
+                why = f"{file}: {error.strerror or error}"
+                break
+            if not text.isdigit():
+                why = f"{file}: {text!r}"
+                break
+            total += int(text)
+            found = True
+        if why is not None:
+            unreadable[name] = why
+        elif found:
+            values[name] = float(total)
+    return ResctrlSample(values, unreadable)
+
+
 class ResctrlGroup:
     """A resctrl monitoring group for one process: LLC occupancy and memory bandwidth."""
 
@@ -115,22 +168,120 @@ class ResctrlGroup:
     def add(self, pid: int) -> None:
         (self.path / "tasks").write_text(f"{pid}\n")
 
+    def sample(self) -> ResctrlSample:
+        """The counters summed over the cache domains, and those that could not be read."""
+        return read_mon_data(self.path / "mon_data")
+
     def read(self) -> dict[str, float]:
         """Sum over the cache domains: llc_occupancy (bytes), mbm_*_bytes."""
-        totals: dict[str, float] = {}
-        data = self.path / "mon_data"
-        for domain in sorted(data.iterdir()) if data.is_dir() else ():
-            for name in ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"):
-                file = domain / name
-                if file.is_file():
-                    text = file.read_text().strip()
-                    if text.isdigit():
-                        totals[name] = totals.get(name, 0.0) + float(text)
-        return totals
+        return self.sample().values
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):
             os.rmdir(self.path)
+
+
+def add_samples(samples: Sequence[ResctrlSample]) -> ResctrlSample:
+    """The sum of several groups' samples: a counter unreadable in one is unreadable."""
+    unreadable: dict[str, str] = {}
+    for sample in samples:
+        for name, why in sample.unreadable.items():
+            unreadable.setdefault(name, why)
+    values: dict[str, float] = {}
+    for sample in samples:
+        for name, value in sample.values.items():
+            if name not in unreadable:
+                values[name] = values.get(name, 0.0) + value
+    return ResctrlSample(values, unreadable)
+
+
+#: Entries of a control group's folder that are not control groups of their own.
+_NOT_GROUPS = frozenset({"info", "mon_groups", "mon_data"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ResctrlMount:
+    """A resctrl file system (``/sys/fs/resctrl``, or a tree laid out as the kernel lays it out).
+
+    The root is the default control group; each folder beside ``info``,
+    ``mon_groups`` and ``mon_data`` is another control group (libvirt makes
+    one for a domain's ``<cachetune>``). Each control group's ``mon_data``
+    counts all its tasks, those of its monitoring groups (``mon_groups/*``)
+    included, so the control groups together count the whole host.
+    """
+
+    root: Path = RESCTRL
+
+    def features(self) -> list[str]:
+        """The counters the hardware monitors (``info/L3_MON/mon_features``)."""
+        try:
+            text = (self.root / "info" / "L3_MON" / "mon_features").read_text()
+        except OSError:
+            return []
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def problem(self) -> str | None:
+        """Why nothing can be measured here, in one line; None when something can."""
+        if not (self.root / "info").is_dir():
+            return f"resctrl is not mounted at {self.root}"
+        if not (self.root / "info" / "L3_MON").is_dir():
+            return (
+                f"resctrl at {self.root} has no L3 monitoring "
+                "(no info/L3_MON: the processor has no RDT or AMD QoS monitoring)"
+            )
+        if not set(self.features()) & set(RESCTRL_COUNTERS):
+            return f"resctrl at {self.root} monitors none of {', '.join(RESCTRL_COUNTERS)}"
+        return None
+
+    def llc_bytes(self) -> int | None:
+        """The whole last-level cache, every domain together, from the default
+        group's ``size`` (``L3:0=<bytes>;1=<bytes>``, the bytes its full mask
+        covers); None where the kernel gives no ``size`` (no cache allocation)."""
+        try:
+            text = (self.root / "size").read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            resource, _, domains = line.strip().partition(":")
+            if resource.strip() != "L3":
+                continue
+            total = 0
+            for part in domains.split(";"):
+                _, _, value = part.partition("=")
+                if not value.strip().isdigit():
+                    return None
+                total += int(value)
+            return total or None
+        return None
+
+    def control_groups(self) -> list[Path]:
+        """The default group (the root) and every other control group."""
+        others = (
+            sorted(
+                entry
+                for entry in self.root.iterdir()
+                if entry.is_dir() and entry.name not in _NOT_GROUPS
+            )
+            if self.root.is_dir()
+            else []
+        )
+        return [self.root, *others]
+
+    def monitoring_groups(self) -> dict[str, Path]:
+        """Every monitoring group, by name: ``name`` under the root's ``mon_groups``,
+        ``control/name`` under another control group's."""
+        found: dict[str, Path] = {}
+        for control in self.control_groups():
+            folder = control / "mon_groups"
+            prefix = "" if control == self.root else f"{control.name}/"
+            for entry in sorted(folder.iterdir()) if folder.is_dir() else ():
+                if entry.is_dir():
+                    found[prefix + entry.name] = entry
+        return found
+
+    def totals(self) -> ResctrlSample:
+        """The whole host: every control group's ``mon_data`` added up."""
+        return add_samples([read_mon_data(c / "mon_data") for c in self.control_groups()])
 
 
 def mean_counters(samples: Sequence[Mapping[str, float]]) -> dict[str, float]:

@@ -37,6 +37,7 @@ from hpc_nova_scheduler.core.records import InterferenceRecord, ProfileRecord, p
 from hpc_nova_scheduler.db import migration, models, sqlite_lock
 from hpc_nova_scheduler.db.loans import LoanStore
 from hpc_nova_scheduler.db.loans import lend as _lend
+from hpc_nova_scheduler.db.measured import MeasuredStore
 
 LOG = logging.getLogger(__name__)
 
@@ -692,7 +693,7 @@ class TaskRun:
 TASK_RUNS_KEPT = datetime.timedelta(days=1)
 
 
-class Database(LoanStore):
+class Database(LoanStore, MeasuredStore):
     """The plugin database at one URL."""
 
     def __init__(self, url: str | None, *, max_retries: int = 0, retry_interval: int = 1) -> None:

@@ -11,6 +11,7 @@ import datetime
 from oslo_db.sqlalchemy import types as oslo_types
 from oslo_utils import timeutils
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     DateTime,
     Double,
@@ -422,3 +423,63 @@ class AgentTask(Base):
     finished_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
     interval_s: Mapped[float | None] = mapped_column(Double)
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class MeasuredHost(Base):
+    """What one compute host's ``hpc-scheduler-collector`` last reported of the host itself.
+
+    ``measures`` lists the metrics the host can measure (comma-separated);
+    ``problems`` says, one line each, what it cannot (no resctrl, no perf
+    access). A host whose ``reported_at`` is older than
+    ``measured_stale_after`` is stale: its figures are not used.
+    """
+
+    __tablename__ = "measured_hosts"
+
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    reported_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    #: The last-level cache of the host, every cache domain together.
+    llc_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    llc_occupancy: Mapped[float | None] = mapped_column(Double)
+    mbm_total_bps: Mapped[float | None] = mapped_column(Double)
+    mbm_local_bps: Mapped[float | None] = mapped_column(Double)
+    measures: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False, default="")
+    problems: Mapped[str | None] = mapped_column(Text)
+
+
+class MeasuredSample(Base):
+    """One read of one instance by its host's collector, kept ``measured_retention`` seconds.
+
+    A metric the host could not read is NULL, never zero.
+    """
+
+    __tablename__ = "measured_samples"
+    __table_args__ = (
+        Index(None, "instance_uuid", "taken_at"),
+        Index(None, "host", "taken_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), nullable=False)
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    taken_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    llc_occupancy: Mapped[float | None] = mapped_column(Double)
+    mbm_total_bps: Mapped[float | None] = mapped_column(Double)
+    mbm_local_bps: Mapped[float | None] = mapped_column(Double)
+    cpi: Mapped[float | None] = mapped_column(Double)
+
+
+class MeasuredInstance(Base):
+    """One instance's samples reduced: per metric a decayed mean and a recent peak.
+
+    ``figures`` is JSON: ``{metric: {"mean", "peak", "samples", "at"}}``,
+    only the metrics ever read. ``host`` is where it was last measured.
+    """
+
+    __tablename__ = "measured_instances"
+    __table_args__ = (Index(None, "host"),)
+
+    instance_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), primary_key=True)
+    host: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    figures: Mapped[str] = mapped_column(Text, nullable=False)

@@ -32,7 +32,7 @@ CORE = {"core"}
 SHARED = {"datafiles", "interference", "planners", "db", "characterise"}
 # ``compat`` absorbs the differences between Nova releases: the lowest
 # adapter, so that every adapter that runs Nova can call it.
-ADAPTERS = ["compat", "api", "scheduler", "agent", "live", "sim", "demo", "cmd"]
+ADAPTERS = ["compat", "api", "collector", "scheduler", "agent", "live", "sim", "demo", "cmd"]
 # Every other folder of the package is a research system: a new one needs
 # no edit here.
 SYSTEMS = {

@@ -35,7 +35,7 @@ class TestOptions(testtools.TestCase):
         self.assertEqual("reject", group.database_failure_policy)
 
     def test_options_are_listed_for_the_generator(self) -> None:
-        [(group, opts), (agent, agent_opts)] = hpc_conf.list_opts()
+        [(group, opts), (agent, agent_opts), (collector, collector_opts)] = hpc_conf.list_opts()
         self.assertEqual("hpc_scheduler", group.name)
         self.assertTrue(
             {
@@ -55,6 +55,13 @@ class TestOptions(testtools.TestCase):
         self.assertTrue({"auth_type", "auth_url", "username", "service_type"} <= names)
         service_type = next(o for o in agent_opts if o.dest == "service_type")
         self.assertEqual("compute", service_type.default)
+        # The collector's, read on the compute hosts only.
+        self.assertEqual("hpc_collector", collector.name)
+        self.assertEqual(
+            {"interval", "resctrl_root", "libvirt_run_dir", "host", "half_life", "retention"},
+            {o.name for o in collector_opts},
+        )
+        self.assertTrue(all(o.help for o in collector_opts))
 
     def test_reclaim_modes_and_grace_are_checked(self) -> None:
         self.assertEqual("off", self.conf.hpc_scheduler.fairshare_reclaim)

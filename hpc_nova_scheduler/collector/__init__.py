@@ -1,0 +1,1 @@
+"""``hpc-scheduler-collector``: interference measured on each compute host (issue 47)."""

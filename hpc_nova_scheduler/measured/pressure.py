@@ -1,0 +1,106 @@
+"""Measured cache occupancy on the cache-score scale, and which score a VM counts with.
+
+Seed 003's cache score is declared in units of 100K last-level cache misses
+per second, and its thresholds (alpha, beta) are totals of such scores on
+a host. What the collector measures is occupancy: the bytes of the LLC an
+instance holds. The two meet through the host's LLC size:
+
+    measured score = full_llc_score * occupancy / llc_bytes
+
+``full_llc_score`` (``[hpc_scheduler] measured_full_llc_score``, 60 by
+default) is the score of a VM that holds the whole LLC. Its default is
+beta's default, the total that seed 003 found a host's cache to hold
+before SyncHPC applications slow down (the knee of the cache-pressure
+ground truth): a host whose LLC is full measures at beta, so it takes no
+further SyncHPC co-runner, while alpha, three times as high, still admits
+applications that tolerate more. Occupancy saturates at the LLC's size,
+so measured totals stay within ``full_llc_score``: a measured host is
+judged by how full its cache is, not by how hard it is thrashed.
+
+Which score a VM counts with (``cache_pressure_source``):
+
+``declared``
+    its declared score (flavor, profile): the plugin as it always was;
+``measured``
+    its measured score once it has at least ``min_samples`` samples on a
+    host whose report is fresh; its declared score until then;
+``max``
+    the larger of the two, the measured one only where it counts as for
+    ``measured``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+
+from hpc_nova_scheduler.db.measured import HostReport, MeasuredInstance
+
+DECLARED = "declared"
+MEASURED = "measured"
+MAX = "max"
+SOURCES = (DECLARED, MEASURED, MAX)
+
+
+def measured_score(occupancy: float, llc_bytes: int, full_llc_score: float) -> float:
+    """An occupancy in bytes on the cache-score scale of a host of ``llc_bytes``."""
+    if llc_bytes <= 0:
+        raise ValueError(f"llc_bytes must be > 0, not {llc_bytes!r}")
+    return full_llc_score * max(0.0, occupancy) / llc_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    source: str = DECLARED
+    #: Seconds after which a host's report is stale and its figures unused.
+    stale_after: float = 60.0
+    #: Samples an instance needs before its measured score counts.
+    min_samples: int = 6
+    full_llc_score: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"cache_pressure_source: {self.source!r} is not one of {SOURCES}")
+
+
+class Scores:
+    """The score each VM counts with, from one read of the measurements."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        hosts: Mapping[str, HostReport],
+        instances: Mapping[str, MeasuredInstance],
+        now: datetime.datetime,
+    ) -> None:
+        self.settings = settings
+        self._measured: dict[str, float] = {}
+        if settings.source == DECLARED:
+            return
+        limit = datetime.timedelta(seconds=settings.stale_after)
+        for uuid, instance in instances.items():
+            report = hosts.get(instance.host)
+            if report is None or not report.llc_bytes or now - report.reported_at > limit:
+                continue
+            figure = instance.figures.get("llc_occupancy")
+            if figure is None or figure.samples < settings.min_samples:
+                continue
+            if now - figure.at > limit:
+                continue  # the instance is no longer measured there
+            self._measured[uuid] = measured_score(
+                figure.mean, report.llc_bytes, settings.full_llc_score
+            )
+
+    def measured(self, uuid: str) -> float | None:
+        """The VM's measured score, if it counts now."""
+        return self._measured.get(uuid)
+
+    def score(self, uuid: str, declared: float) -> float:
+        """The score VM ``uuid`` of declared score ``declared`` counts with."""
+        found = self._measured.get(uuid)
+        if found is None:
+            return declared
+        if self.settings.source == MEASURED:
+            return found
+        return max(declared, found)
