@@ -113,9 +113,10 @@ function stop_hpc_scheduler_agent {
 # The collector runs on each compute host (as root: it makes resctrl
 # monitoring groups), with that host's nova.conf and the plugin database.
 function start_hpc_scheduler_collector {
-    local bin
+    local bin command
     bin="$(get_python_exec_prefix)/hpc-scheduler-collector"
-    run_process hpc-scheduler-collector "$bin --config-file $NOVA_CONF" root root
+    command="$bin --config-file $NOVA_CONF"
+    run_process hpc-scheduler-collector "$command" root root
 }
 
 function stop_hpc_scheduler_collector {

@@ -67,6 +67,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -262,9 +263,35 @@ _WORKER_SHARED: Any = None
 _WORKER_STARTED: Any = None
 
 
-def _install(shared: Any, started: Any) -> None:
+#: Linux's prctl option: a signal the kernel sends when the parent ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this worker when the process that started it ends.
+
+    A worker whose parent ended without ending it (a Ctrl-C that met the
+    pool as it started, a crash) would wait on the pool's queue forever,
+    holding the parent's pipes open: a shell or a test waiting for them
+    waits too (seen in CI). Linux only; elsewhere the parent's own
+    clean-up is all there is.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)  # the parent ended before the request took hold
+
+
+def _install(shared: Any, started: Any, parent: int | None = None) -> None:
     """A pool worker's initializer: keep what every cell of the pool reads."""
     global _WORKER_SHARED, _WORKER_STARTED
+    if parent is not None:
+        _die_with_parent(parent)
     _WORKER_SHARED, _WORKER_STARTED = shared, started
     # Ctrl-C reaches every process of the terminal's group: the parent ends
     # the pool, and a worker interrupted on its own would print a traceback
@@ -329,7 +356,7 @@ def _on_pool(tasks: _Tasks, workers: int) -> None:
             max_workers=min(workers, len(pending)),
             mp_context=context,
             initializer=_install,
-            initargs=(tasks.shared, started),
+            initargs=(tasks.shared, started, os.getpid()),
         )
         try:
             with _sigint_held():

@@ -17,7 +17,7 @@ import testtools
 
 from hpc_nova_scheduler import sweep
 from tests import clusters
-from tests.processes import GENEROUS, end_group
+from tests.processes import GENEROUS, children, end_group
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +30,15 @@ GRID = [Cell(policy, seed) for policy in ("a", "bb", "ccc") for seed in range(3)
 
 
 # The cell functions are top level, so that they pickle for a pool or a cluster.
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has ended: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stream:
+            return stream.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def score(cell: Cell) -> tuple[str, int]:
     return cell.policy, len(cell.policy) * 10 + cell.seed
 
@@ -286,6 +295,34 @@ class TestRunGrid(testtools.TestCase):
         # Not a traceback from each worker: they leave the signal to the parent.
         self.assertEqual("interrupted\n", err)
         self.assertEqual(2, len(os.listdir(started)))
+
+    def test_workers_end_with_a_parent_that_ends_abruptly(self) -> None:
+        script = os.path.join(self.folder, "endless.py")
+        with open(script, "w") as stream:
+            stream.write(_ENDLESS)
+        started = os.path.join(self.folder, "started")
+        os.mkdir(started)
+        process = subprocess.Popen(
+            [sys.executable, script, started],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.addCleanup(end_group, process)
+        deadline = time.monotonic() + GENEROUS
+        while len(os.listdir(started)) < 2 and process.poll() is None:
+            self.assertLess(time.monotonic(), deadline, "the cells did not start")
+            time.sleep(0.1)
+        workers = children(process.pid)
+        self.assertNotEqual([], workers)
+        # The parent alone, killed as nothing can clean up after: its
+        # workers, in the middle of endless cells, must not outlive it.
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + GENEROUS
+        while [w for w in workers if _alive(w)]:
+            self.assertLess(time.monotonic(), deadline, f"workers {workers} outlived the parent")
+            time.sleep(0.1)
 
     def test_ctrl_c_while_a_worker_forks_is_dropped_by_the_worker(self) -> None:
         script = os.path.join(self.folder, "ctrl_c_at_fork.py")
