@@ -50,6 +50,8 @@ def fold_one(
         return Figure(value, value, 1, at)
     kept = weight((at - previous.at).total_seconds(), half_life)
     mean = kept * previous.mean + (1.0 - kept) * value
+    # Between the two, as a weighted mean is: rounding may step one ulp out.
+    mean = min(max(mean, min(previous.mean, value)), max(previous.mean, value))
     return Figure(
         mean=mean,
         peak=max(value, mean, kept * previous.peak),

@@ -54,6 +54,13 @@ class TestFold(testtools.TestCase):
         earlier = reduce.fold_one(first, 30.0, T0 - datetime.timedelta(seconds=60), 60)
         self.assertEqual((10.0, 30.0, T0), (earlier.mean, earlier.peak, earlier.at))
 
+    def test_a_steady_value_stays_exactly_that_value(self) -> None:
+        # Found by hypothesis: kept * x + (1 - kept) * x rounded one ulp above x.
+        first = reduce.fold_one(None, 237.5625, T0, HALF_LIFE)
+        later = T0 + datetime.timedelta(seconds=3215.243419079494)
+        second = reduce.fold_one(first, 237.5625, later, HALF_LIFE)
+        self.assertEqual((237.5625, 237.5625), (second.mean, second.peak))
+
     def test_bad_input_is_refused(self) -> None:
         self.assertRaises(ValueError, reduce.fold_one, None, -1.0, T0, 60)
         self.assertRaises(ValueError, reduce.fold_one, None, float("nan"), T0, 60)
