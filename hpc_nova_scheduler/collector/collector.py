@@ -28,6 +28,7 @@ from oslo_utils import timeutils
 from hpc_nova_scheduler.characterise.counters import ResctrlMount
 from hpc_nova_scheduler.collector import domains as domains_mod
 from hpc_nova_scheduler.collector.groups import MonitoringGroups
+from hpc_nova_scheduler.collector.once import SayOnce
 from hpc_nova_scheduler.collector.sampler import Sampler
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db.measured import Figure, HostReport, InstanceSample
@@ -67,8 +68,7 @@ class Collector:
     ) -> None:
         self.database = database
         self.settings = settings
-        self._say = say
-        self._said: set[str] = set()
+        self._once = SayOnce(say)
         self._clock = clock
         self._now = now
         mount = ResctrlMount(settings.resctrl_root)
@@ -76,11 +76,6 @@ class Collector:
         extra = {} if threads is None else {"threads": threads}
         self.groups = MonitoringGroups(mount, say, **extra)
         self._figures: dict[str, dict[str, Figure]] | None = None
-
-    def _once(self, line: str) -> None:
-        if line not in self._said:
-            self._said.add(line)
-            self._say(line)
 
     def _known_figures(self) -> dict[str, dict[str, Figure]]:
         if self._figures is None:

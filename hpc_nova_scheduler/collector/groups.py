@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hpc_nova_scheduler.characterise.counters import ResctrlMount
 from hpc_nova_scheduler.collector.domains import Domain
+from hpc_nova_scheduler.collector.once import SayOnce
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -45,16 +46,10 @@ class MonitoringGroups:
         threads: Callable[[int], set[int]] = process_threads,
     ) -> None:
         self.mount = mount
-        self._say = say
+        self._once = SayOnce(say)
         self._threads = threads
         #: Threads written into each of our groups, by instance.
         self._written: dict[str, set[int]] = {}
-        self._said: set[str] = set()
-
-    def _once(self, key: str, line: str) -> None:
-        if key not in self._said:
-            self._said.add(key)
-            self._say(line)
 
     def _libvirt_groups(self, domains: Sequence[Domain]) -> dict[str, list[Path]]:
         """libvirt's monitoring groups of each domain, by instance uuid."""
@@ -84,9 +79,9 @@ class MonitoringGroups:
             except OSError as error:
                 # ENOSPC: the kernel has no free RMID for another group.
                 self._once(
-                    f"mkdir:{error.errno}",
                     f"cannot make monitoring group {path}: {error.strerror or error}; "
                     "its instance is not measured (said once)",
+                    kind=("mkdir", error.errno),
                 )
                 continue
             threads = self._threads(domain.pid)
@@ -122,6 +117,6 @@ class MonitoringGroups:
                 shutil.rmtree(path, ignore_errors=True)
                 return
             self._once(
-                f"rmdir:{error.errno}",
                 f"cannot remove monitoring group {path}: {error.strerror or error} (said once)",
+                kind=("rmdir", error.errno),
             )

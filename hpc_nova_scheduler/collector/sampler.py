@@ -26,6 +26,7 @@ from hpc_nova_scheduler.characterise.counters import (
     add_samples,
     read_mon_data,
 )
+from hpc_nova_scheduler.collector.once import SayOnce
 from hpc_nova_scheduler.db.measured import HostReport, InstanceSample
 
 #: resctrl's byte counters and the bandwidth each gives.
@@ -48,37 +49,24 @@ class Sampler:
     def __init__(self, host: str, mount: ResctrlMount, say: Callable[[str], None]) -> None:
         self.host = host
         self.mount = mount
-        self._say = say
-        self._said: set[tuple[str, ...]] = set()
+        self.tell = SayOnce(say)
         self._last: dict[str, _Read] = {}
         self.problem = mount.problem()
         if self.problem is not None:
-            self.tell(
-                ("resctrl",), f"{self.problem}: no LLC occupancy or memory bandwidth measured"
-            )
+            self.tell(f"{self.problem}: no LLC occupancy or memory bandwidth measured")
         features = set(mount.features())
         self.measures = tuple(metric for counter, metric in MEASURES.items() if counter in features)
         missing = [c for c in MEASURES if c not in features]
         if self.problem is None and missing:
-            self.tell(
-                ("features",),
-                f"resctrl at {mount.root} does not monitor {', '.join(missing)}: left out",
-            )
-
-    def tell(self, kind: tuple[str, ...], line: str) -> None:
-        """Say ``line`` unless something of the same ``kind`` was said."""
-        if kind in self._said:
-            return
-        self._said.add(kind)
-        self._say(line)
+            self.tell(f"resctrl at {mount.root} does not monitor {', '.join(missing)}: left out")
 
     def _values(self, name: str, sample: ResctrlSample, now: float, what: str) -> dict[str, float]:
         for counter, why in sorted(sample.unreadable.items()):
             # Once per counter and what the file held (Unavailable, Error, ...).
             self.tell(
-                ("unreadable", counter, why.rsplit(": ", 1)[-1]),
                 f"{counter} unreadable ({why}, first seen for {what}); "
                 "left out wherever it is, said once",
+                kind=("unreadable", counter, why.rsplit(": ", 1)[-1]),
             )
         values = {}
         if "llc_occupancy" in sample.values:

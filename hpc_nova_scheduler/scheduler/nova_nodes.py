@@ -19,10 +19,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from oslo_log import log as logging
-
-LOG = logging.getLogger(__name__)
-
 
 @dataclasses.dataclass(frozen=True)
 class NodeRow:
