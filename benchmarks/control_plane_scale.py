@@ -79,9 +79,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devcloud import cli, control, fairshare, memory, operator, scale, services, stress
 from devcloud.operator import FlavorSpec
+from hpc_nova_scheduler import conf
 
 ROOT = Path(__file__).resolve().parent.parent / ".cloud"
 BUILD_TIMEOUT = 600.0
+#: ``[hpc_scheduler] reconcile_interval``'s default: the trial cloud's 10 s
+#: would sweep six times as often as an operator's agent does.
+RECONCILE_INTERVAL = next(opt.default for opt in conf.ALL_OPTS if opt.name == "reconcile_interval")
 #: Requests each client keeps alive before deleting its oldest.
 KEEP_ALIVE = 6
 
@@ -692,6 +696,7 @@ def bench_size(nodes: int, args, say) -> list[tuple[Phase, Quality]]:
         scheduler_workers=args.workers,
         plugin=True,
         timing=True,
+        reconcile_interval=args.reconcile_interval,
         say=say,
     )
     results = []
@@ -842,6 +847,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="at the default limit, the agent keeps the idle and roomy-rack traits and "
         "the plugin's HPC flavors require them",
+    )
+    parser.add_argument(
+        "--reconcile-interval",
+        type=int,
+        default=RECONCILE_INTERVAL,
+        metavar="SECONDS",
+        help="[hpc_scheduler] reconcile_interval, the agent's sweep "
+        f"(default {RECONCILE_INTERVAL}: the product's default, as an operator runs it)",
     )
     parser.add_argument("--keep", action="store_true", help="leave the last cloud up")
     parser.add_argument(

@@ -49,7 +49,9 @@ NOVA_FILTERS = [
 ALPHA, BETA = 100.0, 60.0
 #: Percent, as ``[hpc_scheduler] interference_tolerance``.
 INTERFERENCE_TOLERANCE = 10.0
-RECONCILE_INTERVAL = 10
+#: The trial cloud's ``[hpc_scheduler] reconcile_interval`` (a run may set
+#: another: :attr:`Run.reconcile_interval`).
+RECONCILE_INTERVAL = Run.reconcile_interval
 #: ``[hpc_scheduler] fairshare_interval`` under ``--fairness``: longer than a
 #: stress, so that a generation changes during the load only when its inputs
 #: (demand, VMs running, refusals) do, and never goes stale (two intervals).
@@ -187,7 +189,7 @@ def nova_conf(run: Run) -> Path:
             "interference_tolerance": INTERFERENCE_TOLERANCE,
             "interference_model": run.interference_model,
             # Records of servers the stress deletes converge within this.
-            "reconcile_interval": RECONCILE_INTERVAL,
+            "reconcile_interval": run.reconcile_interval,
         },
         # The agent's own credentials for Nova's API (fair-share reclaim),
         # through the stand-in for Keystone.

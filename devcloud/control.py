@@ -424,6 +424,7 @@ def up(
     placement_results: int | None = None,
     timing: bool = False,
     idle_trait_interval: int = 0,
+    reconcile_interval: int = config.RECONCILE_INTERVAL,
 ) -> Run:
     """Set up and start a cloud. ``nodes``: racks of ``rack_size`` nodes,
     a compute service each (``computes`` is then unused), several services
@@ -456,6 +457,7 @@ def up(
         placement_results=placement_results,
         timing=timing,
         idle_trait_interval=idle_trait_interval,
+        reconcile_interval=reconcile_interval,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()

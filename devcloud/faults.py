@@ -147,7 +147,7 @@ def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
         since, restarted_at = _utc(), time.monotonic()
         say(f"fault: {control.AGENT} started again (pid {restarted.pid})")
         fair = run.fairness != "none"
-        interval = config.fairshare_interval(run) if fair else config.RECONCILE_INTERVAL
+        interval = config.fairshare_interval(run) if fair else run.reconcile_interval
         new_name = f":{restarted.pid}"
 
         def swept() -> bool:
@@ -160,7 +160,7 @@ def kill_agent(run: Run, window: Window, rng: random.Random, say: Say) -> None:
             latest = database.latest_generation()
             return latest is not None and latest.created_at >= since
 
-        checks = [("sweep", swept, config.RECONCILE_INTERVAL + 30)]
+        checks = [("sweep", swept, run.reconcile_interval + 30)]
         if fair:
             # The lease of the killed agent expires first, then a run is due.
             checks.append(("fair-share generation", generation, interval + LEASE_SECONDS))

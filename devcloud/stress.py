@@ -588,7 +588,7 @@ def _records_converge(run: Run, placed, alive: set[str], say: Say) -> list[str]:
     handled are repaired by its next sweep, within ``reconcile_interval``.
     """
     database = db_api.Database(run.database_url("hpc"))
-    deadline = time.monotonic() + 2 * config.RECONCILE_INTERVAL + 10
+    deadline = time.monotonic() + 2 * run.reconcile_interval + 10
     try:
         while True:
             found = checker.record_mismatches(placed, alive, database.list_running())

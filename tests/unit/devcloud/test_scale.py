@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import configparser
 import datetime
+import json
 from pathlib import Path
 
 import fixtures
@@ -11,7 +13,7 @@ from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
 from devcloud import config, scale
-from devcloud.layout import Run
+from devcloud.layout import STATE_FILE, Run
 
 A = "11111111-2222-3333-4444-555555555555"
 B = "66666666-7777-8888-9999-000000000000"
@@ -221,3 +223,36 @@ class TestHotFrames(testtools.TestCase):
         self.assertEqual(
             [("filter (b.py:2)", 0.8, 0.2), ("host_passes (c.py:3)", 0.6, 0.6)], within
         )
+
+
+class TestReconcileInterval(testtools.TestCase):
+    def run_with(self, **settings) -> Run:
+        root = self.useFixture(fixtures.TempDir()).path
+        run = Run.new(
+            Path(root),
+            mysql="mysql+pymysql://root@127.0.0.1",
+            rabbit="rabbit://guest:guest@127.0.0.1:5672",
+            computes=2,
+            scheduler_workers=4,
+            plugin=True,
+            **settings,
+        )
+        run.ports = dict.fromkeys(("placement", "glance", "neutron", "nova"), 1)
+        return run
+
+    def written(self, run: Run) -> int:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read(config.nova_conf(run))
+        return parser.getint("hpc_scheduler", "reconcile_interval")
+
+    def test_the_trial_cloud_sweeps_often_and_a_run_may_set_the_products_default(self) -> None:
+        self.assertEqual(config.RECONCILE_INTERVAL, self.written(self.run_with()))
+        self.assertEqual(60, self.written(self.run_with(reconcile_interval=60)))
+
+    def test_a_run_saved_before_the_setting_loads_with_the_trial_clouds_interval(self) -> None:
+        run = self.run_with(reconcile_interval=60)
+        run.save()
+        saved = json.loads((run.path / STATE_FILE).read_text())
+        del saved["reconcile_interval"]
+        (run.path / STATE_FILE).write_text(json.dumps(saved))
+        self.assertEqual(config.RECONCILE_INTERVAL, Run.load(run.path).reconcile_interval)
