@@ -470,8 +470,72 @@ room is refused, as it would be on any sample of that many hosts.
     ),
 ]
 
+measured_opts = [
+    cfg.StrOpt(
+        "cache_pressure_source",
+        default="declared",
+        choices=[
+            ("declared", "each VM counts with its declared cache score (flavor, profile)"),
+            (
+                "measured",
+                "a VM measured long enough on a host that reports counts with its "
+                "measured score, the others with their declared one",
+            ),
+            ("max", "the larger of the declared and the measured score"),
+        ],
+        help="""
+Where the cache scores of the VMs already running on a host come from, in
+the cache thresholds (``cache_threshold``, ``sync_cache_threshold``), the
+interference models and the claims' checks. Measured scores come from
+``hpc-scheduler-collector`` on the compute hosts (resctrl's LLC occupancy):
+
+    measured score = measured_full_llc_score * occupancy / the host's LLC size
+
+A new application, a VM with fewer than ``measured_min_samples`` samples, and
+a VM on a host whose last report is older than ``measured_stale_after``
+count with their declared score, and so do the VMs being placed: they
+have not run yet.
+""",
+    ),
+    cfg.IntOpt(
+        "measured_stale_after",
+        default=60,
+        min=1,
+        help="""
+Seconds after which a host's collector report, or one instance's figures,
+no longer count: the VMs there count with their declared scores again.
+Keep it a few times ``[hpc_collector] interval``.
+""",
+    ),
+    cfg.IntOpt(
+        "measured_min_samples",
+        default=6,
+        min=1,
+        help="""
+Samples an instance needs before its measured score counts (one a
+``[hpc_collector] interval``): until then it counts with its declared score.
+""",
+    ),
+    cfg.FloatOpt(
+        "measured_full_llc_score",
+        default=60.0,
+        min=0.0,
+        help="""
+The cache score of a VM that holds a host's whole last-level cache. The
+default is ``sync_cache_threshold``'s default: a host whose cache is full
+takes no further SyncHPC co-runner.
+""",
+    ),
+]
+
 ALL_OPTS = (
-    threshold_opts + record_opts + database_opts + fairness_opts + topology_opts + narrowing_opts
+    threshold_opts
+    + record_opts
+    + database_opts
+    + fairness_opts
+    + topology_opts
+    + narrowing_opts
+    + measured_opts
 )
 
 

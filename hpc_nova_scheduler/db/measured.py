@@ -210,9 +210,12 @@ class MeasuredStore:
             )
             session.execute(delete(table).where(table.host == host, table.updated_at < cutoff))
 
-    def measured_hosts(self) -> list[HostReport]:
-        """Every host's last report, by host name."""
+    def measured_hosts(self, *, hosts: Iterable[str] | None = None) -> list[HostReport]:
+        """Every host's last report (of ``hosts``, if given), by host name."""
         table = models.MeasuredHost
+        query = select(table).order_by(table.host)
+        if hosts is not None:
+            query = query.where(table.host.in_(sorted(set(hosts))))
         with self._reader() as session:
             return [
                 HostReport(
@@ -223,7 +226,7 @@ class MeasuredStore:
                     tuple(m for m in r.measures.split(",") if m),
                     tuple(r.problems.splitlines()) if r.problems else (),
                 )
-                for r in session.scalars(select(table).order_by(table.host))
+                for r in session.scalars(query)
             ]
 
     def measured_instances(

@@ -92,6 +92,11 @@ class Scores:
                 figure.mean, report.llc_bytes, settings.full_llc_score
             )
 
+    @property
+    def counted(self) -> int:
+        """How many VMs count with a measured score."""
+        return len(self._measured)
+
     def measured(self, uuid: str) -> float | None:
         """The VM's measured score, if it counts now."""
         return self._measured.get(uuid)

@@ -31,6 +31,7 @@ from hpc_nova_scheduler.core.criteria import InterferenceTable, Thresholds
 from hpc_nova_scheduler.core.judge import HostJudge
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.fairshare.in_force import Choice
+from hpc_nova_scheduler.measured.pressure import Scores
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.corunners import claim_cores, claimed_vms
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
@@ -65,14 +66,19 @@ class PlanContext:
     #: and the claims already taken off (:class:`Knowledge`).
     free_cores: dict[str, float] = dataclasses.field(default_factory=dict)
     claims_seen: set[str] = dataclasses.field(default_factory=set)
+    #: The measured cache scores the plan was made with (None: declared),
+    #: so that the check judges every VM as the plan did.
+    scores: Scores | None = None
 
     def _as_vm(self, row: db_api.RunningRecord) -> RunningVM:
         application_id = self.request.application_id
         own = row.instance_uuid in self.own or row.request_id == application_id
+        declared = row.cache_score
+        scores = self.scores
         return RunningVM(
             uuid=row.instance_uuid,
             app_class=row.app_class,
-            cache_score=row.cache_score,
+            cache_score=declared if scores is None else scores.score(row.instance_uuid, declared),
             app_name=row.app_name,
             application_id=application_id if own else row.request_id,
         )

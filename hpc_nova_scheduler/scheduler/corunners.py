@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,9 +29,11 @@ from hpc_nova_scheduler.core import holders
 from hpc_nova_scheduler.core import profile as core_profile
 from hpc_nova_scheduler.core.cluster import RunningVM
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.measured.pressure import Scores
 from hpc_nova_scheduler.scheduler import host_view
 from hpc_nova_scheduler.scheduler.flavor_records import record_from_flavor
 from hpc_nova_scheduler.scheduler.nova_instances import NovaInstances, hinted_names, look_up
+from hpc_nova_scheduler.scheduler.placed_here import PlacedHere
 
 LOG = logging.getLogger(__name__)
 
@@ -65,38 +66,6 @@ def _serialised(method):
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-class PlacedHere:
-    """The VMs this scheduler service placed lately.
-
-    Nova's host manager keeps its host states between requests and takes
-    each VM it places off them at once (``consume_from_request``): this
-    service's own VMs are counted there until their compute reports, and
-    must not be taken off the free cores a second time. Another service's
-    are not. Kept for :data:`KEEP` seconds, far longer than a compute takes
-    to report a VM.
-    """
-
-    KEEP = 600.0
-
-    def __init__(self) -> None:
-        self._placed: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def add(self, instance_uuid: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            self._placed[instance_uuid] = now
-            if len(self._placed) > 4096:
-                self._placed = {
-                    uuid: at for uuid, at in self._placed.items() if now - at < self.KEEP
-                }
-
-    def __contains__(self, instance_uuid: object) -> bool:
-        with self._lock:
-            at = self._placed.get(instance_uuid)  # type: ignore[arg-type]
-        return at is not None and time.monotonic() - at < self.KEEP
 
 
 class CoRunnerSource:
@@ -238,12 +207,15 @@ class CoRunnerSource:
         exclude: Iterable[str] = (),
         own: Iterable[str] = (),
         application_id: str | None = None,
+        scores: Scores | None = None,
     ) -> Knowledge:
         """Co-runners of every host; ``database`` None means Nova only.
 
         ``exclude`` are instances that do not count (one being moved);
         ``own`` are instances of the requesting application itself (members
-        of its server group).
+        of its server group); ``scores`` the measured cache scores the VMs
+        count with (None: their declared scores). Claims stand for VMs not
+        running yet: they keep their declared scores.
         """
         exclude, own = set(exclude), set(own)
         by_key, located = _locate(host_states)
@@ -283,7 +255,7 @@ class CoRunnerSource:
 
         def as_vm(record: db_api.RunningRecord) -> RunningVM:
             own_vm = record.instance_uuid in own
-            return _as_running(record, application_id if own_vm else record.request_id)
+            return _as_running(record, application_id if own_vm else record.request_id, scores)
 
         for uuid, hs in located.items():
             if uuid in exclude:
@@ -350,11 +322,14 @@ def _locate(host_states: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return by_key, located
 
 
-def _as_running(record: db_api.RunningRecord, application_id: str | None) -> RunningVM:
+def _as_running(
+    record: db_api.RunningRecord, application_id: str | None, scores: Scores | None = None
+) -> RunningVM:
+    declared = record.cache_score
     return RunningVM(
         uuid=record.instance_uuid,
         app_class=record.app_class,
-        cache_score=record.cache_score,
+        cache_score=declared if scores is None else scores.score(record.instance_uuid, declared),
         app_name=record.app_name,
         application_id=application_id,
     )

@@ -35,7 +35,8 @@ The filter's parts: the request read once from Nova's spec and its state
 the database failure policy (:mod:`.fallback`), the interference model
 (:mod:`.model_cache`), the steps of one attempt at a plan
 (:mod:`.plan_attempt`), fair share (:mod:`.fair_scope`), the domains the
-application already holds (:mod:`.held_domains`), claims (:mod:`.claims`),
+application already holds (:mod:`.held_domains`), the measured cache scores
+(:mod:`.measured_scores`), claims (:mod:`.claims`),
 the rounds after the plan (:mod:`.rounds`), and why hosts were left out
 (:mod:`.refusals`).
 """
@@ -60,6 +61,7 @@ from hpc_nova_scheduler.scheduler import (
     fair_scope,
     fairness,
     held_domains,
+    measured_scores,
     plan_attempt,
     refusals,
 )
@@ -253,6 +255,10 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             return state
         if state.database is not None:
             claims.settle(state.database, self._source.nova)
+        # Read once: every attempt and the claim's check judge by the same scores.
+        context.scores, state.database = measured_scores.read(
+            hosts, state.database, state.profile, self._policy
+        )
         fair = fair_scope.scope(self._entitlements, state, request)
         setting = plan_attempt.setting_of(state, context, levels, model, fair, self._tags.current())
         # A plan that lost a race to a concurrent one is made again from fresh data.
@@ -309,6 +315,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             request.instance_uuid,
             setting.context.own,
             state.application_id,
+            scores=setting.context.scores,
         )
         return knowledge, plan_attempt.core_hosts(hosts, knowledge, setting)
 

@@ -97,7 +97,15 @@ class PluginData:
         )
 
     def knowledge(
-        self, hosts, database, profile, instance_uuid, own, application_id, dedicated_only=False
+        self,
+        hosts,
+        database,
+        profile,
+        instance_uuid,
+        own,
+        application_id,
+        dedicated_only=False,
+        scores=None,
     ):
         exclude = {instance_uuid} if instance_uuid else set()
 
@@ -107,7 +115,14 @@ class PluginData:
                     hosts, db, exclude=exclude, application_id=application_id
                 )
             return self.source.collect(
-                hosts, db, exclude=exclude, own=own, application_id=application_id
+                hosts,
+                db,
+                exclude=exclude,
+                own=own,
+                application_id=application_id,
+                # The measurements are the plugin database's: without it
+                # (the fallback copy, Nova alone) every score is declared.
+                scores=None if self._policy.degraded(db) else scores,
             )
 
         while database is not None:

@@ -15,9 +15,9 @@ from oslo_log import log as logging
 
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.scheduler import claims, host_view
-from hpc_nova_scheduler.scheduler.corunners import PlacedHere
 from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FallbackStore
 from hpc_nova_scheduler.scheduler.occupancy import PlacementOccupancy
+from hpc_nova_scheduler.scheduler.placed_here import PlacedHere
 from hpc_nova_scheduler.scheduler.request import Request, RequestState
 
 LOG = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ import testtools
 
 from hpc_nova_scheduler.collector.collector import Collector, Settings
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.demo.measured_host import status_xml as status
 from hpc_nova_scheduler.demo.resctrl_tree import UNAVAILABLE, ResctrlTree
-from tests.unit.collector.test_domains import status
 
 T0 = datetime.datetime(2026, 11, 29, 12, 0, 0)
 A = "11111111-0000-0000-0000-00000000000a"

@@ -8,22 +8,9 @@ import fixtures
 import testtools
 
 from hpc_nova_scheduler.collector import domains
+from hpc_nova_scheduler.demo.measured_host import status_xml as status
 
 UUID = "3f6b2a57-8a3e-4c1d-9b0e-5d7a2c1e4f60"
-
-
-def status(name: str, uuid: str, pid: int | str) -> str:
-    # As libvirtd writes it, shortened: the status around the live definition.
-    return (
-        f"<domstatus state='running' reason='booted' pid='{pid}'>\n"
-        "  <taint flag='high-privileges'/>\n"
-        "  <domain type='kvm' id='7'>\n"
-        f"    <name>{name}</name>\n"
-        f"    <uuid>{uuid}</uuid>\n"
-        "    <vcpu placement='static'>4</vcpu>\n"
-        "  </domain>\n"
-        "</domstatus>\n"
-    )
 
 
 class TestRunning(testtools.TestCase):

@@ -18,8 +18,8 @@ import testtools
 
 import hpc_nova_scheduler
 from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.demo.measured_host import status_xml as status
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
-from tests.unit.collector.test_domains import status
 
 ROOT = pathlib.Path(hpc_nova_scheduler.__file__).parent.parent
 #: Seconds that only bound a wait for something that should come much sooner.

@@ -1,0 +1,87 @@
+"""A compute host's instances as ``hpc-scheduler-collector`` finds them, without RDT or libvirt.
+
+The collector reads two folders on a compute host: libvirt's status files
+of the running QEMU domains (``[hpc_collector] libvirt_run_dir``) and the
+resctrl mount (``[hpc_collector] resctrl_root``). :class:`MeasuredHost` lays
+both out under one folder, as libvirtd and the kernel lay them out, and
+lets a caller start and stop instances and drive what each one holds of
+the last-level cache and how many bytes it has moved. The functional tests
+and the devcloud's fake computes point a real collector at it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
+
+
+def status_xml(name: str, uuid: str, pid: int | str) -> str:
+    """A domain's status file as libvirtd writes it, shortened to what is read."""
+    return (
+        f"<domstatus state='running' reason='booted' pid='{pid}'>\n"
+        "  <taint flag='high-privileges'/>\n"
+        "  <domain type='kvm' id='7'>\n"
+        f"    <name>{name}</name>\n"
+        f"    <uuid>{uuid}</uuid>\n"
+        "    <vcpu placement='static'>4</vcpu>\n"
+        "  </domain>\n"
+        "</domstatus>\n"
+    )
+
+
+class MeasuredHost:
+    """libvirt's run folder and a resctrl mount of one host, under ``folder``."""
+
+    def __init__(self, folder: Path, **tree) -> None:
+        folder = Path(folder)
+        self.run_dir = folder / "qemu"
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.tree = ResctrlTree(folder / "resctrl", **tree).lay_out()
+        self._names: dict[str, str] = {}
+        self._moved: dict[str, int] = {}
+
+    @property
+    def llc_bytes(self) -> int:
+        """The host's LLC, every cache domain together."""
+        return self.tree.llc_bytes_per_domain * len(self.tree.domains)
+
+    def group(self, uuid: str) -> Path:
+        return self.tree.root / "mon_groups" / uuid
+
+    def start(self, uuid: str, pid: int) -> None:
+        """Instance ``uuid`` runs, in QEMU process ``pid``, holding nothing yet
+        (one already running goes on as it was)."""
+        if uuid in self._names:
+            return
+        name = f"instance-{len(self._names) + 1:08x}"
+        self._names[uuid] = name
+        (self.run_dir / f"{name}.xml").write_text(status_xml(name, uuid, pid))
+        # The kernel fills a monitoring group's files at mkdir; done here
+        # first, so the collector's mkdir finds the group made.
+        if not self.group(uuid).exists():
+            self.tree.add_monitoring_group(uuid)
+        self._moved[uuid] = 0
+
+    def stop(self, uuid: str) -> None:
+        """Instance ``uuid`` no longer runs (libvirtd removes its status file)."""
+        name = self._names.pop(uuid, None)
+        if name is not None:
+            (self.run_dir / f"{name}.xml").unlink(missing_ok=True)
+        self._moved.pop(uuid, None)
+
+    def occupy(self, uuid: str, occupancy: int) -> None:
+        """Instance ``uuid`` holds ``occupancy`` bytes of the LLC, spread over the domains."""
+        self._spread(uuid, "llc_occupancy", occupancy)
+
+    def move(self, uuid: str, nbytes: int) -> None:
+        """Instance ``uuid`` moves ``nbytes`` more to and from memory (all local)."""
+        self._moved[uuid] = self._moved.get(uuid, 0) + nbytes
+        self._spread(uuid, "mbm_total_bytes", self._moved[uuid])
+        self._spread(uuid, "mbm_local_bytes", self._moved[uuid])
+
+    def _spread(self, uuid: str, counter: str, total: int) -> None:
+        count = len(self.tree.domains)
+        share, rest = divmod(int(total), count)
+        values = [share + (1 if index < rest else 0) for index in range(count)]
+        self.tree.set(self.group(uuid), counter, values)

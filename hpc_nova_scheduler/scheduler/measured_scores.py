@@ -1,0 +1,73 @@
+"""The measured cache scores a request plans with (``cache_pressure_source``).
+
+Read once per planned request, before its attempts, for the candidate hosts
+only: every attempt, the claim's re-check under its locks and the
+interference model then judge each running VM by the same score
+(:class:`hpc_nova_scheduler.measured.pressure.Scores`). Under ``declared``
+(the default) nothing is read and nothing changes.
+
+The collector records a host under the name nova-scheduler knows it by
+(``[hpc_collector] host``, nova-compute's ``[DEFAULT] host``); an instance's
+figures are joined by its UUID, so a VM counts with its measured score on
+whichever candidate host Nova shows it.
+
+Without the plugin database itself (the fallback copy, or Nova's data
+alone) there are no measurements: every VM counts with its declared score.
+"""
+
+from __future__ import annotations
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.core.profile import ApplicationProfile
+from hpc_nova_scheduler.db import api as db_api
+from hpc_nova_scheduler.measured import pressure
+from hpc_nova_scheduler.scheduler.fallback import DATABASE_ERRORS, FailurePolicy
+
+LOG = logging.getLogger(__name__)
+CONF = hpc_conf.CONF
+
+
+def settings() -> pressure.Settings:
+    """``[hpc_scheduler] cache_pressure_source`` and its ``measured_*`` options."""
+    group = CONF.hpc_scheduler
+    return pressure.Settings(
+        source=group.cache_pressure_source,
+        stale_after=float(group.measured_stale_after),
+        min_samples=group.measured_min_samples,
+        full_llc_score=group.measured_full_llc_score,
+    )
+
+
+def read(
+    hosts: list,
+    database: db_api.Database | None,
+    profile: ApplicationProfile,
+    policy: FailurePolicy,
+) -> tuple[pressure.Scores | None, db_api.Database | None]:
+    """The scores of the VMs on ``hosts`` (None: every VM's declared score),
+    and the database the request goes on with."""
+    chosen = settings()
+    if chosen.source == pressure.DECLARED:
+        return None, database
+    names = sorted({hs.host for hs in hosts})
+    while not policy.degraded(database):
+        try:
+            reports = {r.host: r for r in database.measured_hosts(hosts=names)}
+            instances = database.measured_instances(hosts=names)
+        except DATABASE_ERRORS as error:
+            database = policy.failed(profile, error, database)
+            continue
+        scores = pressure.Scores(chosen, reports, instances, timeutils.utcnow())
+        LOG.debug(
+            "hpc-nova-scheduler: %s cache scores: %d of %d measured instances on %d "
+            "reporting hosts count",
+            chosen.source,
+            scores.counted,
+            len(instances),
+            len(reports),
+        )
+        return scores, database
+    return None, database

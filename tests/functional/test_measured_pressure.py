@@ -1,0 +1,148 @@
+"""``cache_pressure_source``: what the compute hosts measured, in Nova's scheduler.
+
+A real collector (:class:`~hpc_nova_scheduler.collector.collector.Collector`)
+reads a laid-out resctrl mount and libvirt run folder per compute host
+(:class:`~hpc_nova_scheduler.demo.measured_host.MeasuredHost`) and writes
+the plugin database, as ``hpc-scheduler-collector`` does on each host; the
+servers are booted through Nova's API.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import fixtures
+from oslo_utils import timeutils
+
+from hpc_nova_scheduler.collector.collector import Collector, Settings
+from hpc_nova_scheduler.demo.fake_driver import Shape
+from hpc_nova_scheduler.demo.measured_host import MeasuredHost
+from tests.functional import base
+
+BETA = 60.0
+INTERVAL = datetime.timedelta(seconds=10)
+
+
+class MeasuredCloud(base.HpcTestCase):
+    #: One host: what the filter decides there is placed or refused.
+    HOSTS = {"n1": Shape()}
+    SOURCE = "measured"
+
+    def setUp(self) -> None:
+        self.HPC_FLAGS = {
+            "sync_cache_threshold": BETA,
+            "measured_full_llc_score": BETA,
+            "measured_min_samples": 3,
+            "cache_pressure_source": self.SOURCE,
+        }
+        super().setUp()
+        self.folder = Path(self.useFixture(fixtures.TempDir()).path)
+        self.measured: dict[str, MeasuredHost] = {}
+        self.said: list[str] = []
+        self.last = timeutils.utcnow() - datetime.timedelta(hours=1)
+
+    def measure(self, server: dict, share: float, *, samples: int = 3, age: float = 0.0) -> None:
+        """The collector of ``server``'s host reads it ``samples`` times, an
+        interval apart, holding ``share`` of the LLC; the last read ``age``
+        seconds ago, or later if earlier reads already took that time.
+
+        Sample time only moves forward, as on a host: a decayed mean weighs
+        samples by the time between them.
+        """
+        host = server["OS-EXT-SRV-ATTR:host"]
+        if host not in self.measured:
+            self.measured[host] = MeasuredHost(self.folder / host)
+        measured = self.measured[host]
+        measured.start(server["id"], pid=4242)
+        measured.occupy(server["id"], int(share * measured.llc_bytes))
+        settings = Settings(
+            host, measured.tree.root, measured.run_dir, 300.0, datetime.timedelta(hours=1)
+        )
+        end = timeutils.utcnow() - datetime.timedelta(seconds=age)
+        at = max(self.last + INTERVAL, end - (samples - 1) * INTERVAL)
+        collector = Collector(
+            self.database, settings, self.said.append, now=lambda: at, threads=lambda pid: {pid}
+        )
+        for _ in range(samples):
+            collector.collect()
+            self.last = at
+            at += INTERVAL
+        self.assertEqual([], self.said)
+
+    def sync(self, score: float) -> str:
+        return self.hpc_flavor(app_class="SyncHPC", cache_score=score)
+
+
+class TestMeasured(MeasuredCloud):
+    def test_a_vm_declared_quiet_that_fills_the_cache_takes_no_sync_co_runner(self) -> None:
+        # A plain VM declares nothing (score 0) and holds the whole LLC.
+        (noisy,) = self.launch(self.hpc_flavor())
+        self.measure(noisy, 1.0)
+        # Measured at beta: a SyncHPC VM next to it would bring the host over.
+        self.assert_refused(self.launch(self.sync(10)))
+        # Once its cache is quiet again, the host takes co-runners.
+        self.measure(noisy, 0.0, samples=60)
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(10))))
+
+    def test_the_measured_score_counts_for_every_request_on_the_host(self) -> None:
+        (noisy,) = self.launch(self.sync(10))
+        self.measure(noisy, 0.9)
+        # 54 measured + 10 is over beta; 54 + 5 is not.
+        self.assert_refused(self.launch(self.sync(10)))
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(5))))
+
+    def test_too_few_samples_count_as_declared(self) -> None:
+        (noisy,) = self.launch(self.sync(10))
+        # Two samples of three: the declared 10 counts, and 10 + 10 fits.
+        self.measure(noisy, 1.0, samples=2)
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(10))))
+        # The third sample: 60 + 10 + 10 is over beta.
+        self.measure(noisy, 1.0, samples=1)
+        self.assert_refused(self.launch(self.sync(10)))
+
+    def test_a_stale_report_counts_as_declared(self) -> None:
+        (noisy,) = self.launch(self.sync(10))
+        # Enough samples, but the host last reported two minutes ago.
+        self.measure(noisy, 1.0, age=120)
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(10))))
+        # It reports again.
+        self.measure(noisy, 1.0, samples=1)
+        self.assert_refused(self.launch(self.sync(10)))
+
+
+class TestMeasuredElsewhere(MeasuredCloud):
+    HOSTS = {"n1": Shape(), "n2": Shape()}
+
+    def test_a_host_measured_full_sends_sync_vms_to_another(self) -> None:
+        (noisy,) = self.launch(self.hpc_flavor())
+        where = noisy["OS-EXT-SRV-ATTR:host"]
+        self.measure(noisy, 1.0)
+        later = self.hosts_of(self.launch(self.sync(10), 2))
+        self.assertEqual({"n1", "n2"} - {where}, set(later))
+
+
+class TestDeclared(MeasuredCloud):
+    SOURCE = "declared"
+
+    def test_the_measurements_change_nothing(self) -> None:
+        (noisy,) = self.launch(self.hpc_flavor())
+        self.measure(noisy, 1.0)
+        # Its declared score is 0: 0 + 10 is under beta.
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(10))))
+
+
+class TestMax(MeasuredCloud):
+    SOURCE = "max"
+
+    def test_a_declared_score_higher_than_the_measured_one_counts(self) -> None:
+        (loud,) = self.launch(self.sync(55))
+        # Declared 55, measured 6: 55 + 10 is over beta (under measured, 6 + 10 fits).
+        self.measure(loud, 0.1)
+        self.assert_refused(self.launch(self.sync(10)))
+        self.assertEqual({"n1": 1}, self.hosts_of(self.launch(self.sync(5))))
+
+    def test_a_measured_score_higher_than_the_declared_one_counts(self) -> None:
+        (noisy,) = self.launch(self.hpc_flavor())
+        self.measure(noisy, 0.9)
+        self.assert_refused(self.launch(self.sync(10)))
