@@ -29,6 +29,7 @@ from hpc_nova_scheduler.cmd import (
     db,
     demo,
     fairshare,
+    hosts,
     interference,
     model,
     plan,
@@ -51,6 +52,7 @@ PIPE_CLOSED = 141
 GROUPS = (
     reconcile,
     agent,
+    hosts,
     topology,
     db,
     profile,

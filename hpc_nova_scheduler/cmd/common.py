@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -73,12 +74,27 @@ def load_conf(args: argparse.Namespace) -> cfg.ConfigOpts:
         )
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError) as error:
         raise CommandError(str(error)) from None
+    _check_values(conf)
     if args.connection:
         conf.set_override("connection", args.connection, group=hpc_conf.GROUP_NAME)
     if args.debug:
         conf.set_override("debug", True)
     logging.setup(conf, PROG)
     return conf
+
+
+def _check_values(conf: cfg.ConfigOpts) -> None:
+    """Every ``[hpc_scheduler]`` value parsed now: a bad one is one line naming
+    the option and its file, not a traceback from wherever it is first read."""
+    for opt in hpc_conf.ALL_OPTS:
+        try:
+            getattr(conf.hpc_scheduler, opt.dest)
+        except (cfg.ConfigFileValueError, ValueError) as error:
+            text = str(error)
+            where = re.search(r"detail='([^']*)'", text)
+            reason = text.split(" is not valid: ", 1)[-1]
+            source = f" in {where.group(1)}" if where else ""
+            raise CommandError(f"[{hpc_conf.GROUP_NAME}] {opt.name}{source}: {reason}") from None
 
 
 def database(args: argparse.Namespace, *, require_schema: bool = True) -> db_api.Database:

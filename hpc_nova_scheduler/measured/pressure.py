@@ -59,6 +59,17 @@ class Settings:
     min_samples: int = 6
     full_llc_score: float = 60.0
 
+    @classmethod
+    def of(cls, group) -> Settings:
+        """The settings of ``[hpc_scheduler]`` (``CONF.hpc_scheduler``, or any
+        object with its ``cache_pressure_source`` and ``measured_*`` options)."""
+        return cls(
+            source=group.cache_pressure_source,
+            stale_after=float(group.measured_stale_after),
+            min_samples=group.measured_min_samples,
+            full_llc_score=group.measured_full_llc_score,
+        )
+
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"cache_pressure_source: {self.source!r} is not one of {SOURCES}")

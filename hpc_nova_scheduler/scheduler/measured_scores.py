@@ -32,13 +32,7 @@ CONF = hpc_conf.CONF
 
 def settings() -> pressure.Settings:
     """``[hpc_scheduler] cache_pressure_source`` and its ``measured_*`` options."""
-    group = CONF.hpc_scheduler
-    return pressure.Settings(
-        source=group.cache_pressure_source,
-        stale_after=float(group.measured_stale_after),
-        min_samples=group.measured_min_samples,
-        full_llc_score=group.measured_full_llc_score,
-    )
+    return pressure.Settings.of(CONF.hpc_scheduler)
 
 
 def read(
