@@ -526,6 +526,17 @@ default is ``sync_cache_threshold``'s default: a host whose cache is full
 takes no further SyncHPC co-runner.
 """,
     ),
+    cfg.FloatOpt(
+        "measured_bandwidth_weight_multiplier",
+        default=1.0,
+        help="""
+Multiplier of ``MeasuredBandwidthWeigher`` (in ``[filter_scheduler]
+weight_classes`` through ``hpc_nova_scheduler.scheduler.weights.all_weighers``):
+positive prefers the hosts whose collectors measure the least memory
+bandwidth used, that is the most headroom; 0 turns it off. It weighs only
+under ``cache_pressure_source`` ``measured`` or ``max``.
+""",
+    ),
 ]
 
 ALL_OPTS = (

@@ -104,9 +104,7 @@ class Agent:
         self.name = name or agent_name()
         #: Set when the agent stops: a long run ends at its next step.
         self.stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._database: db_api.Database | None = None
-        self._database_url: str | None = None
+        self._database = db_api.ConfiguredDatabase(CONF)
         #: task -> the error of its last run, so that a lasting one is logged once.
         self._errors: dict[str, str | None] = {}
         self.fallback = fallback if fallback is not None else FallbackStore()
@@ -132,14 +130,7 @@ class Agent:
 
     def database(self) -> db_api.Database:
         """The plugin database of the options now (a reload may change it)."""
-        with self._lock:
-            url = CONF.hpc_scheduler.connection
-            if self._database is None or self._database_url != url:
-                if self._database is not None:
-                    self._database.dispose()
-                self._database = db_api.Database.from_conf(CONF)
-                self._database_url = url
-            return self._database
+        return self._database()
 
     def sweep(self) -> object:
         return sweep_mod.sweep(self.database(), self.fallback)
@@ -209,8 +200,7 @@ class Agent:
     def close(self) -> None:
         """Let the leases go and close the database (the agent stops)."""
         self.stopping.set()
-        with self._lock:
-            database = self._database
+        database = self._database.current
         if database is None:
             return
         try:
@@ -227,4 +217,4 @@ class Agent:
                 LOG.info("hpc-scheduler-agent: idle-traits lease released")
         except Exception as failure:
             LOG.warning("hpc-scheduler-agent: cannot release the idle-traits lease: %s", failure)
-        database.dispose()
+        self._database.dispose()

@@ -1747,3 +1747,41 @@ class Database(LoanStore, MeasuredStore):
                 TaskRun(r.task, r.agent, r.started_at, r.finished_at, r.interval_s, r.error)
                 for r in rows
             ]
+
+
+class ConfiguredDatabase:
+    """The plugin database of ``[hpc_scheduler] connection`` as set now.
+
+    Opened at first use and opened again when the option changes (a service
+    reloaded its configuration); shared by the threads of one process.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts = hpc_conf.CONF) -> None:
+        self._conf = conf
+        self._database: Database | None = None
+        self._url: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Database:
+        with self._lock:
+            url = self._conf[hpc_conf.GROUP_NAME].connection
+            if self._database is None or self._url != url:
+                if self._database is not None:
+                    self._database.dispose()
+                self._database = None
+                self._url = url
+                self._database = Database.from_conf(self._conf)
+            return self._database
+
+    @property
+    def current(self) -> Database | None:
+        """The database opened last (None: none yet)."""
+        with self._lock:
+            return self._database
+
+    def dispose(self) -> None:
+        """Close the connections (the database opens again at next use)."""
+        with self._lock:
+            database, self._database, self._url = self._database, None, None
+        if database is not None:
+            database.dispose()

@@ -128,9 +128,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
     def __init__(self) -> None:
         super().__init__()
         self._source = CoRunnerSource()
-        self._database: db_api.Database | None = None
-        self._database_url: str | None = None
-        self._database_lock = threading.Lock()
+        self._database = db_api.ConfiguredDatabase(CONF)
         self._occupancy = PlacementOccupancy()
         self._fallback = FallbackStore()
         self._policy = FailurePolicy(self._fallback)
@@ -144,15 +142,7 @@ class HpcPlacementFilter(filters.BaseHostFilter):
         fairness.settings()
 
     def _db(self) -> db_api.Database:
-        group = CONF.hpc_scheduler
-        with self._database_lock:
-            if self._database is None or self._database_url != group.connection:
-                if self._database is not None:
-                    self._database.dispose()
-                self._database = None
-                self._database_url = group.connection
-                self._database = db_api.Database.from_conf(CONF)
-            return self._database
+        return self._database()
 
     # -- Nova's entry point --------------------------------------------------
 

@@ -16,6 +16,7 @@ import fixtures
 from oslo_utils import timeutils
 
 from hpc_nova_scheduler.collector.collector import Collector, Settings
+from hpc_nova_scheduler.db.measured import HostReport
 from hpc_nova_scheduler.demo.fake_driver import Shape
 from hpc_nova_scheduler.demo.measured_host import MeasuredHost
 from tests.functional import base
@@ -146,3 +147,34 @@ class TestMax(MeasuredCloud):
         (noisy,) = self.launch(self.hpc_flavor())
         self.measure(noisy, 0.9)
         self.assert_refused(self.launch(self.sync(10)))
+
+
+class TestBandwidthWeigher(MeasuredCloud):
+    """``MeasuredBandwidthWeigher``, loaded with the plugin's weighers."""
+
+    HOSTS = {"n1": Shape(), "n2": Shape(), "n3": Shape()}
+
+    def setUp(self) -> None:
+        super().setUp()
+        # Far above Nova's own weighers (each at most 1 after normalisation).
+        self.flags(measured_bandwidth_weight_multiplier=1000.0, group="hpc_scheduler")
+        now = timeutils.utcnow()
+        for host, used in (("n1", 5e9), ("n2", 1e9)):  # n3 never reports
+            self.database.record_measurements(
+                HostReport(host, now, 2**26, {"mbm_total_bps": used}, ("mbm_total_bps",)),
+                [],
+                {},
+                retention=datetime.timedelta(hours=1),
+            )
+
+    def test_the_host_with_the_most_headroom_comes_first(self) -> None:
+        # Nova's RAM and CPU weighers alone would spread these over the hosts.
+        for _ in range(3):
+            self.assertEqual({"n2": 1}, self.hosts_of(self.launch(self.hpc_flavor())))
+
+    def test_a_zero_multiplier_leaves_nova_to_spread(self) -> None:
+        self.flags(measured_bandwidth_weight_multiplier=0.0, group="hpc_scheduler")
+        found = {}
+        for _ in range(3):
+            found.update(self.hosts_of(self.launch(self.hpc_flavor())))
+        self.assertEqual({"n1", "n2", "n3"}, set(found))

@@ -531,9 +531,7 @@ def run_processes(
 
 def dispose(flt: Any) -> None:
     """Close the filter's database connections."""
-    database = getattr(flt, "_database", None)
-    if database is not None:
-        database.dispose()
+    flt._database.dispose()
 
 
 # -- the checker --------------------------------------------------------------
