@@ -537,6 +537,48 @@ bandwidth used, that is the most headroom; 0 turns it off. It weighs only
 under ``cache_pressure_source`` ``measured`` or ``max``.
 """,
     ),
+    cfg.IntOpt(
+        "measured_rebalance_interval",
+        default=0,
+        min=0,
+        help="""
+Seconds between two looks of ``hpc-scheduler-agent``'s ``measured-rebalance``
+task at the hosts' cache pressure (0, the default: off; it also does
+nothing under ``cache_pressure_source = declared``). A host whose total,
+counted as placement counts it, stays over its limit (``sync_cache_threshold``
+where a SyncHPC VM runs, ``cache_threshold`` otherwise) for
+``measured_rebalance_sustain`` seconds gets the fewest of its VMs live-migrated
+that bring it back within the limit; nova-scheduler chooses where they go.
+ExtremeHPC VMs never move. One agent acts at a time (a lease).
+""",
+    ),
+    cfg.IntOpt(
+        "measured_rebalance_sustain",
+        default=300,
+        min=0,
+        help="""
+Seconds a host's cache pressure must stay over its limit, at every look,
+before ``measured-rebalance`` moves VMs off it: a burst shorter than this
+moves nothing.
+""",
+    ),
+    cfg.IntOpt(
+        "measured_rebalance_cooldown",
+        default=900,
+        min=0,
+        help="""
+Seconds after ``measured-rebalance`` acted on a host before it may act on
+that host again, so that the moved VMs' measurements settle first.
+""",
+    ),
+    cfg.BoolOpt(
+        "measured_rebalance_dry_run",
+        default=True,
+        help="""
+Only log (at INFO) which VMs ``measured-rebalance`` would move off which
+host, and why; move nothing. Turn it off once the log says what you expect.
+""",
+    ),
 ]
 
 ALL_OPTS = (

@@ -24,6 +24,7 @@ from oslo_utils import timeutils
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import allocator as allocator_mod
 from hpc_nova_scheduler.agent import idle_traits as idle_traits_mod
+from hpc_nova_scheduler.agent import pressure_rebalance
 from hpc_nova_scheduler.agent import reclaim as reclaim_mod
 from hpc_nova_scheduler.agent import sweep as sweep_mod
 from hpc_nova_scheduler.db import api as db_api
@@ -39,6 +40,7 @@ SWEEP = "sweep"
 FAIRSHARE = "fairshare"
 RECLAIM = "reclaim"
 IDLE_TRAITS = "idle-traits"
+MEASURED_REBALANCE = "measured-rebalance"
 #: Seconds before a task that is off looks at its options again.
 IDLE_SECONDS = 60.0
 
@@ -127,6 +129,9 @@ class Agent:
             stopping=self.stopping,
             tags=tags,
         )
+        self.pressure_rebalancer = pressure_rebalance.PressureRebalancer(
+            self.database, self.allocator.holder, connection
+        )
 
     def database(self) -> db_api.Database:
         """The plugin database of the options now (a reload may change it)."""
@@ -157,12 +162,19 @@ class Agent:
             return None
         return self.idle_traits_keeper.run(interval)
 
+    def measured_rebalance(self) -> object:
+        every = pressure_rebalance.interval()
+        if every is None:
+            return None
+        return self.pressure_rebalancer.run(every)
+
     def tasks(self) -> list[Task]:
         return [
             Task(SWEEP, sweep_interval, self.sweep),
             Task(FAIRSHARE, fairshare_interval, self.fairshare),
             Task(RECLAIM, reclaim_interval, self.reclaim),
             Task(IDLE_TRAITS, idle_traits_interval, self.idle_traits),
+            Task(MEASURED_REBALANCE, pressure_rebalance.interval, self.measured_rebalance),
         ]
 
     def run(self, task: Task) -> float:
@@ -217,4 +229,11 @@ class Agent:
                 LOG.info("hpc-scheduler-agent: idle-traits lease released")
         except Exception as failure:
             LOG.warning("hpc-scheduler-agent: cannot release the idle-traits lease: %s", failure)
+        try:
+            if self.pressure_rebalancer.release():
+                LOG.info("hpc-scheduler-agent: measured-rebalance lease released")
+        except Exception as failure:
+            LOG.warning(
+                "hpc-scheduler-agent: cannot release the measured-rebalance lease: %s", failure
+            )
         self._database.dispose()

@@ -650,6 +650,8 @@ def _cores_in_use(session, hosts: Iterable[str] | None) -> dict[str, dict[str, i
 ALLOCATOR_LEASE = "allocator"
 #: The ``fairshare_lease`` row of the agent that writes the narrowing traits.
 IDLE_TRAITS_LEASE = "idle_traits"
+#: The ``fairshare_lease`` row of the agent that moves VMs off hosts measured over their limit.
+MEASURED_REBALANCE_LEASE = "measured_rebalance"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,29 @@ class HpcTestCase(HpcCloud):
     :meth:`allocator_tick`), so nothing outlives the test.
     """
 
+    def agent_connection(self):
+        """openstacksdk on the harness's Nova API, as the agent's admin user."""
+        import openstack
+        from keystoneauth1 import noauth
+        from keystoneauth1 import session as ks_session
+
+        session = ks_session.Session(
+            auth=noauth.NoAuth(),
+            additional_headers={
+                "X-Auth-User": "admin",
+                "X-User-Id": "hpc-agent",
+                "X-Auth-Project-Id": "service",
+                "X-Project-Id": "service",
+                "X-Roles": "admin,member,reader",
+                "X-Auth-Token": "admin:service",
+            },
+        )
+        conn = openstack.connection.Connection(
+            session=session, compute_endpoint_override=self.api.base_url
+        )
+        self.addCleanup(conn.close)
+        return conn
+
     def agent(self) -> Agent:
         """This test's agent (one per test, closed at its end)."""
         if getattr(self, "_agent", None) is None:

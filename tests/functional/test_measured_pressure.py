@@ -15,6 +15,7 @@ from pathlib import Path
 import fixtures
 from oslo_utils import timeutils
 
+from hpc_nova_scheduler.agent.tasks import Agent
 from hpc_nova_scheduler.collector.collector import Collector, Settings
 from hpc_nova_scheduler.db.measured import HostReport
 from hpc_nova_scheduler.demo.fake_driver import Shape
@@ -178,3 +179,79 @@ class TestBandwidthWeigher(MeasuredCloud):
         for _ in range(3):
             found.update(self.hosts_of(self.launch(self.hpc_flavor())))
         self.assertEqual({"n1", "n2", "n3"}, set(found))
+
+
+class TestMeasuredRebalance(MeasuredCloud):
+    """``measured-rebalance``: the agent's task, live migrations through Nova's API."""
+
+    HOSTS = {"n1": Shape(), "n2": Shape()}
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.flags(
+            measured_rebalance_interval=10,
+            measured_rebalance_sustain=0,
+            measured_rebalance_cooldown=0,
+            measured_rebalance_dry_run=False,
+            group="hpc_scheduler",
+        )
+        conn = self.agent_connection()
+        self.rebalancer = Agent(name="functional-test:0", connection=lambda: conn)
+        self.addCleanup(self.rebalancer.close)
+
+    def _setup_compute_service(self):
+        # n2 comes later, empty: the application lands on n1 alone.
+        self._start_compute("n1")
+
+    def overloaded(self) -> list[dict]:
+        """Two SyncHPC VMs declared at 10 on n1, each measured at 36: 72 over beta."""
+        servers = self.launch(self.sync(10), 2)
+        self.assertEqual({"n1": 2}, self.hosts_of(servers))
+        self._start_compute("n2")
+        for server in servers:
+            self.measure(server, 0.6)
+        return servers
+
+    def test_the_fewest_vms_move_and_the_host_is_back_within_beta(self) -> None:
+        servers = self.overloaded()
+        (decision,) = self.rebalancer.measured_rebalance()
+        self.assertEqual(
+            ("n1", 72.0, BETA, False, ()),
+            (
+                decision.host,
+                round(decision.total, 6),
+                decision.limit,
+                decision.dry_run,
+                decision.failed,
+            ),
+        )
+        (moved,) = decision.moved
+        server = next(s for s in servers if s["id"] == moved)
+        self._wait_for_migration_status(server, ["completed"])
+        self._wait_for_server_parameter(server, {"OS-EXT-SRV-ATTR:host": "n2", "status": "ACTIVE"})
+        # The plugin's record follows the VM; n1 holds 36 now, within beta.
+        rows = {row.instance_uuid: row.host for row in self.database.list_running()}
+        self.assertEqual("n2", rows[moved])
+        self.assertEqual([], self.rebalancer.measured_rebalance())
+
+    def test_dry_run_moves_nothing(self) -> None:
+        self.flags(measured_rebalance_dry_run=True, group="hpc_scheduler")
+        servers = self.overloaded()
+        (decision,) = self.rebalancer.measured_rebalance()
+        self.assertTrue(decision.dry_run)
+        self.assertEqual(1, len(decision.moved))
+        self.assertEqual({"n1": 2}, self.hosts_of([self.api.get_server(s["id"]) for s in servers]))
+
+    def test_a_sustained_burst_only_and_not_again_while_cooling_down(self) -> None:
+        self.flags(
+            measured_rebalance_sustain=3600,
+            measured_rebalance_dry_run=True,
+            group="hpc_scheduler",
+        )
+        self.overloaded()
+        self.assertEqual([], self.rebalancer.measured_rebalance())
+        self.flags(
+            measured_rebalance_sustain=0, measured_rebalance_cooldown=3600, group="hpc_scheduler"
+        )
+        self.assertEqual(1, len(self.rebalancer.measured_rebalance()))
+        self.assertEqual([], self.rebalancer.measured_rebalance())

@@ -44,26 +44,7 @@ class ReclaimCloud(FairshareCloud):
             "fairshare_reclaim_grace": 0,
         }
         super().setUp()
-        self.conn = self.connection()
-
-    def connection(self):
-        """openstacksdk on the harness's Nova API, as the agent's admin user."""
-        session = ks_session.Session(
-            auth=noauth.NoAuth(),
-            additional_headers={
-                "X-Auth-User": "admin",
-                "X-User-Id": "hpc-agent",
-                "X-Auth-Project-Id": "service",
-                "X-Project-Id": "service",
-                "X-Roles": "admin,member,reader",
-                "X-Auth-Token": "admin:service",
-            },
-        )
-        conn = openstack.connection.Connection(
-            session=session, compute_endpoint_override=self.api.base_url
-        )
-        self.addCleanup(conn.close)
-        return conn
+        self.conn = self.agent_connection()
 
     def agent(self) -> Agent:
         if getattr(self, "_agent", None) is None:
