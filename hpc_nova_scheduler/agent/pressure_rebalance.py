@@ -5,7 +5,9 @@ lease, it reads the recorded VMs and the collectors' figures, counts each
 host with a fresh report as placement counts it
 (:class:`~hpc_nova_scheduler.measured.pressure.Scores` under
 ``cache_pressure_source``), and lets :mod:`hpc_nova_scheduler.measured.trigger`
-say which hosts are due and which VMs to move. Each VM is live-migrated
+say which hosts are due and which VMs to move, CPI2's suspects
+(:mod:`hpc_nova_scheduler.measured.suspects`) first where that moves no
+more. Each VM is live-migrated
 without a named destination: nova-scheduler and the plugin's filter choose
 one that stays within the limits, with the same measured scores. Under
 ``measured_rebalance_dry_run`` it only logs what it would do.
@@ -23,7 +25,7 @@ from oslo_utils import timeutils
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.core.profile import AppClass
 from hpc_nova_scheduler.db import api as db_api
-from hpc_nova_scheduler.measured import pressure, trigger
+from hpc_nova_scheduler.measured import pressure, suspects, trigger
 
 LOG = logging.getLogger(__name__)
 CONF = hpc_conf.CONF
@@ -102,6 +104,17 @@ class PressureRebalancer:
             limit = limits.of(any(r.app_class is AppClass.SYNC_HPC for r in rows))
             totals[host] = (total, limit)
         due = self.watch.observe({h: t > lim for h, (t, lim) in totals.items()}, now)
+        if not due:
+            return []
+        # CPI2's suspects go first where that moves no more VMs.
+        fresh = {
+            uuid: row.figures
+            for uuid, row in instances.items()
+            if (now - row.updated_at).total_seconds() <= settings.stale_after
+        }
+        suspected = suspects.suspect_uuids(
+            suspects.find(suspects.measured_vms(running, fresh, min_samples=settings.min_samples))
+        )
         decisions = []
         for host in due:
             total, limit = totals[host]
@@ -110,6 +123,7 @@ class PressureRebalancer:
                     r.instance_uuid,
                     scores.score(r.instance_uuid, r.cache_score),
                     movable=r.app_class is not AppClass.EXTREME_HPC,
+                    suspect=r.instance_uuid in suspected,
                 )
                 for r in by_host[host]
             ]

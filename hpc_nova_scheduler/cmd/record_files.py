@@ -33,7 +33,8 @@ def add_file_commands(
     noun: str,
     plural: str,
     handlers: dict[str, common.Handler],
-) -> None:
+) -> argparse._SubParsersAction:
+    """The ``import``, ``list`` and ``export`` actions of ``noun``; its actions, for more."""
     parser = sub.add_parser(
         noun,
         help=f"import, list and export {plural}",
@@ -88,3 +89,4 @@ def add_file_commands(
         help="file format (default: from the name; yaml for standard output)",
     )
     exp.set_defaults(func=handlers["export"])
+    return actions

@@ -42,23 +42,26 @@ class TestPressureRebalancer(testtools.TestCase):
         self.addCleanup(self.database.dispose)
         self.database.sync()
 
-    def host(self, name: str, vms: dict, *, age: float = 0.0) -> None:
-        """``vms``: uuid -> (class, declared, share of the LLC measured)."""
+    def host(self, name: str, vms: dict, *, age: float = 0.0, apps=None, cpi=None) -> None:
+        """``vms``: uuid -> (class, declared, share of the LLC measured); ``apps``
+        and ``cpi``: uuid -> application, CPI."""
+        apps, cpi = apps or {}, cpi or {}
         at = timeutils.utcnow() - datetime.timedelta(seconds=age)
         self.database.record_running(
             [
-                db_api.RunningRecord(uuid, name, app_class, declared, nodename=name)
+                db_api.RunningRecord(
+                    uuid, name, app_class, declared, nodename=name, request_id=apps.get(uuid)
+                )
                 for uuid, (app_class, declared, _) in vms.items()
             ]
         )
+        figures = {}
+        for uuid, (_, _, share) in vms.items():
+            figures[uuid] = {"llc_occupancy": Figure(share * LLC, share * LLC, 5, at)}
+            if uuid in cpi:
+                figures[uuid]["cpi"] = Figure(cpi[uuid], cpi[uuid], 5, at)
         self.database.record_measurements(
-            HostReport(name, at, LLC),
-            [],
-            {
-                uuid: {"llc_occupancy": Figure(share * LLC, share * LLC, 5, at)}
-                for uuid, (_, _, share) in vms.items()
-            },
-            retention=datetime.timedelta(hours=1),
+            HostReport(name, at, LLC), [], figures, retention=datetime.timedelta(hours=1)
         )
 
     def rebalancer(self, holder: str = "agent-a") -> pressure_rebalance.PressureRebalancer:
@@ -73,6 +76,26 @@ class TestPressureRebalancer(testtools.TestCase):
         self.assertEqual(("cn1", ("a",), True), (decision.host, decision.moved, decision.dry_run))
         self.assertAlmostEqual(66.0, decision.total)
         self.assertEqual(60.0, decision.limit)
+
+    def test_a_suspect_goes_first_when_that_moves_no_more(self) -> None:
+        sync = AppClass.SYNC_HPC
+        # v (application V) runs three times slower than its siblings on cn2:
+        # b, of another application on v's host, is the suspect; a is V's own.
+        self.host(
+            "cn1",
+            {"a": (sync, 10.0, 0.6), "b": (sync, 10.0, 0.5), "v": (sync, 0.0, 0.0)},
+            apps={"a": "V", "b": "B", "v": "V"},
+            cpi={"v": 3.0, "a": 1.0},
+        )
+        self.host(
+            "cn2",
+            {"s1": (sync, 0.0, 0.0), "s2": (sync, 0.0, 0.0)},
+            apps={"s1": "V", "s2": "V"},
+            cpi={"s1": 1.0, "s2": 1.1},
+        )
+        # 66 over 60: a (36, the loudest) or b (30, the suspect) alone is enough.
+        (decision,) = self.rebalancer().run(10.0)
+        self.assertEqual(("cn1", ("b",)), (decision.host, decision.moved))
 
     def test_declared_does_nothing_and_one_agent_acts_at_a_time(self) -> None:
         self.host("cn1", {"a": (AppClass.SYNC_HPC, 10.0, 1.0), "b": (AppClass.SYNC_HPC, 10.0, 0.5)})
