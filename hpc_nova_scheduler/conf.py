@@ -694,6 +694,18 @@ instance UUID) and their QEMU processes.
 """,
     ),
     cfg.StrOpt(
+        "cgroup_root",
+        default="/sys/fs/cgroup",
+        help="""
+Where the cgroup file system is mounted. The collector counts the CPU
+cycles and instructions of each domain's cgroup there with perf
+(cgroup v2, or v1's ``perf_event`` controller) for its cycles per
+instruction (CPI). A host whose processor exposes no such counters (most
+virtual machines) or that forbids counting them says so once at start and
+records no CPI. Empty: CPI is not measured.
+""",
+    ),
+    cfg.StrOpt(
         "host",
         help="""
 The name the host's measurements are recorded under: the compute host's

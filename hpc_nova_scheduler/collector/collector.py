@@ -29,6 +29,7 @@ from hpc_nova_scheduler.characterise.counters import ResctrlMount
 from hpc_nova_scheduler.collector import domains as domains_mod
 from hpc_nova_scheduler.collector.groups import MonitoringGroups
 from hpc_nova_scheduler.collector.once import SayOnce
+from hpc_nova_scheduler.collector.perf import CgroupCPI
 from hpc_nova_scheduler.collector.sampler import Sampler
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db.measured import Figure, HostReport, InstanceSample
@@ -42,6 +43,8 @@ class Settings:
     libvirt_run_dir: Path
     half_life: float
     retention: datetime.timedelta
+    #: Where cgroups are mounted, for CPI; None: CPI is not measured.
+    cgroup_root: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Collector:
         self.sampler = Sampler(settings.host, mount, say)
         extra = {} if threads is None else {"threads": threads}
         self.groups = MonitoringGroups(mount, say, **extra)
+        self.cpi = None if settings.cgroup_root is None else CgroupCPI(settings.cgroup_root, say)
         self._figures: dict[str, dict[str, Figure]] | None = None
 
     def _known_figures(self) -> dict[str, dict[str, Figure]]:
@@ -90,6 +94,8 @@ class Collector:
             self._once(f"skipped a libvirt status file: {line}")
         groups = self.groups.sync(found.domains) if self.sampler.problem is None else {}
         report, samples = self.sampler.sample(groups, self._clock(), self._now())
+        if self.cpi is not None:
+            report, samples = _with_cpi(report, samples, self.cpi, found.domains)
         figures = self._known_figures()
         for sample in samples:
             figures[sample.instance_uuid] = reduce.fold(
@@ -106,3 +112,24 @@ class Collector:
             report, samples, written, retention=self.settings.retention
         )
         return Collected(report, samples, written)
+
+    def close(self) -> None:
+        """Close the perf counters (the collector stops)."""
+        if self.cpi is not None:
+            self.cpi.close()
+
+
+def _with_cpi(
+    report: HostReport, samples: list[InstanceSample], cpi: CgroupCPI, domains
+) -> tuple[HostReport, list[InstanceSample]]:
+    """The report and samples with each domain's CPI of this interval."""
+    if cpi.problem is not None:
+        return dataclasses.replace(report, problems=(*report.problems, cpi.problem)), samples
+    found = cpi.sample(domains)
+    by_uuid = {s.instance_uuid: s for s in samples}
+    for uuid, value in found.items():
+        sample = by_uuid.get(uuid)
+        values = {**(sample.values if sample is not None else {}), "cpi": value}
+        by_uuid[uuid] = InstanceSample(uuid, report.reported_at, values)
+    measures = tuple(dict.fromkeys((*report.measures, "cpi")))
+    return dataclasses.replace(report, measures=measures), [by_uuid[u] for u in sorted(by_uuid)]

@@ -34,6 +34,7 @@ def settings(conf) -> Settings:
         libvirt_run_dir=Path(group.libvirt_run_dir),
         half_life=float(group.half_life),
         retention=datetime.timedelta(seconds=group.retention),
+        cgroup_root=Path(group.cgroup_root) if group.cgroup_root else None,
     )
 
 
@@ -89,5 +90,6 @@ class CollectorService(service.Service):
         # Always graceful: a read is never cut between its samples and its write.
         super().stop(graceful=True)
         if self.collector is not None:
+            self.collector.close()
             self.collector.database.dispose()
             LOG.info("hpc-scheduler-collector: stopped")

@@ -1,0 +1,102 @@
+"""perf counters through the real system call: the plumbing, a host without a PMU, the CPI."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import fixtures
+import testtools
+
+from hpc_nova_scheduler.collector import perf
+from hpc_nova_scheduler.collector.domains import Domain
+
+TASK_CLOCK = 1
+#: Two software events this process always has: a CPI of them is about 1.
+CLOCKS = ((perf.PERF_TYPE_SOFTWARE, TASK_CLOCK), (perf.PERF_TYPE_SOFTWARE, TASK_CLOCK))
+A = "11111111-0000-0000-0000-00000000000a"
+
+
+def this_process(kind: int, config: int, pid: int, cpu: int, flags: int) -> int:
+    """A counter of this process instead of a cgroup (no perf_event cgroup here)."""
+    if flags & perf.PERF_FLAG_PID_CGROUP:
+        return perf.open_counter(kind, config, 0, -1, 0)
+    return perf.open_counter(kind, config, pid, cpu, flags)
+
+
+def busy() -> None:
+    sum(range(200_000))
+
+
+class TestPerf(testtools.TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.folder = Path(self.useFixture(fixtures.TempDir()).path)
+        self.said: list[str] = []
+
+    def test_a_software_counter_counts(self) -> None:
+        fd = perf.open_counter(perf.PERF_TYPE_SOFTWARE, TASK_CLOCK, 0, -1, 0)
+        self.addCleanup(os.close, fd)
+        first = perf.read_counter(fd)
+        busy()
+        self.assertGreater(perf.read_counter(fd), first)
+
+    def test_cycles_and_instructions_as_the_host_allows(self) -> None:
+        cpi = perf.CgroupCPI(self.folder, self.said.append)
+        self.addCleanup(cpi.close)
+        try:
+            os.close(perf.open_counter(perf.PERF_TYPE_HARDWARE, 0, -1, 0, 0))
+        except OSError as error:
+            # No PMU (a virtual machine), or not allowed: said once, and no CPI.
+            self.assertIsNotNone(cpi.problem, error)
+            self.assertEqual([f"{cpi.problem}: no CPI measured"], self.said)
+            self.assertEqual({}, cpi.sample([Domain("instance-1", A, os.getpid())]))
+        else:
+            self.assertIsNone(cpi.problem)
+            self.assertEqual([], self.said)
+
+    def test_the_cpi_of_an_interval_and_counters_closed_when_a_domain_goes(self) -> None:
+        cpi = perf.CgroupCPI(
+            self.folder,
+            self.said.append,
+            events=CLOCKS,
+            cpus=[0],
+            opener=this_process,
+            cgroup=lambda pid, root: root,
+        )
+        self.addCleanup(cpi.close)
+        domain = Domain("instance-1", A, os.getpid())
+        self.assertEqual({}, cpi.sample([domain]))  # the first read only starts the count
+        busy()
+        found = cpi.sample([domain])
+        self.assertEqual([A], list(found))
+        self.assertAlmostEqual(1.0, found[A], delta=0.2)
+        fds = [fd for row in cpi._counters[A][1] for fd in row]
+        self.assertEqual({}, cpi.sample([]))
+        for fd in fds:
+            error = self.assertRaises(OSError, os.fstat, fd)
+            self.assertEqual(errno.EBADF, error.errno)
+        self.assertEqual([], self.said)
+
+    def test_a_domain_without_a_cgroup_folder_is_left_out_and_said_once(self) -> None:
+        cpi = perf.CgroupCPI(
+            self.folder,
+            self.said.append,
+            events=CLOCKS,
+            cpus=[0],
+            opener=this_process,
+            cgroup=lambda pid, root: None,
+        )
+        domains = [Domain("instance-1", A, os.getpid())]
+        for _ in range(3):
+            self.assertEqual({}, cpi.sample(domains))
+        (line,) = self.said
+        self.assertIn(f"no cgroup folder of instance {A}", line)
+
+    def test_the_cgroup_of_a_process(self) -> None:
+        # This process's own: a v2 folder, or v1's perf_event, when mounted.
+        found = perf.cgroup_of(os.getpid(), Path("/sys/fs/cgroup"))
+        if found is not None:
+            self.assertTrue(found.is_dir())
+        self.assertIsNone(perf.cgroup_of(2**22 + 7, Path("/sys/fs/cgroup")))
