@@ -45,6 +45,8 @@ class TestOptions(testtools.TestCase):
                 "database_failure_policy",
                 "fairshare_reclaim",
                 "fairshare_reclaim_grace",
+                "cache_pressure_source",
+                "measured_rebalance_dry_run",
             }
             <= {o.name for o in opts}
         )
@@ -58,7 +60,15 @@ class TestOptions(testtools.TestCase):
         # The collector's, read on the compute hosts only.
         self.assertEqual("hpc_collector", collector.name)
         self.assertEqual(
-            {"interval", "resctrl_root", "libvirt_run_dir", "host", "half_life", "retention"},
+            {
+                "interval",
+                "resctrl_root",
+                "libvirt_run_dir",
+                "cgroup_root",
+                "host",
+                "half_life",
+                "retention",
+            },
             {o.name for o in collector_opts},
         )
         self.assertTrue(all(o.help for o in collector_opts))
