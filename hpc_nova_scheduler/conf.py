@@ -493,8 +493,8 @@ interference models and the claims' checks. Measured scores come from
 
 A new application, a VM with fewer than ``measured_min_samples`` samples, and
 a VM on a host whose last report is older than ``measured_stale_after``
-count with their declared score, and so do the VMs being placed: they
-have not run yet.
+count with their declared score, and so do the VMs of a new request: they
+have not run yet. A VM being moved counts with its own measured score.
 """,
     ),
     cfg.IntOpt(

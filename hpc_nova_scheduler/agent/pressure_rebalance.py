@@ -16,6 +16,7 @@ one that stays within the limits, with the same measured scores. Under
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,8 @@ class PressureRebalancer:
         self._connect = connection
         self._conn: Any = None
         self.watch = trigger.Watch(sustain=0.0, cooldown=0.0)
+        #: When this agent last looked, holding the lease (monotonic seconds).
+        self._looked: float | None = None
 
     def release(self) -> bool:
         """Let the lease go (an agent that stops)."""
@@ -80,7 +83,13 @@ class PressureRebalancer:
             return []
         database = self._database()
         if database.take_lease(self.holder, max(LEASE_SECONDS, 3.0 * every), name=LEASE) is None:
+            self._looked = None
             return None
+        looked, self._looked = self._looked, time.monotonic()
+        if looked is None or self._looked - looked > 2.0 * every:
+            # Not seen over at every look: another agent held the lease, or
+            # the task was off. A host's sustain starts again.
+            self.watch.over_since.clear()
         # Read at every look: a reload may change them.
         self.watch.sustain = float(group.measured_rebalance_sustain)
         self.watch.cooldown = float(group.measured_rebalance_cooldown)
@@ -107,11 +116,7 @@ class PressureRebalancer:
         if not due:
             return []
         # CPI2's suspects go first where that moves no more VMs.
-        fresh = {
-            uuid: row.figures
-            for uuid, row in instances.items()
-            if (now - row.updated_at).total_seconds() <= settings.stale_after
-        }
+        fresh = suspects.fresh_figures(instances, now, settings.stale_after)
         suspected = suspects.suspect_uuids(
             suspects.find(suspects.measured_vms(running, fresh, min_samples=settings.min_samples))
         )

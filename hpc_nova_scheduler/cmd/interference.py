@@ -80,12 +80,7 @@ def cmd_interference_suspects(args: argparse.Namespace, out: TextIO) -> int:
         instances = database.measured_instances()
     finally:
         database.dispose()
-    now = timeutils.utcnow()
-    fresh = {
-        uuid: row.figures
-        for uuid, row in instances.items()
-        if (now - row.updated_at).total_seconds() <= settings.stale_after
-    }
+    fresh = suspects_mod.fresh_figures(instances, timeutils.utcnow(), settings.stale_after)
     vms = suspects_mod.measured_vms(running, fresh, min_samples=settings.min_samples)
     found = suspects_mod.find(vms, ratio=args.ratio, min_siblings=args.min_siblings)
     if args.format == "json":

@@ -35,6 +35,12 @@ PERF_COUNT_HW_CPU_CYCLES = 0
 PERF_COUNT_HW_INSTRUCTIONS = 1
 PERF_FLAG_PID_CGROUP = 1 << 2
 PERF_FLAG_FD_CLOEXEC = 1 << 3
+#: A read gives the count with the times the event was enabled and running:
+#: with more events than the PMU has counters, the kernel multiplexes them,
+#: and a count is scaled by enabled / running.
+PERF_FORMAT_TOTAL_TIME_ENABLED = 1 << 0
+PERF_FORMAT_TOTAL_TIME_RUNNING = 1 << 1
+READ_FORMAT = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
 #: ``perf_event_open``'s number, by machine.
 SYSCALL = {"x86_64": 298, "aarch64": 241, "ppc64le": 319, "s390x": 331}
 #: The events of a CPI: (type, config) of cycles, then of instructions.
@@ -62,6 +68,7 @@ class _Attr(ctypes.Structure):
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
 
 
 def open_counter(kind: int, config: int, pid: int, cpu: int, flags: int) -> int:
@@ -69,16 +76,51 @@ def open_counter(kind: int, config: int, pid: int, cpu: int, flags: int) -> int:
     number = SYSCALL.get(platform.machine())
     if number is None:
         raise OSError(errno.ENOSYS, f"perf_event_open on {platform.machine()}")
-    attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config)
-    fd = _libc.syscall(number, ctypes.byref(attr), pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC)
+    attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config, read_format=READ_FORMAT)
+    fd = _libc.syscall(
+        ctypes.c_long(number),
+        ctypes.byref(attr),
+        ctypes.c_int(pid),
+        ctypes.c_int(cpu),
+        ctypes.c_int(-1),
+        ctypes.c_ulong(flags | PERF_FLAG_FD_CLOEXEC),
+    )
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
     return fd
 
 
-def read_counter(fd: int) -> int:
-    return struct.unpack("<Q", os.read(fd, 8))[0]
+def read_counter(fd: int) -> float:
+    """The event's count, scaled up for the time the kernel multiplexed it out."""
+    value, enabled, running = struct.unpack("<QQQ", os.read(fd, 24))
+    if running == 0:
+        return 0.0
+    return value * (enabled / running) if running < enabled else float(value)
+
+
+def online_cpus(path: Path = Path("/sys/devices/system/cpu/online")) -> list[int]:
+    """Every online CPU (``0-3,8-11``): a cgroup's tasks may run on any, not
+    only on the collector's own (HPC hosts keep it off the guests' cores)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return sorted(os.sched_getaffinity(0))
+    found: list[int] = []
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        found.extend(range(int(first), int(last or first) + 1))
+    return found
+
+
+def _scope(path: str) -> str:
+    """The domain's own cgroup: on cgroup v2 libvirt puts QEMU's emulator
+    thread in ``<scope>/libvirt/emulator`` and each vCPU in a sibling
+    ``<scope>/libvirt/vcpuN``; the scope above holds them all."""
+    parts = path.strip("/").split("/")
+    if "libvirt" in parts[1:]:
+        parts = parts[: parts.index("libvirt", 1)]
+    return "/".join(parts)
 
 
 def cgroup_of(pid: int, cgroup_root: Path) -> Path | None:
@@ -90,9 +132,9 @@ def cgroup_of(pid: int, cgroup_root: Path) -> Path | None:
     for line in lines:
         number, controllers, path = [*line.split(":", 2), "", ""][:3]
         if number == "0" and controllers == "":
-            folder = cgroup_root / path.lstrip("/")
+            folder = cgroup_root / _scope(path)
         elif "perf_event" in controllers.split(","):
-            folder = cgroup_root / "perf_event" / path.lstrip("/")
+            folder = cgroup_root / "perf_event" / _scope(path)
         else:
             continue
         if folder.is_dir():
@@ -120,10 +162,12 @@ class CgroupCPI:
         self.cgroup_root = Path(cgroup_root)
         self._once = SayOnce(say)
         self._events = events
-        self._cpus = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+        self._cpus = online_cpus() if cpus is None else sorted(cpus)
         self._open = opener
         self._cgroup = cgroup
-        #: instance -> (its cgroup folder, fds per event, the last counts).
+        #: instance -> (its cgroup folder, fds per event, the last counts):
+        #: two events on every online CPU for every domain, so a host of
+        #: many cores and domains needs a high ``LimitNOFILE``.
         self._counters: dict[str, _Counters] = {}
         self.problem = self._check()
         if self.problem is not None:
@@ -171,12 +215,12 @@ class CgroupCPI:
             directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 for kind, config in self._events:
-                    fds.append(
-                        [
-                            self._open(kind, config, directory, cpu, PERF_FLAG_PID_CGROUP)
-                            for cpu in self._cpus
-                        ]
-                    )
+                    # Each fd is kept as soon as it is open, so that a
+                    # failure on a later CPU closes the ones before it.
+                    row: list[int] = []
+                    fds.append(row)
+                    for cpu in self._cpus:
+                        row.append(self._open(kind, config, directory, cpu, PERF_FLAG_PID_CGROUP))
             finally:
                 os.close(directory)
         except OSError as error:

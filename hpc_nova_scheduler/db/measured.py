@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from oslo_utils import timeutils
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from hpc_nova_scheduler.db import models
 
@@ -230,13 +230,19 @@ class MeasuredStore:
             ]
 
     def measured_instances(
-        self, *, hosts: Iterable[str] | None = None
+        self, *, hosts: Iterable[str] | None = None, uuids: Iterable[str] | None = None
     ) -> dict[str, MeasuredInstance]:
-        """The reduced figures of every instance (of ``hosts``, if given), by instance."""
+        """The reduced figures of every instance (of ``hosts``, or of ``uuids``, if
+        given; of either when both are), by instance."""
         table = models.MeasuredInstance
         query = select(table)
+        wanted = []
         if hosts is not None:
-            query = query.where(table.host.in_(sorted(set(hosts))))
+            wanted.append(table.host.in_(sorted(set(hosts))))
+        if uuids is not None:
+            wanted.append(table.instance_uuid.in_(sorted(set(uuids))))
+        if wanted:
+            query = query.where(or_(*wanted))
         with self._reader() as session:
             return {
                 r.instance_uuid: MeasuredInstance(

@@ -22,8 +22,11 @@ application is listed, loudest last-level cache occupancy first.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import statistics
 from collections.abc import Iterable, Mapping
+
+from hpc_nova_scheduler.db.measured import Figure, MeasuredInstance
 
 #: A victim's CPI over its siblings' median, by default (CPI2 flags about 2 sigma).
 RATIO = 1.5
@@ -115,3 +118,14 @@ def measured_vms(
             )
         )
     return found
+
+
+def fresh_figures(
+    instances: Mapping[str, MeasuredInstance], now: datetime.datetime, stale_after: float
+) -> dict[str, Mapping[str, Figure]]:
+    """The figures of the instances measured within ``stale_after`` seconds of ``now``."""
+    return {
+        uuid: row.figures
+        for uuid, row in instances.items()
+        if (now - row.updated_at).total_seconds() <= stale_after
+    }

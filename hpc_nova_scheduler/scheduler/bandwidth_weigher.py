@@ -48,6 +48,16 @@ class MeasuredBandwidthWeigher(weights.BaseHostWeigher):
         return found[0] if found else 0.0
 
     def weigh_objects(self, weighed_obj_list: list, weight_properties: Any) -> list[float]:
+        try:
+            return self._weights(weighed_obj_list)
+        except Exception:
+            # Weighing helps; it must never fail a request.
+            LOG.exception(
+                "hpc-nova-scheduler: MeasuredBandwidthWeigher failed; weighing without it"
+            )
+            return []
+
+    def _weights(self, weighed_obj_list: list) -> list[float]:
         settings = pressure.Settings.of(CONF.hpc_scheduler)
         if settings.source == pressure.DECLARED or not self.weight_multiplier(None):
             # No weights: Nova leaves every host's weight as it was (see

@@ -247,8 +247,18 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             claims.settle(state.database, self._source.nova)
         # Read once: every attempt and the claim's check judge by the same scores.
         context.scores, state.database = measured_scores.read(
-            hosts, state.database, state.profile, self._policy
+            hosts,
+            state.database,
+            state.profile,
+            self._policy,
+            moving=request.instance_uuid if moving else None,
         )
+        if moving and context.scores is not None:
+            # A VM being moved has run: it goes with its measured score (its
+            # claim too), while its record keeps the declared one.
+            context.request = measured_scores.as_measured(
+                context.request, context.scores, request.instance_uuid
+            )
         fair = fair_scope.scope(self._entitlements, state, request)
         setting = plan_attempt.setting_of(state, context, levels, model, fair, self._tags.current())
         # A plan that lost a race to a concurrent one is made again from fresh data.
@@ -307,6 +317,10 @@ class HpcPlacementFilter(filters.BaseHostFilter):
             state.application_id,
             scores=setting.context.scores,
         )
+        if self._policy.degraded(state.database):
+            # The measurements are the plugin database's: from here on the
+            # plan and its claim's check both count declared scores.
+            setting.context.scores = None
         return knowledge, plan_attempt.core_hosts(hosts, knowledge, setting)
 
     def _rule(self, state: RequestState, setting: plan_attempt.Setting, knowledge):

@@ -100,3 +100,47 @@ class TestPerf(testtools.TestCase):
         if found is not None:
             self.assertTrue(found.is_dir())
         self.assertIsNone(perf.cgroup_of(2**22 + 7, Path("/sys/fs/cgroup")))
+
+
+class TestCgroupPaths(testtools.TestCase):
+    def test_libvirts_emulator_and_vcpu_groups_count_as_their_scope(self) -> None:
+        scope = "machine.slice/machine-qemu\\x2d1\\x2dinstance\\x2d00000001.scope"
+        self.assertEqual(scope, perf._scope(f"/{scope}/libvirt/emulator"))
+        self.assertEqual(scope, perf._scope(f"/{scope}/libvirt/vcpu3"))
+        self.assertEqual(scope, perf._scope(f"/{scope}"))
+        self.assertEqual("", perf._scope("/"))
+
+    def test_online_cpus(self) -> None:
+        folder = Path(self.useFixture(fixtures.TempDir()).path)
+        (folder / "online").write_text("0-3,8,10-11\n")
+        self.assertEqual([0, 1, 2, 3, 8, 10, 11], perf.online_cpus(folder / "online"))
+        self.assertEqual(sorted(os.sched_getaffinity(0)), perf.online_cpus(folder / "missing"))
+
+    def test_a_failure_on_a_later_cpu_closes_the_counters_before_it(self) -> None:
+        opened: list[int] = []
+
+        def fails_on_cpu_1(kind: int, config: int, pid: int, cpu: int, flags: int) -> int:
+            if cpu == 1:
+                raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+            fd = this_process(kind, config, pid, cpu, flags)
+            opened.append(fd)
+            return fd
+
+        said: list[str] = []
+        folder = Path(self.useFixture(fixtures.TempDir()).path)
+        cpi = perf.CgroupCPI(
+            folder,
+            said.append,
+            events=CLOCKS,
+            cpus=[0, 1],
+            opener=fails_on_cpu_1,
+            cgroup=lambda pid, root: root,
+        )
+        self.assertIsNone(cpi.problem)
+        opened.clear()  # the check's own counters, closed at once
+        self.assertEqual({}, cpi.sample([Domain("instance-1", A, os.getpid())]))
+        self.assertTrue(opened)
+        for fd in opened:
+            self.assertRaises(OSError, os.fstat, fd)
+        (line,) = said
+        self.assertIn("cannot count the cgroup of instance", line)

@@ -75,6 +75,21 @@ class MeasuredScoresTest(testtools.TestCase):
         self.assertIsNone(scores.measured(ELSEWHERE))
         self.assertEqual(1, scores.counted)
 
+    def test_a_moving_vm_is_read_on_its_source_host_and_planned_with_its_score(self) -> None:
+        self.source("measured")
+        # ELSEWHERE runs on cn9, no candidate of its move to cn1.
+        scores, _ = measured_scores.read(
+            [host("cn1")], self.database, SYNC, self.policy, moving=ELSEWHERE
+        )
+        self.assertEqual(30.0, scores.measured(ELSEWHERE))
+        request = PlacementRequest(SYNC, Resources(1, 512, 1), 1, "app")
+        planned = measured_scores.as_measured(request, scores, ELSEWHERE)
+        self.assertEqual(30.0, planned.profile.cache_score)
+        kept = (planned.profile.app_class, planned.profile.app_name)
+        self.assertEqual((SYNC.app_class, SYNC.app_name), kept)
+        # An instance without figures keeps the request as it was.
+        self.assertIs(request, measured_scores.as_measured(request, scores, "unmeasured"))
+
     def test_the_options_reach_the_scores(self) -> None:
         self.source("max", measured_full_llc_score=30.0, measured_min_samples=11)
         scores, _ = measured_scores.read([host("cn1")], self.database, SYNC, self.policy)
@@ -97,7 +112,7 @@ class MeasuredScoresTest(testtools.TestCase):
         self.conf.set_override("database_failure_policy", "degrade", group="hpc_scheduler")
         scores, database = measured_scores.read([host("cn1")], unreachable, SYNC, self.policy)
         self.assertIsNone(scores)
-        self.assertTrue(self.policy.degraded(database))
+        self.assertIsNot(unreachable, database)
 
 
 class ClaimCheckTest(testtools.TestCase):
