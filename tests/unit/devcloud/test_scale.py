@@ -161,19 +161,25 @@ class TestCloud(testtools.TestCase):
         self.assertEqual(scale.Spread(racks=2, blocks=1, cpu_groups=2, nodes=3), found)
 
 
+def trial_run(test: testtools.TestCase, **settings) -> Run:
+    """A two-compute run in a folder of ``test``'s, its ports set, nothing started."""
+    root = test.useFixture(fixtures.TempDir()).path
+    run = Run.new(
+        Path(root),
+        mysql="mysql+pymysql://root@127.0.0.1",
+        rabbit="rabbit://guest:guest@127.0.0.1:5672",
+        computes=2,
+        scheduler_workers=4,
+        plugin=True,
+        **settings,
+    )
+    run.ports = dict.fromkeys(("placement", "glance", "neutron", "nova"), 1)
+    return run
+
+
 class TestTimingConfiguration(testtools.TestCase):
     def conf(self, timing: bool) -> cfg.ConfigOpts:
-        root = self.useFixture(fixtures.TempDir()).path
-        run = Run.new(
-            Path(root),
-            mysql="mysql+pymysql://root@127.0.0.1",
-            rabbit="rabbit://guest:guest@127.0.0.1:5672",
-            computes=2,
-            scheduler_workers=4,
-            plugin=True,
-            timing=timing,
-        )
-        run.ports = dict.fromkeys(("placement", "glance", "neutron", "nova"), 1)
+        run = trial_run(self, timing=timing)
         conf = cfg.ConfigOpts()
         oslo_logging.register_options(conf)
         conf.register_opts(
@@ -227,18 +233,7 @@ class TestHotFrames(testtools.TestCase):
 
 class TestReconcileInterval(testtools.TestCase):
     def run_with(self, **settings) -> Run:
-        root = self.useFixture(fixtures.TempDir()).path
-        run = Run.new(
-            Path(root),
-            mysql="mysql+pymysql://root@127.0.0.1",
-            rabbit="rabbit://guest:guest@127.0.0.1:5672",
-            computes=2,
-            scheduler_workers=4,
-            plugin=True,
-            **settings,
-        )
-        run.ports = dict.fromkeys(("placement", "glance", "neutron", "nova"), 1)
-        return run
+        return trial_run(self, **settings)
 
     def written(self, run: Run) -> int:
         parser = configparser.ConfigParser(interpolation=None, strict=False)

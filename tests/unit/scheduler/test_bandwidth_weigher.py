@@ -15,6 +15,7 @@ from oslo_utils import timeutils
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.db.measured import HostReport
+from hpc_nova_scheduler.scheduler import bandwidth_weigher
 from hpc_nova_scheduler.scheduler.bandwidth_weigher import MeasuredBandwidthWeigher
 
 UNREACHABLE = "mysql+pymysql://nobody:x@127.0.0.1:1/none?connect_timeout=1"
@@ -75,6 +76,14 @@ class TestBandwidthWeigher(testtools.TestCase):
 
     def test_a_database_that_fails_weighs_nothing_and_says_why(self) -> None:
         self.conf.set_override("connection", UNREACHABLE, group="hpc_scheduler")
-        logged = self.useFixture(fixtures.FakeLogger())
+        # The weigher's own logger: other tests' logging setup may stop the root's.
+        logged = self.useFixture(fixtures.FakeLogger(name=bandwidth_weigher.__name__))
         self.assertEqual([], self.weigher.weigh_objects(weighed("a", "b"), None))
         self.assertIn("cannot read the hosts' measured memory bandwidth", logged.output)
+
+    def test_any_other_failure_weighs_nothing_and_says_why(self) -> None:
+        logged = self.useFixture(fixtures.FakeLogger(name=bandwidth_weigher.__name__))
+        # Host states without a host name: a fault of the weigher's own.
+        broken = [nova_weights.WeighedObject(object(), 0.0)]
+        self.assertEqual([], self.weigher.weigh_objects(broken, None))
+        self.assertIn("MeasuredBandwidthWeigher failed; weighing without it", logged.output)
