@@ -103,9 +103,7 @@ class PressureRebalancer:
         by_host: dict[str, list[db_api.RunningRecord]] = {}
         for row in running:
             report = reports.get(row.host)
-            if report is not None and (now - report.reported_at).total_seconds() <= (
-                settings.stale_after
-            ):
+            if report is not None and settings.fresh(report.reported_at, now):
                 by_host.setdefault(row.host, []).append(row)
         totals = {}
         for host, rows in by_host.items():
@@ -116,7 +114,7 @@ class PressureRebalancer:
         if not due:
             return []
         # CPI2's suspects go first where that moves no more VMs.
-        fresh = suspects.fresh_figures(instances, now, settings.stale_after)
+        fresh = suspects.fresh_figures(instances, now, settings)
         suspected = suspects.suspect_uuids(
             suspects.find(suspects.measured_vms(running, fresh, min_samples=settings.min_samples))
         )

@@ -80,7 +80,7 @@ def cmd_interference_suspects(args: argparse.Namespace, out: TextIO) -> int:
         instances = database.measured_instances()
     finally:
         database.dispose()
-    fresh = suspects_mod.fresh_figures(instances, timeutils.utcnow(), settings.stale_after)
+    fresh = suspects_mod.fresh_figures(instances, timeutils.utcnow(), settings)
     vms = suspects_mod.measured_vms(running, fresh, min_samples=settings.min_samples)
     found = suspects_mod.find(vms, ratio=args.ratio, min_siblings=args.min_siblings)
     if args.format == "json":

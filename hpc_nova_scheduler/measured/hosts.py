@@ -83,7 +83,7 @@ def host_pressures(
                 in_force=sum(in_force.score(vm.instance_uuid, vm.declared) for vm in vms),
                 report=report,
                 age=age,
-                stale=age is None or age > settings.stale_after,
+                stale=report is None or not settings.fresh(report.reported_at, now),
             )
         )
     return found

@@ -70,6 +70,10 @@ class Settings:
             full_llc_score=group.measured_full_llc_score,
         )
 
+    def fresh(self, at: datetime.datetime, now: datetime.datetime) -> bool:
+        """Whether a report or a figure of time ``at`` still counts at ``now``."""
+        return (now - at).total_seconds() <= self.stale_after
+
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"cache_pressure_source: {self.source!r} is not one of {SOURCES}")
@@ -89,15 +93,18 @@ class Scores:
         self._measured: dict[str, float] = {}
         if settings.source == DECLARED:
             return
-        limit = datetime.timedelta(seconds=settings.stale_after)
         for uuid, instance in instances.items():
             report = hosts.get(instance.host)
-            if report is None or not report.llc_bytes or now - report.reported_at > limit:
+            if (
+                report is None
+                or not report.llc_bytes
+                or not settings.fresh(report.reported_at, now)
+            ):
                 continue
             figure = instance.figures.get("llc_occupancy")
             if figure is None or figure.samples < settings.min_samples:
                 continue
-            if now - figure.at > limit:
+            if not settings.fresh(figure.at, now):
                 continue  # the instance is no longer measured there
             self._measured[uuid] = measured_score(
                 figure.mean, report.llc_bytes, settings.full_llc_score

@@ -27,6 +27,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 
 from hpc_nova_scheduler.db.measured import Figure, MeasuredInstance
+from hpc_nova_scheduler.measured.pressure import Settings
 
 #: A victim's CPI over its siblings' median, by default (CPI2 flags about 2 sigma).
 RATIO = 1.5
@@ -121,11 +122,9 @@ def measured_vms(
 
 
 def fresh_figures(
-    instances: Mapping[str, MeasuredInstance], now: datetime.datetime, stale_after: float
+    instances: Mapping[str, MeasuredInstance], now: datetime.datetime, settings: Settings
 ) -> dict[str, Mapping[str, Figure]]:
-    """The figures of the instances measured within ``stale_after`` seconds of ``now``."""
+    """The figures of the instances measured within ``measured_stale_after`` of ``now``."""
     return {
-        uuid: row.figures
-        for uuid, row in instances.items()
-        if (now - row.updated_at).total_seconds() <= stale_after
+        uuid: row.figures for uuid, row in instances.items() if settings.fresh(row.updated_at, now)
     }

@@ -84,8 +84,7 @@ def fresh_bandwidth(reports, settings: pressure.Settings, now) -> dict[str, floa
     """Bytes per second each host with a fresh report moves, by host."""
     found = {}
     for report in reports:
-        age = (now - report.reported_at).total_seconds()
-        if age <= settings.stale_after and METRIC in report.totals:
+        if settings.fresh(report.reported_at, now) and METRIC in report.totals:
             found[report.host] = report.totals[METRIC]
     return found
 

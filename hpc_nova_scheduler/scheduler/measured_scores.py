@@ -59,9 +59,9 @@ def read(
     names = sorted({hs.host for hs in hosts})
     while not policy.degraded(database):
         try:
-            instances = database.measured_instances(hosts=names)
-            if moving is not None:
-                instances.update(database.measured_instances(uuids=[moving]))
+            instances = database.measured_instances(
+                hosts=names, uuids=None if moving is None else [moving]
+            )
             wanted = {*names, *(row.host for row in instances.values())}
             reports = {r.host: r for r in database.measured_hosts(hosts=wanted)}
         except DATABASE_ERRORS as error:
