@@ -15,6 +15,7 @@ import time
 import fixtures
 import testtools
 
+from devcloud import services
 from hpc_nova_scheduler import sweep
 from tests import clusters
 from tests.processes import GENEROUS, children, end_group
@@ -30,15 +31,6 @@ GRID = [Cell(policy, seed) for policy in ("a", "bb", "ccc") for seed in range(3)
 
 
 # The cell functions are top level, so that they pickle for a pool or a cluster.
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie has ended: it only waits to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stream:
-            return stream.read().rpartition(")")[2].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
 def score(cell: Cell) -> tuple[str, int]:
     return cell.policy, len(cell.policy) * 10 + cell.seed
 
@@ -320,7 +312,7 @@ class TestRunGrid(testtools.TestCase):
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + GENEROUS
-        while [w for w in workers if _alive(w)]:
+        while [w for w in workers if services.alive(w)]:
             self.assertLess(time.monotonic(), deadline, f"workers {workers} outlived the parent")
             time.sleep(0.1)
 
