@@ -20,6 +20,9 @@ def _say(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.nodes and args.measured:
+        print("cloud: --measured: not with --nodes (a collector per compute of one node)")
+        return 2
     if args.nodes:
         if args.computes is not None:
             print("cloud: --computes: not with --nodes (one compute service per rack)")
@@ -57,6 +60,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         services_per_process=args.services_per_process,
         placement_results=args.placement_results,
         idle_trait_interval=args.idle_trait_interval,
+        measured=args.measured,
     )
     return 0
 
@@ -274,6 +278,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="Nova cells the computes are spread over, in contiguous blocks, each after the "
         "first with its own database, RabbitMQ virtual host and nova-conductor (default 1)",
+    )
+    up.add_argument(
+        "--measured",
+        action="store_true",
+        help="measure each compute's guests: a generated resctrl tree per compute driven by "
+        "the cache-pressure ground truth (devcloud.counters), the computes' fake driver "
+        "writing libvirt's status files, and an hpc-scheduler-collector per compute; the "
+        "agent's measured rebalance on (stress --measured uses them)",
     )
     up.add_argument("--mysql", default=MYSQL, help=f"MariaDB server URL (default {MYSQL})")
     up.add_argument("--rabbit", default=RABBIT, help=f"RabbitMQ URL (default {RABBIT})")

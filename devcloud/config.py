@@ -24,6 +24,7 @@ from pathlib import Path
 
 from devcloud import identity, racks
 from devcloud.layout import Run
+from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
 
 #: Nova's stock fake driver with a realistic size (10 vCPU, 8 GB).
 COMPUTE_DRIVER = "fake.MediumFakeDriver"
@@ -33,6 +34,22 @@ MEDIUM_VCPUS, MEDIUM_MEMORY_MB = 10, 8192
 #: nodes, which :mod:`devcloud.compute_pool` grafts onto ``nova.virt.fake``
 #: (Nova loads drivers from there only).
 MULTI_NODE_DRIVER = "fake.HpcMultiNodeFakeDriver"
+#: Under ``up --measured``: ``fake.MediumFakeDriver`` leaving libvirt's status
+#: files and resctrl groups, which :mod:`devcloud.measured_compute` grafts.
+MEASURED_DRIVER = "fake.MeasuredFakeDriver"
+#: ``[hpc_collector]`` of the measured computes: a read every 2 s, a
+#: decayed mean with a half-life of 10 s, so that a phase shows in seconds.
+COLLECTOR_INTERVAL, COLLECTOR_HALF_LIFE = 2, 10.0
+#: ``[hpc_scheduler]`` under ``up --measured``: scores count after three
+#: reads, and the agent live-migrates off hosts over their limit for 15 s.
+MEASURED = {
+    "measured_min_samples": 3,
+    "measured_stale_after": 20,
+    "measured_rebalance_interval": 5,
+    "measured_rebalance_sustain": 15,
+    "measured_rebalance_cooldown": 60,
+    "measured_rebalance_dry_run": False,
+}
 #: The node layout ``devcloud.compute_pool --layout`` reads, in ``etc/``.
 NODES_FILE = "nodes.json"
 HPC_FILTERS = "hpc_nova_scheduler.scheduler.filters.all_filters"
@@ -190,6 +207,7 @@ def nova_conf(run: Run) -> Path:
             "interference_model": run.interference_model,
             # Records of servers the stress deletes converge within this.
             "reconcile_interval": run.reconcile_interval,
+            "cache_pressure_source": run.cache_source,
         },
         # The agent's own credentials for Nova's API (fair-share reclaim),
         # through the stand-in for Keystone.
@@ -229,6 +247,8 @@ def nova_conf(run: Run) -> Path:
         # flavors that require the traits (docs: admin/scale-narrowing).
         sections["hpc_scheduler"]["idle_trait_interval"] = run.idle_trait_interval
         sections["hpc_scheduler"]["roomy_rack_trait"] = True
+    if run.measured:
+        sections["hpc_scheduler"].update(MEASURED)
     if run.timing:
         _log_scheduler_timing(sections)
     return _write(etc / "nova.conf", sections)
@@ -295,10 +315,28 @@ SCALE: dict[str, dict[str, object]] = {
 
 def compute_conf(run: Run, host: str) -> Path:
     state = run.path / "state" / host
-    return _write(
-        run.path / "etc" / f"{host}.conf",
-        {"DEFAULT": {"host": host, "state_path": state, "instances_path": state / "instances"}},
-    )
+    sections: dict[str, dict[str, object]] = {
+        "DEFAULT": {"host": host, "state_path": state, "instances_path": state / "instances"}
+    }
+    if run.measured:
+        # Read by the compute's driver, which writes there what libvirtd
+        # and the kernel would, and by the host's collector.
+        folder = run.measured_folder(host)
+        sections["DEFAULT"]["compute_driver"] = MEASURED_DRIVER
+        sections["hpc_collector"] = {
+            "libvirt_run_dir": folder / "qemu",
+            "resctrl_root": folder / "resctrl",
+            "interval": COLLECTOR_INTERVAL,
+            "half_life": COLLECTOR_HALF_LIFE,
+        }
+    return _write(run.path / "etc" / f"{host}.conf", sections)
+
+
+def measured_hosts(run: Run) -> None:
+    """Each compute's resctrl mount, laid out as the kernel lays one out."""
+    for host in hosts(run):
+        ResctrlTree(run.measured_folder(host) / "resctrl").lay_out()
+        (run.measured_folder(host) / "qemu").mkdir(parents=True, exist_ok=True)
 
 
 def placement_conf(run: Run) -> Path:
@@ -399,6 +437,8 @@ def write_all(run: Run) -> None:
         return
     for index in range(run.computes):
         compute_conf(run, compute_host(index))
+    if run.measured:
+        measured_hosts(run)
 
 
 def nodes_file(run: Run) -> Path:

@@ -216,20 +216,62 @@ def _start_services(run: Run, say: Say) -> None:
     if run.nodes:
         _start_pools(run, nova_conf, cells, say)
         return
-    say(f"{run.computes} nova-compute on {config.COMPUTE_DRIVER}{cells}")
+    driver = config.MEASURED_DRIVER if run.measured else config.COMPUTE_DRIVER
+    say(f"{run.computes} nova-compute on {driver}{cells}")
+    compute = [services.tool("nova-compute")]
+    if run.measured:
+        compute = [sys.executable, "-m", "devcloud.measured_compute"]
     for index in range(run.computes):
         host = config.compute_host(index)
         services.spawn(
             run,
             f"nova-compute-{host}",
             [
-                services.tool("nova-compute"),
+                *compute,
                 *nova_conf,
                 *config.cell_files(run, run.cell_of(index)),
                 "--config-file",
                 str(run.path / "etc" / f"{host}.conf"),
             ],
+            env=_source_tree_env() if run.measured else None,
         )
+    if run.measured:
+        _start_measuring(run, say)
+
+
+def _source_tree_env() -> dict[str, str]:
+    """devcloud is importable from the source tree only."""
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, (str(SOURCE_TREE), path)))}
+
+
+def collector_command(run: Run, host: str) -> list[str]:
+    """``hpc-scheduler-collector`` of one compute, with that compute's nova.conf."""
+    return [
+        sys.executable,
+        "-m",
+        "hpc_nova_scheduler.collector.main",
+        "--config-file",
+        str(run.path / "etc/nova.conf"),
+        "--config-file",
+        str(run.path / "etc" / f"{host}.conf"),
+    ]
+
+
+def _start_measuring(run: Run, say: Say) -> None:
+    """The processors' counters, and a collector on every compute, as on real hosts."""
+    say(
+        f"{COUNTERS} (the cache-pressure ground truth) and {run.computes} "
+        f"hpc-scheduler-collector, every {config.COLLECTOR_INTERVAL} s"
+    )
+    services.spawn(
+        run,
+        COUNTERS,
+        [sys.executable, "-m", "devcloud.counters", "--folder", str(run.measured_folder())],
+        env=_source_tree_env(),
+    )
+    for host in config.hosts(run):
+        services.spawn(run, f"{COLLECTOR}-{host}", collector_command(run, host))
 
 
 def pool_command(run: Run, hosts: Sequence[str], cell: int) -> list[str]:
@@ -258,14 +300,12 @@ def _start_pools(run: Run, nova_conf: list[str], cells: str, say: Say) -> None:
         f"on {config.MULTI_NODE_DRIVER}{cells}, in {len(groups)} processes of up to "
         f"{run.services_per_process}"
     )
-    path = os.environ.get("PYTHONPATH")
     for number, group in enumerate(groups):
         services.spawn(
             run,
             f"{POOL}-{number:02d}",
             pool_command(run, group, cell_of[group[0]]),
-            # devcloud is importable from the source tree only.
-            env={"PYTHONPATH": os.pathsep.join(filter(None, (str(SOURCE_TREE), path)))},
+            env=_source_tree_env(),
         )
 
 
@@ -274,6 +314,9 @@ POOL = "nova-compute-pool"
 
 #: The plugin's service of background work, next to nova-scheduler.
 AGENT = "hpc-scheduler-agent"
+#: Under ``up --measured``: a collector per compute, and the counters behind them.
+COLLECTOR = "hpc-scheduler-collector"
+COUNTERS = "devcloud-counters"
 
 
 def agent_command(run: Run) -> list[str]:
@@ -425,10 +468,13 @@ def up(
     timing: bool = False,
     idle_trait_interval: int = 0,
     reconcile_interval: int = config.RECONCILE_INTERVAL,
+    measured: bool = False,
 ) -> Run:
     """Set up and start a cloud. ``nodes``: racks of ``rack_size`` nodes,
     a compute service each (``computes`` is then unused), several services
     to a process; ``topology`` then names the levels above the rack."""
+    if nodes and measured:
+        raise ValueError("measured computes have one node each: not with nodes")
     if nodes:
         computes = racks.services_for(nodes, rack_size)
         topology = racks.topology(topology)
@@ -458,6 +504,7 @@ def up(
         timing=timing,
         idle_trait_interval=idle_trait_interval,
         reconcile_interval=reconcile_interval,
+        measured=measured,
     )
     run.ports = {name: services.free_port() for name in ("placement", "glance", "neutron", "nova")}
     run.save()
@@ -619,6 +666,13 @@ def set_idle_trait_interval(
     run.idle_trait_interval = seconds
     why = f"with idle_trait_interval = {seconds}" + (" and roomy_rack_trait" if seconds else "")
     _restart_scheduler(run, why, say=say, timeout=timeout)
+
+
+def set_cache_source(run: Run, source: str, *, say: Say, timeout: float = RESTART_TIMEOUT) -> None:
+    """Set ``cache_pressure_source``: rewrite nova.conf, restart nova-scheduler,
+    reload the agent (its measured rebalance counts as placement does)."""
+    run.cache_source = source
+    _restart_scheduler(run, f"with cache_pressure_source = {source}", say=say, timeout=timeout)
 
 
 def _restart_scheduler(run: Run, why: str, *, say: Say, timeout: float) -> None:

@@ -95,6 +95,12 @@ class Run:
     #: that the stress sees records of deleted servers converge; the scale
     #: benchmark runs the product's default.
     reconcile_interval: int = 10
+    #: ``up --measured``: each compute's guests measured by an
+    #: ``hpc-scheduler-collector`` of its own, on a generated resctrl tree
+    #: that :mod:`devcloud.counters` drives (one node per compute only).
+    measured: bool = False
+    #: ``[hpc_scheduler] cache_pressure_source`` of the schedulers and the agent.
+    cache_source: str = "declared"
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -112,6 +118,11 @@ class Run:
     @property
     def path(self) -> Path:
         return Path(self.folder)
+
+    def measured_folder(self, host: str | None = None) -> Path:
+        """``<run>/measured``, or one compute's folder in it (``qemu/``, ``resctrl/``)."""
+        folder = self.path / "measured"
+        return folder if host is None else folder / host
 
     def database_roles(self) -> tuple[str, ...]:
         """Every database of the run: cell1 is ``nova``, further cells ``nova_cell<N>``."""

@@ -173,6 +173,14 @@ def add_arguments(sub, func) -> None:
     from devcloud import cli
 
     cli.add_reclaim_arguments(parser, default=False)
+    parser.add_argument(
+        "--measured",
+        action="store_true",
+        help="before the load, show measured cache pressure at work (a cloud up with "
+        "--measured): a VM declared low that measures high takes co-runners under "
+        "cache_pressure_source declared and not under measured, and the agent's measured "
+        "rebalance brings a host back under beta within sustain plus one interval",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random load")
     parser.add_argument(
         "--record",
@@ -833,6 +841,11 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
     )
     admin = operator.connect(run)
     clear(admin, say)
+    measured_problems: list[str] = []
+    if getattr(args, "measured", False):
+        from devcloud import measured  # it uses this module's helpers
+
+        measured_problems = measured.check(run, say)
     # After the clearing: the first generation sees none of the old servers.
     first_generation = fairshare.prepare(run, say) if fair else None
     scheduler_log = run.path / "logs" / "nova-scheduler.log"
@@ -935,6 +948,8 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         say(f"record: {line}")
     for line in wrong_victims[:20]:
         say(f"wrong victim: {line}")
+    for line in measured_problems:
+        say(f"measured: {line}")
     elapsed = time.monotonic() - started
     if not args.keep_servers:
         clear(admin, say)
@@ -946,4 +961,5 @@ def main(run: Run, args: argparse.Namespace, say: Say) -> int:
         flush=True,
     )
     failed = violations or topology or entitlement or mismatches or wrong_victims
+    failed = failed or measured_problems
     return 1 if failed or errors or left_broken else 0

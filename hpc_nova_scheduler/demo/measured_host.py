@@ -15,16 +15,35 @@ from pathlib import Path
 
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
 
+#: The XML namespace of the fake hypervisor's ``<workload>`` in a domain's
+#: ``<metadata>``, where Nova's libvirt driver keeps ``<nova:instance>``.
+WORKLOAD_NS = "https://opendev.org/hpc-nova-scheduler/fake-workload"
 
-def status_xml(name: str, uuid: str, pid: int | str) -> str:
-    """A domain's status file as libvirtd writes it, shortened to what is read."""
+
+def status_xml(
+    name: str, uuid: str, pid: int | str, vcpus: int = 4, cache_score: float | None = None
+) -> str:
+    """A domain's status file as libvirtd writes it, shortened to what is read.
+
+    ``cache_score``: how the fake hypervisor's guest really uses the cache
+    (what :mod:`devcloud.counters` makes its counters show), kept in the
+    domain's metadata; the collector does not read it.
+    """
+    metadata = ""
+    if cache_score is not None:
+        metadata = (
+            "    <metadata>\n"
+            f"      <fake:workload xmlns:fake='{WORKLOAD_NS}' cache_score='{cache_score:g}'/>\n"
+            "    </metadata>\n"
+        )
     return (
         f"<domstatus state='running' reason='booted' pid='{pid}'>\n"
         "  <taint flag='high-privileges'/>\n"
         "  <domain type='kvm' id='7'>\n"
         f"    <name>{name}</name>\n"
         f"    <uuid>{uuid}</uuid>\n"
-        "    <vcpu placement='static'>4</vcpu>\n"
+        f"{metadata}"
+        f"    <vcpu placement='static'>{vcpus}</vcpu>\n"
         "  </domain>\n"
         "</domstatus>\n"
     )

@@ -12,6 +12,7 @@ file is whole, so a reader never sees half a number.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -101,6 +102,26 @@ class ResctrlTree:
         path = parent / "mon_groups" / name
         path.mkdir()
         self.populate(path)
+        return path
+
+    def ensure_monitoring_group(self, name: str) -> Path:
+        """Monitoring group ``name`` of the default group, populated, made
+        whole in one rename so that a reader never finds it without its
+        files (the kernel fills a group at ``mkdir``); one that is there,
+        made by the collector a moment before, is filled in place."""
+        path = self.root / "mon_groups" / name
+        if (path / "mon_data").is_dir():
+            return path
+        scratch = path.with_name(f".{name}.new")
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        self.populate(scratch)
+        try:
+            os.rename(scratch, path)
+        except OSError:
+            # The collector made it and wrote its tasks meanwhile.
+            shutil.rmtree(scratch, ignore_errors=True)
+            self.populate(path)
         return path
 
     def populate(self, path: Path) -> None:
