@@ -206,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hosts = [Host(path) for path in hosts_under(args.folder)]
     bad = [h.name for h in hosts if h.llc_bytes <= 0]
     if not hosts or bad:
-        print(f"counters: {args.folder}: no resctrl tree with a cache size: {bad}", file=sys.stderr)
+        what = f"no cache size in {', '.join(bad)}" if bad else "no resctrl tree"
+        print(f"counters: --folder {args.folder}: {what}", file=sys.stderr)
         return 2
     model = CachePressureModel()
     stopping = threading.Event()
