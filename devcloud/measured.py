@@ -183,7 +183,7 @@ def _utc(text: str | None) -> datetime.datetime | None:
     return timeutils.normalize_time(timeutils.parse_isotime(text))
 
 
-def scene_rebalance(scene: Scene, host: str) -> list[str]:
+def scene_rebalance(scene: Scene, host: str, *, on_time: bool) -> list[str]:
     if scene.run.cache_source != pressure.MAX:
         control.set_cache_source(scene.run, pressure.MAX, say=scene.say)
     beta = config.BETA
@@ -241,7 +241,7 @@ def scene_rebalance(scene: Scene, host: str) -> list[str]:
             f"passed beta (sustain {sustain:g} + interval {every:g} = {bound:g} s); H within "
             f"beta {(back_at - over_at).total_seconds():.1f} s after passing it"
         )
-        if waited > bound + LOOK:
+        if on_time and waited > bound + LOOK:
             problems.append(f"rebalance: the first move came {waited:.1f} s after, over {bound:g}")
         if len(asked) != 1:
             problems.append(f"rebalance: {len(asked)} VMs moved where one was enough")
@@ -249,8 +249,10 @@ def scene_rebalance(scene: Scene, host: str) -> list[str]:
     return problems
 
 
-def check(run: Run, say: Say) -> list[str]:
-    """Both scenes; what went wrong, one line each."""
+def check(run: Run, say: Say, *, on_time: bool = True) -> list[str]:
+    """Both scenes; what went wrong, one line each. ``on_time``: a first
+    move later than sustain plus one interval is one (the trial's claim; a
+    test on a loaded machine reports the delay only)."""
     if not run.measured or not run.plugin:
         return ["--measured needs a cloud up with --measured and the plugin on"]
     original = run.cache_source
@@ -261,7 +263,7 @@ def check(run: Run, say: Say) -> list[str]:
     problems: list[str] = []
     try:
         problems += scene_co_runners(scene, host)
-        problems += scene_rebalance(scene, host)
+        problems += scene_rebalance(scene, host, on_time=on_time)
     finally:
         scene.delete(list(scene.servers))
         if run.cache_source != original:

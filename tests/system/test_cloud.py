@@ -5,8 +5,9 @@ local MariaDB and RabbitMQ, with ``database_failure_policy = degrade``; the
 stress boots and deletes requests of every class for about a minute while
 the plugin's database refuses connections for 20 s and then one
 nova-scheduler worker is killed with SIGKILL, and checks every invariant and
-the plugin's records against Nova. A short stress under the stored
-``pair-forest`` model follows on the same cloud.
+the plugin's records against Nova. Each compute is measured
+(``up --measured``): ``stress --measured``'s scenes follow, then a short
+stress under the stored ``pair-forest`` model, on the same cloud.
 ``down`` must leave no process, database or virtual host behind. Without
 MariaDB or RabbitMQ the test skips, except where CI (or
 ``HPC_REQUIRE_DB_BACKENDS``) is set: there it fails.
@@ -27,7 +28,7 @@ import sqlalchemy as sa
 import testtools
 from oslo_config import cfg
 
-from devcloud import cli, control, services, stress
+from devcloud import cli, control, measured, services, stress
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.agent import reclaim as agent_reclaim
 from tests import db_backends
@@ -101,6 +102,23 @@ class TestCloudStress(testtools.TestCase):
             any(line.startswith("interference model pair-forest: ") for line in self.log), report
         )
 
+    def _measured_pressure(self, run) -> None:
+        """``stress --measured``'s scenes on the measured computes: the VM declared
+        at 10 that measures 55 takes a co-runner under ``declared``, not under
+        ``measured``; under ``max`` the agent live-migrates one VM off the host
+        its drifting phase overloads, and the host comes back within beta. How
+        long the agent took is reported, not judged: the machine may be loaded."""
+        problems = measured.check(run, self.say, on_time=False)
+        report = "\n".join(self.log)
+        self.assertEqual([], problems, report)
+        for expected in (
+            "co-runners under declared: SyncHPC 10 asked for H: on H;",
+            "co-runners under measured: SyncHPC 10 asked for H: refused;",
+            "rebalance: 1 live migration(s), the first asked ",
+        ):
+            self.assertTrue(any(line.startswith(expected) for line in self.log), report)
+        self.assertEqual("declared", run.cache_source)
+
     def setUp(self) -> None:
         super().setUp()
         reason = _missing_backend()
@@ -125,6 +143,7 @@ class TestCloudStress(testtools.TestCase):
                 plugin=True,
                 say=self.say,
                 policy="degrade",
+                measured=True,
             )
         except services.ServiceError as error:
             self.fail(f"up failed: {error}\n" + "\n".join(self.log))
@@ -168,6 +187,7 @@ class TestCloudStress(testtools.TestCase):
             )
             self.assertIn("the plugin database answers again; handed over", handed, report)
             self.assertFalse(any("fault left broken" in line for line in self.log), report)
+            self._measured_pressure(run)
             self._stress_under_a_stored_model(run)
         finally:
             databases, vhost, account = list(run.databases), run.vhost, run.hpc_account
