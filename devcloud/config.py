@@ -326,6 +326,8 @@ def compute_conf(run: Run, host: str) -> Path:
         sections["hpc_collector"] = {
             "libvirt_run_dir": folder / "qemu",
             "resctrl_root": folder / "resctrl",
+            # The guests' cgroups of the fake PMU (devcloud.fake_pmu).
+            "cgroup_root": folder / "cgroup",
             "interval": COLLECTOR_INTERVAL,
             "half_life": COLLECTOR_HALF_LIFE,
         }
@@ -336,7 +338,8 @@ def measured_hosts(run: Run) -> None:
     """Each compute's resctrl mount, laid out as the kernel lays one out."""
     for host in hosts(run):
         ResctrlTree(run.measured_folder(host) / "resctrl").lay_out()
-        (run.measured_folder(host) / "qemu").mkdir(parents=True, exist_ok=True)
+        for sub in ("qemu", "cgroup"):
+            (run.measured_folder(host) / sub).mkdir(parents=True, exist_ok=True)
 
 
 def placement_conf(run: Run) -> Path:

@@ -246,11 +246,12 @@ def _source_tree_env() -> dict[str, str]:
 
 
 def collector_command(run: Run, host: str) -> list[str]:
-    """``hpc-scheduler-collector`` of one compute, with that compute's nova.conf."""
+    """``hpc-scheduler-collector`` of one compute, with that compute's nova.conf,
+    counting CPI on the fake PMU (:mod:`devcloud.measured_collector`)."""
     return [
         sys.executable,
         "-m",
-        "hpc_nova_scheduler.collector.main",
+        "devcloud.measured_collector",
         "--config-file",
         str(run.path / "etc/nova.conf"),
         "--config-file",
@@ -271,7 +272,9 @@ def _start_measuring(run: Run, say: Say) -> None:
         env=_source_tree_env(),
     )
     for host in config.hosts(run):
-        services.spawn(run, f"{COLLECTOR}-{host}", collector_command(run, host))
+        services.spawn(
+            run, f"{COLLECTOR}-{host}", collector_command(run, host), env=_source_tree_env()
+        )
 
 
 def pool_command(run: Run, hosts: Sequence[str], cell: int) -> list[str]:

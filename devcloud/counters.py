@@ -41,6 +41,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from devcloud import fake_pmu
 from hpc_nova_scheduler.characterise.counters import ResctrlMount
 from hpc_nova_scheduler.demo.measured_host import WORKLOAD_NS
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
@@ -50,6 +51,8 @@ from hpc_nova_scheduler.interference.cache_pressure import CachePressureModel, p
 MISSES_PER_SCORE = 100_000
 CACHE_LINE_BYTES = 64
 PHASES_FILE = "phases.json"
+#: Every guest's vCPUs are busy at this clock, with this CPI alone on a host.
+CLOCK_HZ, BASE_CPI = 2.5e9, 1.0
 TICK = 1.0
 
 
@@ -57,14 +60,19 @@ TICK = 1.0
 class Guest:
     uuid: str
     cache_score: float
+    #: libvirt's name of the domain (its fake cgroup's folder) and its vCPUs.
+    name: str = ""
+    vcpus: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class Counters:
-    """What one guest holds and moves on its host."""
+    """What one guest holds and moves on its host, and how fast it runs."""
 
     occupancy: int
     bytes_per_second: float
+    #: Cycles per instruction: the application's own, times the slowdown.
+    cpi: float = BASE_CPI
 
 
 def read_guests(run_dir: Path) -> list[Guest]:
@@ -83,9 +91,11 @@ def read_guests(run_dir: Path) -> list[Guest]:
         if not uuid or workload is None:
             continue
         try:
-            guests.append(Guest(uuid, float(workload.get("cache_score", ""))))
+            score = float(workload.get("cache_score", ""))
+            vcpus = int(domain.findtext("vcpu") or 1)
         except ValueError:
             continue
+        guests.append(Guest(uuid, score, (domain.findtext("name") or "").strip(), vcpus))
     return guests
 
 
@@ -96,16 +106,15 @@ def host_counters(
     total = sum(g.cache_score for g in guests)
     # Past the knee the cache is full: each holds its share of it.
     fill = min(1.0, model.knee / total) if total > 0 else 1.0
-    return {
-        g.uuid: Counters(
+    found = {}
+    for g in guests:
+        slowdown = pressure_factor(g.cache_score, total, model.knee, model.gain)
+        found[g.uuid] = Counters(
             occupancy=int(llc_bytes * (g.cache_score / model.knee) * fill),
-            bytes_per_second=g.cache_score
-            * MISSES_PER_SCORE
-            * CACHE_LINE_BYTES
-            * pressure_factor(g.cache_score, total, model.knee, model.gain),
+            bytes_per_second=g.cache_score * MISSES_PER_SCORE * CACHE_LINE_BYTES * slowdown,
+            cpi=BASE_CPI * slowdown,
         )
-        for g in guests
-    }
+    return found
 
 
 def read_phases(path: Path) -> dict[str, float]:
@@ -144,11 +153,15 @@ class Host:
         self.moved: dict[str, float] = {}
         #: The host's own counter, which never goes back as guests leave.
         self.host_moved = 0.0
+        #: The guests' cgroups for the fake PMU, and what each executed.
+        self.cgroups = folder / "cgroup"
+        self.executed: dict[str, tuple[float, float, float]] = {}
 
     def tick(self, phases: Mapping[str, float], seconds: float, model: CachePressureModel) -> int:
         """Advance the counters by ``seconds``; the guests measured."""
         guests = [
-            Guest(g.uuid, phases.get(g.uuid, g.cache_score)) for g in read_guests(self.run_dir)
+            dataclasses.replace(g, cache_score=phases.get(g.uuid, g.cache_score))
+            for g in read_guests(self.run_dir)
         ]
         counted = 0
         measured = host_counters(guests, self.llc_bytes, model)
@@ -165,6 +178,8 @@ class Host:
             except OSError:
                 continue  # the collector removed the group meanwhile
             counted += 1
+        for guest in guests:
+            self._run(guest, measured[guest.uuid], seconds)
         # A control group's counters include its monitoring groups': the
         # default group's are the host's totals.
         self.host_moved += sum(c.bytes_per_second for c in measured.values()) * seconds
@@ -179,7 +194,26 @@ class Host:
         running = {g.uuid for g in guests}
         for uuid in [u for u in self.moved if u not in running]:
             del self.moved[uuid]
+        for uuid in [u for u in self.executed if u not in running]:
+            del self.executed[uuid]
         return counted
+
+    def _run(self, guest: Guest, counters: Counters, seconds: float) -> None:
+        """The guest's cycles and instructions of ``seconds`` (:mod:`devcloud.fake_pmu`)."""
+        if not guest.name:
+            return
+        cycles, instructions, elapsed = self.executed.get(guest.uuid, (0.0, 0.0, 0.0))
+        ran = guest.vcpus * CLOCK_HZ * seconds
+        cycles, instructions, elapsed = (
+            cycles + ran,
+            instructions + ran / counters.cpi,
+            elapsed + seconds,
+        )
+        self.executed[guest.uuid] = (cycles, instructions, elapsed)
+        folder = self.cgroups / guest.name
+        folder.mkdir(parents=True, exist_ok=True)
+        fake_pmu.write_counter(folder / "cycles", cycles, elapsed)
+        fake_pmu.write_counter(folder / "instructions", instructions, elapsed)
 
 
 def _spread(total: int, tree: ResctrlTree) -> list[int]:

@@ -21,6 +21,17 @@ drives (:mod:`devcloud.counters`). Two scenes, on the first compute (H):
    ``measured_rebalance_interval`` of H passing beta, and H must come back
    within beta.
 
+3. **Suspects.** An application of three SyncHPC VMs declared (and
+   really) 25 lands on two or three hosts of one processor group; an
+   antagonist declared 10 that really thrashes the cache at 140 is asked
+   onto the host of one that runs there alone (35 declared, within beta).
+   Its cache contention slows that VM: its CPI (the fake PMU's,
+   :mod:`devcloud.fake_pmu`) rises by the ground truth's slowdown, 1.73
+   times its siblings'. ``hpc-nova-scheduler interference suspects`` must
+   name it the victim and the antagonist its suspect; then, under ``max``,
+   the agent must move the antagonist (a suspect goes first where that
+   moves no more VMs), not the victim.
+
 The cloud's ``cache_pressure_source`` is restored at the end.
 """
 
@@ -28,17 +39,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import secrets
 import time
 from collections.abc import Callable
 
 from oslo_utils import timeutils
 
-from devcloud import config, control, counters, operator, stress
+from devcloud import config, control, counters, operator, services, stress
 from devcloud.layout import Run
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.demo.measured_driver import WORKLOAD_KEY
-from hpc_nova_scheduler.measured import pressure
+from hpc_nova_scheduler.measured import pressure, suspects
 
 Say = Callable[[str], None]
 
@@ -46,6 +58,10 @@ Say = Callable[[str], None]
 LIAR_DECLARED, LIAR_TRUE = 10, 55.0
 #: The rebalance: a VM declared (and really) 40 beside one of 10 that turns to 45.
 STEADY, DRIFTER, DRIFTED = 40, 10, 45.0
+#: The suspects: an application of three VMs declared 25, an antagonist
+#: declared 10 that really thrashes the cache at 140 (slowing a VM of 25
+#: beside it by 1 + (25/60)(105/60) = 1.73, over CPI2's 1.5).
+SIBLING, ANTAGONIST_DECLARED, ANTAGONIST_TRUE = 25, 10, 140.0
 #: Seconds to wait for a VM to be measured, and for the rebalance to act.
 MEASURE_TIMEOUT, REBALANCE_TIMEOUT = 90.0, 180.0
 #: The stress looks once a second: what it saw first may be a second late.
@@ -249,6 +265,88 @@ def scene_rebalance(scene: Scene, host: str, *, on_time: bool) -> list[str]:
     return problems
 
 
+def _suspected(scene: Scene, victim: str, antagonist: str) -> bool:
+    """Whether CPI2's rule, on the figures now, names ``victim`` and ``antagonist``."""
+    settings = scene.scores(pressure.MEASURED).settings
+    fresh = suspects.fresh_figures(
+        scene.database.measured_instances(), timeutils.utcnow(), settings
+    )
+    vms = suspects.measured_vms(
+        scene.database.list_running(), fresh, min_samples=settings.min_samples
+    )
+    return any(
+        s.victim.instance_uuid == victim and antagonist in {v.instance_uuid for v in s.suspects}
+        for s in suspects.find(vms)
+    )
+
+
+def listed_suspects(run: Run) -> list[dict]:
+    """``hpc-nova-scheduler interference suspects --format json``, as an operator runs it."""
+    text = services.run_command(
+        run,
+        [
+            services.tool("hpc-nova-scheduler"),
+            "--config-file",
+            str(run.path / "etc" / "nova.conf"),
+            "interference",
+            "suspects",
+            "--format",
+            "json",
+        ],
+    )
+    return json.loads(text)
+
+
+def scene_suspects(scene: Scene) -> list[str]:
+    if scene.run.cache_source != pressure.DECLARED:
+        control.set_cache_source(scene.run, pressure.DECLARED, say=scene.say)
+    application = scene.boot("app", f"hpc.SyncHPC.{SIBLING}.s", count=3)
+    if application.result != "active":
+        return [f"suspects: the application of three VMs did not start: {application.detail}"]
+    hosts = {uuid: scene.host_of(uuid) for uuid in application.servers}
+    # Two share a host at most (50 within beta): one runs alone.
+    victim = min(u for u in application.servers if list(hosts.values()).count(hosts[u]) == 1)
+    host = hosts[victim]
+    antagonist = scene.boot(
+        "antagonist",
+        f"hpc.SyncHPC.{ANTAGONIST_DECLARED}.s",
+        host=host,
+        true_score=ANTAGONIST_TRUE,
+    )
+    if antagonist.result != "active":
+        return [f"suspects: the antagonist did not start on {host}: {antagonist.detail}"]
+    (loud,) = antagonist.servers
+    deadline = time.monotonic() + MEASURE_TIMEOUT
+    while time.monotonic() < deadline and not _suspected(scene, victim, loud):
+        time.sleep(LOOK)
+    listed = listed_suspects(scene.run)
+    mine = [entry for entry in listed if entry["victim"] == victim]
+    named = [vm["instance"] for entry in mine for vm in entry["suspects"]]
+    if not mine or loud not in named:
+        return [
+            f"suspects: interference suspects does not name {victim} slowed by {loud}: {listed}"
+        ]
+    (entry,) = mine
+    scene.say(
+        f"suspects: the application's VM on {host} (with the antagonist) runs at CPI "
+        f"{entry['cpi']:.2f}, its siblings at {entry['siblings_cpi']:.2f}; interference "
+        f"suspects names the antagonist"
+    )
+    control.set_cache_source(scene.run, pressure.MAX, say=scene.say)
+    deadline = time.monotonic() + REBALANCE_TIMEOUT
+    moved: list[str] = []
+    while time.monotonic() < deadline and not moved:
+        moved = [u for u in [*application.servers, loud] if scene.host_of(u) != hosts.get(u, host)]
+        time.sleep(LOOK)
+    problems = []
+    if moved != [loud]:
+        problems.append(f"suspects: under max the agent moved {moved or 'nothing'}, not {loud}")
+    else:
+        scene.say("suspects: under max the agent live-migrated the antagonist, not the victim")
+    scene.delete([*application.servers, loud])
+    return problems
+
+
 def check(run: Run, say: Say, *, on_time: bool = True) -> list[str]:
     """Both scenes; what went wrong, one line each. ``on_time``: a first
     move later than sustain plus one interval is one (the trial's claim; a
@@ -262,8 +360,9 @@ def check(run: Run, say: Say, *, on_time: bool = True) -> list[str]:
     host = config.hosts(run)[0]
     problems: list[str] = []
     try:
-        problems += scene_co_runners(scene, host)
+        problems += scene_suspects(scene)
         problems += scene_rebalance(scene, host, on_time=on_time)
+        problems += scene_co_runners(scene, host)
     finally:
         scene.delete(list(scene.servers))
         if run.cache_source != original:

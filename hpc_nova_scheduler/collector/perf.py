@@ -142,6 +142,11 @@ def cgroup_of(pid: int, cgroup_root: Path) -> Path | None:
     return None
 
 
+def domain_cgroup(domain: Domain, cgroup_root: Path) -> Path | None:
+    """The perf cgroup folder of ``domain``: its QEMU process's."""
+    return cgroup_of(domain.pid, cgroup_root)
+
+
 #: A domain's cgroup folder, its counters' fds per event, their last counts.
 _Counters = tuple[Path, list[list[int]], tuple[int, ...] | None]
 
@@ -157,7 +162,7 @@ class CgroupCPI:
         events: tuple[tuple[int, int], tuple[int, int]] = CPI_EVENTS,
         cpus: Iterable[int] | None = None,
         opener: Callable[[int, int, int, int, int], int] = open_counter,
-        cgroup: Callable[[int, Path], Path | None] = cgroup_of,
+        cgroup: Callable[[Domain, Path], Path | None] = domain_cgroup,
     ) -> None:
         self.cgroup_root = Path(cgroup_root)
         self._once = SayOnce(say)
@@ -197,7 +202,7 @@ class CgroupCPI:
     def _opened(
         self, domain: Domain
     ) -> tuple[Path, list[list[int]], tuple[int, int] | None] | None:
-        folder = self._cgroup(domain.pid, self.cgroup_root)
+        folder = self._cgroup(domain, self.cgroup_root)
         known = self._counters.get(domain.uuid)
         if known is not None and known[0] == folder:
             return known

@@ -83,7 +83,8 @@ class TestMeasuredFakeDriver(base.HpcTestCase):
         group = self.folder / "n1" / "resctrl" / "mon_groups" / server["id"]
         self.assertTrue((group / "mon_data" / "mon_L3_00" / "llc_occupancy").is_file())
         self.assertEqual(
-            [counters.Guest(server["id"], 55.0)], counters.read_guests(self.folder / "n1" / "qemu")
+            [counters.Guest(server["id"], 55.0, domain.name, 1)],
+            counters.read_guests(self.folder / "n1" / "qemu"),
         )
         self.assertEqual({}, self.running("n2"))
 
@@ -99,9 +100,10 @@ class TestMeasuredFakeDriver(base.HpcTestCase):
 
     def test_without_fake_cache_score_the_guest_behaves_as_its_flavor_says(self) -> None:
         server = self.boot_on("n2")
-        self.assertEqual(
-            [counters.Guest(server["id"], 10.0)], counters.read_guests(self.folder / "n2" / "qemu")
-        )
+        ((uuid, score),) = [
+            (g.uuid, g.cache_score) for g in counters.read_guests(self.folder / "n2" / "qemu")
+        ]
+        self.assertEqual((server["id"], 10.0), (uuid, score))
 
     def test_a_collector_measures_what_the_counters_make_of_the_workload(self) -> None:
         liar = self.boot_on("n1", {measured_driver.WORKLOAD_KEY: "55"})

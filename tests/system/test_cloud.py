@@ -103,11 +103,14 @@ class TestCloudStress(testtools.TestCase):
         )
 
     def _measured_pressure(self, run) -> None:
-        """``stress --measured``'s scenes on the measured computes: the VM declared
-        at 10 that measures 55 takes a co-runner under ``declared``, not under
-        ``measured``; under ``max`` the agent live-migrates one VM off the host
-        its drifting phase overloads, and the host comes back within beta. How
-        long the agent took is reported, not judged: the machine may be loaded."""
+        """``stress --measured``'s scenes on the measured computes: the operator's
+        ``interference suspects`` names the antagonist of a VM its cache
+        contention slows (CPI on the fake PMU), and under ``max`` the agent
+        moves the antagonist; the agent live-migrates one VM off the host a
+        drifting phase overloads, and the host comes back within beta; the VM
+        declared at 10 that measures 55 takes a co-runner under ``declared``,
+        not under ``measured``. How long the agent took is reported, not
+        judged: the machine may be loaded."""
         problems = measured.check(run, self.say, on_time=False)
         report = "\n".join(self.log)
         self.assertEqual([], problems, report)
@@ -115,6 +118,7 @@ class TestCloudStress(testtools.TestCase):
             "co-runners under declared: SyncHPC 10 asked for H: on H;",
             "co-runners under measured: SyncHPC 10 asked for H: refused;",
             "rebalance: 1 live migration(s), the first asked ",
+            "suspects: under max the agent live-migrated the antagonist, not the victim",
         ):
             self.assertTrue(any(line.startswith(expected) for line in self.log), report)
         self.assertEqual("declared", run.cache_source)

@@ -78,7 +78,7 @@ class TestPerf(testtools.TestCase):
             self.assertEqual([], self.said)
 
     def test_the_cpi_of_an_interval_and_counters_closed_when_a_domain_goes(self) -> None:
-        cpi = self.counting(lambda pid, root: root)
+        cpi = self.counting(lambda domain, root: root)
         domain = Domain("instance-1", A, os.getpid())
         self.assertEqual({}, cpi.sample([domain]))  # the first read only starts the count
         busy()
@@ -91,7 +91,7 @@ class TestPerf(testtools.TestCase):
         self.assertEqual([], self.said)
 
     def test_a_domain_without_a_cgroup_folder_is_left_out_and_said_once(self) -> None:
-        cpi = self.counting(lambda pid, root: None)
+        cpi = self.counting(lambda domain, root: None)
         domains = [Domain("instance-1", A, os.getpid())]
         for _ in range(3):
             self.assertEqual({}, cpi.sample(domains))
@@ -138,7 +138,7 @@ class TestCgroupPaths(testtools.TestCase):
             events=CLOCKS,
             cpus=[0, 1],
             opener=fails_on_cpu_1,
-            cgroup=lambda pid, root: root,
+            cgroup=lambda domain, root: root,
         )
         self.assertIsNone(cpi.problem)
         opened.clear()  # the check's own counters, closed at once

@@ -16,8 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oslo_config import cfg
 
-from devcloud import cli, config, control, counters
+from devcloud import cli, config, control, counters, fake_pmu, measured_collector
 from hpc_nova_scheduler import conf as hpc_conf
+from hpc_nova_scheduler.collector import domains as collector_domains
 from hpc_nova_scheduler.collector.collector import Collector, Settings
 from hpc_nova_scheduler.db import api as db_api
 from hpc_nova_scheduler.demo.measured_host import status_xml
@@ -69,7 +70,9 @@ class TestStatusFiles(testtools.TestCase):
         (self.folder / "d.xml").write_text(
             status_xml("d", UUIDS[2], 7, cache_score=1).replace("cache_score='1'", "cache_score=''")
         )
-        self.assertEqual([counters.Guest(UUIDS[0], 55.0)], counters.read_guests(self.folder))
+        self.assertEqual(
+            [counters.Guest(UUIDS[0], 55.0, "a", 4)], counters.read_guests(self.folder)
+        )
 
     def test_phases_the_stress_writes_and_what_a_bad_file_gives(self) -> None:
         path = self.folder / counters.PHASES_FILE
@@ -158,6 +161,45 @@ class TestHost(testtools.TestCase):
         self.assertEqual([], [line for line in said if "perf" not in line])
 
 
+class TestFakePmu(testtools.TestCase):
+    """The collector's own CPI counting (``CgroupCPI``) on the fake PMU."""
+
+    def test_a_guest_slowed_by_a_neighbour_has_its_cpi_raised_by_the_slowdown(self) -> None:
+        folder = Path(self.useFixture(fixtures.TempDir()).path) / "compute-00"
+        tree = ResctrlTree(folder / "resctrl").lay_out()
+        (folder / "qemu").mkdir()
+        for number, (uuid, score) in enumerate([(UUIDS[0], 40.0), (UUIDS[1], 80.0)], 1):
+            name = f"instance-{number:08x}"
+            (folder / "qemu" / f"{name}.xml").write_text(
+                status_xml(name, uuid, os.getpid(), vcpus=2, cache_score=score)
+            )
+            tree.ensure_monitoring_group(uuid)
+        host = counters.Host(folder)
+        said: list[str] = []
+        # As devcloud.measured_collector grafts it.
+        self.useFixture(
+            fixtures.MonkeyPatch(
+                "hpc_nova_scheduler.collector.perf.read_counter", fake_pmu.read_counter
+            )
+        )
+        cpi = measured_collector.FakePmuCPI(folder / "cgroup", said.append)
+        self.addCleanup(cpi.close)
+        self.assertIsNone(cpi.problem)
+        domains = collector_domains.running(folder / "qemu").domains
+        host.tick({}, 2.0, MODEL)
+        self.assertEqual({}, cpi.sample(domains))  # the first read is the baseline
+        host.tick({}, 2.0, MODEL)
+        found = cpi.sample(domains)
+        # 40 beside 80: 120 against a knee of 60 slows the 40 by 1 + (40/60)(60/60).
+        self.assertAlmostEqual(1 + 40 / 60, found[UUIDS[0]], places=6)
+        self.assertAlmostEqual(1 + 80 / 60, found[UUIDS[1]], places=6)
+        self.assertEqual([], said)
+
+    def test_only_cycles_and_instructions_are_counted(self) -> None:
+        self.assertRaises(OSError, fake_pmu.open_counter, 1, 0, -1, 0, 0)
+        self.assertRaises(OSError, fake_pmu.open_counter, 0, 7, -1, 0, 0)
+
+
 class TestMain(testtools.TestCase):
     def test_a_folder_without_trees_is_one_line_and_exit_2(self) -> None:
         folder = self.useFixture(fixtures.TempDir()).path
@@ -193,7 +235,8 @@ class TestConfiguration(testtools.TestCase):
         for option, value in config.MEASURED.items():
             self.assertEqual(value, scheduler.hpc_scheduler[option], option)
         command = control.collector_command(run, "compute-01")
-        self.assertEqual([sys.executable, "-m", "hpc_nova_scheduler.collector.main"], command[:3])
+        self.assertEqual([sys.executable, "-m", "devcloud.measured_collector"], command[:3])
+        self.assertEqual(str(folder / "cgroup"), conf.hpc_collector.cgroup_root)
         self.assertEqual(str(run.path / "etc" / "compute-01.conf"), command[-1])
 
     def test_a_cloud_without_measured_computes_is_as_before(self) -> None:
