@@ -64,6 +64,8 @@ STEADY, DRIFTER, DRIFTED = 40, 10, 45.0
 SIBLING, ANTAGONIST_DECLARED, ANTAGONIST_TRUE = 25, 10, 140.0
 #: Seconds to wait for a VM to be measured, and for the rebalance to act.
 MEASURE_TIMEOUT, REBALANCE_TIMEOUT = 90.0, 180.0
+#: Seconds to wait for the records of deleted servers to go.
+SETTLE_TIMEOUT = 120.0
 #: The stress looks once a second: what it saw first may be a second late.
 LOOK = 1.0
 
@@ -102,6 +104,32 @@ class Scene:
         )
         self.servers.extend(settled.servers)
         return settled
+
+    def settle(self) -> None:
+        """Wait until the plugin's records are of live servers only: a deleted
+        server's record counts on its host until the agent's reconcile sweep
+        (``reconcile_interval``) removes it, and would skew a scene."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while time.monotonic() < deadline:
+            live = {
+                s.id
+                for s in stress.read(lambda: list(self.conn.compute.servers(all_projects=True)))
+            }
+            if {r.instance_uuid for r in self.database.list_running()} <= live:
+                return
+            time.sleep(LOOK)
+
+    def refused(self) -> str:
+        """The plugin's last refusal in nova-scheduler's log, to say why a boot failed."""
+        log = self.run.path / "logs" / "nova-scheduler.log"
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        for line in reversed(lines):
+            if "hpc-nova-scheduler: no placement" in line or "refusing" in line:
+                return " (nova-scheduler: " + line.split("hpc-nova-scheduler: ", 1)[-1] + ")"
+        return " (no refusal of the plugin's in nova-scheduler's log)"
 
     def host_of(self, uuid: str) -> str | None:
         return stress.where(self.run, self.conn.compute.get_server(uuid))
@@ -162,10 +190,13 @@ def co_runners(scene: Scene, host: str, source: str) -> tuple[str, int, list[str
 
 
 def scene_co_runners(scene: Scene, host: str) -> list[str]:
+    scene.settle()
     problems = []
     liar = scene.boot("liar", f"hpc.SyncHPC.{LIAR_DECLARED}.s", host=host, true_score=LIAR_TRUE)
     if liar.result != "active" or scene.host_of(liar.servers[0]) != host:
-        return [f"co-runners: the VM declared {LIAR_DECLARED} did not start on {host}"]
+        return [
+            f"co-runners: the VM declared {LIAR_DECLARED} did not start on {host}" + scene.refused()
+        ]
     score = scene.measured(liar.servers[0], at_least=0.8 * LIAR_TRUE)
     if score is None:
         return [f"co-runners: the VM on {host} was not measured in {MEASURE_TIMEOUT:g} s"]
@@ -200,6 +231,7 @@ def _utc(text: str | None) -> datetime.datetime | None:
 
 
 def scene_rebalance(scene: Scene, host: str, *, on_time: bool) -> list[str]:
+    scene.settle()
     if scene.run.cache_source != pressure.MAX:
         control.set_cache_source(scene.run, pressure.MAX, say=scene.say)
     beta = config.BETA
@@ -209,7 +241,10 @@ def scene_rebalance(scene: Scene, host: str, *, on_time: bool) -> list[str]:
     drifter = scene.boot("drifter", f"hpc.SyncHPC.{DRIFTER}.s", host=host)
     pair = [*steady.servers, *drifter.servers]
     if steady.result != "active" or drifter.result != "active":
-        return [f"rebalance: the VMs declared {STEADY} and {DRIFTER} did not both start on {host}"]
+        return [
+            f"rebalance: the VMs declared {STEADY} and {DRIFTER} did not both start on {host}"
+            + scene.refused()
+        ]
     if any(scene.measured(uuid, at_least=0.0) is None for uuid in pair):
         return [f"rebalance: the VMs on {host} were not measured in {MEASURE_TIMEOUT:g} s"]
     before = scene.pressure(host, pressure.MAX)
@@ -298,11 +333,15 @@ def listed_suspects(run: Run) -> list[dict]:
 
 
 def scene_suspects(scene: Scene) -> list[str]:
+    scene.settle()
     if scene.run.cache_source != pressure.DECLARED:
         control.set_cache_source(scene.run, pressure.DECLARED, say=scene.say)
     application = scene.boot("app", f"hpc.SyncHPC.{SIBLING}.s", count=3)
     if application.result != "active":
-        return [f"suspects: the application of three VMs did not start: {application.detail}"]
+        return [
+            f"suspects: the application of three VMs did not start: {application.detail}"
+            + scene.refused()
+        ]
     hosts = {uuid: scene.host_of(uuid) for uuid in application.servers}
     # Two share a host at most (50 within beta): one runs alone.
     victim = min(u for u in application.servers if list(hosts.values()).count(hosts[u]) == 1)
@@ -314,7 +353,10 @@ def scene_suspects(scene: Scene) -> list[str]:
         true_score=ANTAGONIST_TRUE,
     )
     if antagonist.result != "active":
-        return [f"suspects: the antagonist did not start on {host}: {antagonist.detail}"]
+        return [
+            f"suspects: the antagonist did not start on {host}: {antagonist.detail}"
+            + scene.refused()
+        ]
     (loud,) = antagonist.servers
     deadline = time.monotonic() + MEASURE_TIMEOUT
     while time.monotonic() < deadline and not _suspected(scene, victim, loud):
