@@ -234,3 +234,32 @@ class TestMeasuredPlanning(testtools.TestCase):
             )
             self.assertLess(sim.phase_of["1"].point * 1000.0, 990.0)
             self.assertEqual(1000.0 if waits else 990.0, starts(result)[2], source)
+
+    def test_an_admission_model_judges_by_what_the_scheduler_knows(self) -> None:
+        # Admission by cache-pressure within 0 %: a host is admitted while
+        # its total stays at the knee (60). On a host of two cores (the model
+        # judges the request with all the VMs the host could take), job 1
+        # (30) has tripled when job 2 (30) arrives: the truth would refuse
+        # it; declared knows 30 and admits it, measured knows 60 (saturated)
+        # and refuses.
+        jobs = [job(1, 0, 1000), job(2, 990, 100)]
+        two_cores = sim_settings.ClusterShape(hosts=1, cores=2, ram_mb=4096)
+        for source, start in (("declared", 990.0), ("measured", 1000.0)):
+            scenario = scenarios.build(
+                "hpc-aware",
+                alpha=200.0,
+                beta=60.0,
+                runtime_factor=1.0,
+                admission=CachePressureModel(),
+                tolerance=0.0,
+            )
+            sim, result = replay(
+                jobs,
+                dataclasses.replace(scenario, cache_source=source),
+                two_cores,
+                cache_scores=(30.0, 30.0),
+                drift=phases.PhaseDrift(1.0, (3.0, 3.0)),
+                measuring=phases.Measuring(0.0, 60.0),
+            )
+            self.assertLess(sim.phase_of["1"].point * 1000.0, 990.0)
+            self.assertEqual(start, starts(result)[2], source)
