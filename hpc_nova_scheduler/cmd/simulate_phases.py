@@ -14,8 +14,7 @@ import dataclasses
 from typing import TextIO
 
 from hpc_nova_scheduler.cmd import common, options
-
-SOURCES = ("declared", "measured", "max")
+from hpc_nova_scheduler.measured.pressure import DECLARED, SOURCES
 
 
 def _source(text: str) -> str:
@@ -66,7 +65,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--cache-source",
         type=_sources,
-        default=["declared"],
+        default=[DECLARED],
         metavar="SOURCES",
         help="comma-separated declared, measured, max: replay each cache-aware policy once "
         "per source, on the same jobs, drifts and seed, and compare them in a table "
@@ -108,7 +107,7 @@ def check(args: argparse.Namespace, built: list) -> None:
         raise common.CommandError(
             "--drift-factors scales drifting scores: give --phase-drift FRACTION too"
         )
-    measuring = [source for source in args.cache_source if source != "declared"]
+    measuring = [source for source in args.cache_source if source != DECLARED]
     if args.measure_lag is not None and not measuring:
         raise common.CommandError(
             "--measure-lag is how long measured scores take to count: "
@@ -131,7 +130,7 @@ def expand(built: list, sources: list[str]) -> list:
     is declared alone); the others, which no score changes, once."""
     from hpc_nova_scheduler.sim import phases
 
-    if sources == ["declared"]:
+    if sources == [DECLARED]:
         return built
     return [
         dataclasses.replace(
@@ -156,7 +155,7 @@ def setting_options(args: argparse.Namespace) -> dict:
 
 def active(args: argparse.Namespace) -> bool:
     """Whether the run drifts or measures: the comparison table is printed then."""
-    return bool(args.phase_drift) or args.cache_source != ["declared"]
+    return bool(args.phase_drift) or args.cache_source != [DECLARED]
 
 
 def note(args: argparse.Namespace) -> str:
