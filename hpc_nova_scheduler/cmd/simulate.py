@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import TextIO
 
-from hpc_nova_scheduler.cmd import common, options, trace
+from hpc_nova_scheduler.cmd import common, options, simulate_phases, trace
 
 
 def _interference_model(args: argparse.Namespace):
@@ -243,6 +243,8 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
     levels = _levels(args)
     if args.topology_spec:
         built = _configured(args, built, levels)
+    simulate_phases.check(args, built)
+    built = simulate_phases.expand(built, args.cache_source)
     # The searching planners draw from the replay's seed: one set a seed.
     batch_runs = {seed: _batch_arrivals(args, seed) for seed in seeds}
     model = _interference_model(args)
@@ -275,7 +277,8 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             f"skipped; {without_memory} jobs without a memory value, placed by cores alone); "
             f"memory read as {report_in.memory.value} ({report_in.memory_reason}); "
             f"{shape.describe()}{cores_note}; interference: {args.interference}"
-            f"{judged}{profiles_note}{_batches_note(args)}{_topology_note(args)}\n"
+            f"{judged}{profiles_note}{_batches_note(args)}{_topology_note(args)}"
+            f"{simulate_phases.note(args)}\n"
         )
     several_logs, several_seeds = len(logs) > 1, len(seeds) > 1
     # The objects every setting holds alike (jobs, scenarios, models) are
@@ -298,6 +301,7 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             profiles=profiles,
             spans=bool(levels),
             span_cost=args.span_cost,
+            **simulate_phases.setting_options(args),
         )
         for path, (_, jobs) in logs.items()
         for seed in seeds
@@ -337,6 +341,8 @@ def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
             _means(swept, times, levels),
             out,
         )
+    if simulate_phases.active(args):
+        simulate_phases.print_comparison(swept, out, several_logs, several_seeds)
     done = [cell for cell in swept if cell.ok]
     _early_horizons(done, times, args.err)
     if args.out and done:
@@ -821,8 +827,8 @@ def add_parser(sub) -> None:
         "--seed",
         type=int,
         default=0,
-        help="seed of the cache-score and profile draws and of the searching batch "
-        "planners (default 0)",
+        help="seed of the cache-score, profile and phase-drift draws and of the searching "
+        "batch planners (default 0)",
     )
     seeded.add_argument(
         "--seeds",
@@ -857,4 +863,5 @@ def add_parser(sub) -> None:
     simulate.add_argument(
         "--out", metavar="DIR", help="write jobs.csv, summary.json and completed.png here"
     )
+    simulate_phases.add_options(simulate)
     simulate.set_defaults(func=cmd_simulate)

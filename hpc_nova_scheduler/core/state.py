@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 from hpc_nova_scheduler.core.algorithm import PlacementRequest, Plan
@@ -122,6 +123,23 @@ class ClusterState:
             self._vms[row] = kept
             # Summed afresh in placement order, as a new look at the host would.
             columns.cache_total[row] = ordered_sum(vm.cache_score for vm, _ in kept)
+
+    def rescore(self, application_id: str, cache_score: float) -> None:
+        """Count every VM of the application with ``cache_score`` from now on
+        (what the scheduler believes of it changed: a measured score)."""
+        columns = self.columns()
+        for row in columns.by_application.get(application_id, {}):
+            self._vms[row] = [
+                (
+                    dataclasses.replace(vm, cache_score=cache_score)
+                    if vm.application_id == application_id
+                    else vm,
+                    demand,
+                )
+                for vm, demand in self._vms[row]
+            ]
+            # Summed afresh in placement order, as release() sums them.
+            columns.cache_total[row] = ordered_sum(vm.cache_score for vm, _ in self._vms[row])
 
     def rows_of(self, application_id: str) -> list[int]:
         """The host rows running VMs of this application."""

@@ -34,13 +34,31 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from hpc_nova_scheduler.db.measured import HostReport, MeasuredInstance
+if TYPE_CHECKING:
+    # Read only in annotations: the simulator counts scores by this
+    # module's rule without loading the database layer.
+    from hpc_nova_scheduler.db.measured import HostReport, MeasuredInstance
 
 DECLARED = "declared"
 MEASURED = "measured"
 MAX = "max"
 SOURCES = (DECLARED, MEASURED, MAX)
+
+
+def counted_score(source: str, declared: float, measured: float | None) -> float:
+    """The score a VM of ``declared`` score counts with under ``source``, its
+    measured score ``measured`` where that counts (None: it does not yet).
+
+    The one rule placement follows, and the simulator's replays with it
+    (``simulate --cache-source``).
+    """
+    if measured is None or source == DECLARED:
+        return declared
+    if source == MEASURED:
+        return measured
+    return max(declared, measured)
 
 
 def measured_score(occupancy: float, llc_bytes: int, full_llc_score: float) -> float:
@@ -121,9 +139,4 @@ class Scores:
 
     def score(self, uuid: str, declared: float) -> float:
         """The score VM ``uuid`` of declared score ``declared`` counts with."""
-        found = self._measured.get(uuid)
-        if found is None:
-            return declared
-        if self.settings.source == MEASURED:
-            return found
-        return max(declared, found)
+        return counted_score(self.settings.source, declared, self._measured.get(uuid))

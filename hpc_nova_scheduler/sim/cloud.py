@@ -177,6 +177,10 @@ class PlannedCloud(_IdleAnswers):
     def finish(self, application_id: str) -> None:
         self.cluster.release([application_id])
 
+    def rescore(self, application_id: str, cache_score: float) -> None:
+        """Count the running application's VMs with ``cache_score`` from now on."""
+        self.cluster.rescore(application_id, cache_score)
+
     def empty_rows(self) -> set[int]:
         """The hosts no VM runs on."""
         return set(np.flatnonzero(self.cluster.columns().vms == 0).tolist())

@@ -23,6 +23,7 @@ from hpc_nova_scheduler.core.records import ProfileRecord
 from hpc_nova_scheduler.interference.base import InterferenceModel
 from hpc_nova_scheduler.sim.batches import BatchArrivals
 from hpc_nova_scheduler.sim.interference import SlowdownModel
+from hpc_nova_scheduler.sim.phases import Measuring, PhaseDrift
 from hpc_nova_scheduler.sim.settings import ClusterShape, Scenario
 from hpc_nova_scheduler.sim.simulator import Result, Simulator
 from hpc_nova_scheduler.sim.swf import Job
@@ -49,6 +50,10 @@ class Setting:
     #: Count each job's domains per topology level (:class:`Simulator`'s ``spans``).
     spans: bool = False
     span_cost: float = 0.0
+    #: Drifting phases and how measured scores lag them (see :mod:`.phases`):
+    #: every scenario of the setting replays the same phases.
+    drift: PhaseDrift | None = None
+    measuring: Measuring | None = None
 
 
 #: The settings of a grid of several logs or seeds, by ``(log, seed)``:
@@ -113,6 +118,8 @@ def replay(
         batches=batches,
         spans=setting.spans,
         span_cost=setting.span_cost,
+        drift=setting.drift,
+        measuring=setting.measuring,
     )
     return simulator.run(setting.jobs)
 

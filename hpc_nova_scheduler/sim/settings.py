@@ -236,3 +236,6 @@ class Scenario:
     #: The placement sees the racks alone, not the levels outside them:
     #: seed 003's ordering on the same hosts.
     flat: bool = False
+    #: Where the running VMs' cache scores come from (``[hpc_scheduler]
+    #: cache_pressure_source``): declared, measured or max (see :mod:`.phases`).
+    cache_source: str = "declared"

@@ -46,8 +46,10 @@ from hpc_nova_scheduler.interference.base import (
     Tenant,
 )
 from hpc_nova_scheduler.interference.rule import ModelRule
+from hpc_nova_scheduler.measured.pressure import DECLARED, SOURCES, counted_score
 from hpc_nova_scheduler.planners.base import BatchApp
 from hpc_nova_scheduler.sim import batches as batching
+from hpc_nova_scheduler.sim import phases
 from hpc_nova_scheduler.sim.cloud import (
     ClassedCloud,
     CompiledCloud,
@@ -90,6 +92,8 @@ class Result:
     #: Jobs refused at arrival because no domain of their required level
     #: holds them even on the idle cloud.
     topology_refused: list[int] = dataclasses.field(default_factory=list)
+    #: What the scheduler counted running jobs' cache scores with.
+    cache_source: str = DECLARED
 
     def multi_vm_jobs(self) -> int:
         """Completed jobs of several VMs: those whose VMs could be apart."""
@@ -135,6 +139,14 @@ class Result:
             max(1.0, (o.end - o.submit) / max(o.end - o.start, bound)) for o in self.outcomes
         ) / len(self.outcomes)
 
+    def bounded_slowdowns(self, bound: float = 10.0) -> list[float]:
+        """Each completed job's bounded slowdown, as :meth:`mean_bounded_slowdown` counts it."""
+        return [max(1.0, (o.end - o.submit) / max(o.end - o.start, bound)) for o in self.outcomes]
+
+    def stretches(self) -> list[float]:
+        """Each completed job's run time over its run time alone at speed 1."""
+        return [(o.end - o.start) / o.nominal_run for o in self.outcomes if o.nominal_run > 0]
+
     def mean_interference(self) -> float:
         """Mean of run time over the run time alone at speed 1: what co-runners
         and slower hosts cost, 1.0 for nothing."""
@@ -152,6 +164,8 @@ class Result:
 
 # Finishes first at equal times: they free room; a window's end after its arrivals.
 _ARRIVAL, _FINISH, _WINDOW = 1, 0, 2
+#: A job's change of phase; a measured score coming to count (see :mod:`.phases`).
+_PHASE, _MEASURE = 3, 4
 #: What the idle cloud says of an arriving job: it holds it, never would,
 #: or would but for the job's topology constraints.
 _PLACEABLE, _NEVER, _TOPOLOGY = object(), object(), object()
@@ -172,6 +186,13 @@ class _Running:
     version: int = 0
     #: The domains of each level its VMs are in, when the replay counts them.
     spans: tuple[int, ...] = ()
+    #: Its declared cache score, that of its current phase (what the ground
+    #: truth reads) and the one the scheduler counts it with now.
+    declared: float = 0.0
+    true_score: float = 0.0
+    planned: float = 0.0
+    #: Work left, at full speed, when its phase changes; None: no change ahead.
+    phase_left: float | None = None
 
 
 def _application_name(application_id: str) -> str:
@@ -213,6 +234,12 @@ class Simulator:
     ``span_cost`` (percent, an assumption of ours, off by default) stretches
     the run time of a job by that much for each domain beyond the first it
     spans at the outermost level (blocks under ``block,rack``).
+
+    ``drift`` changes some jobs' true cache scores as they run, and the
+    scenario's ``cache_source`` decides what the scheduler counts running
+    jobs with, measured as ``measuring`` says (by default the product's
+    lag and saturation): see :mod:`.phases`. Either replays on plan() over
+    every host, which can rescore a running job.
     """
 
     def __init__(
@@ -233,8 +260,26 @@ class Simulator:
         batches: batching.BatchArrivals | None = None,
         spans: bool = False,
         span_cost: float = 0.0,
+        drift: phases.PhaseDrift | None = None,
+        measuring: phases.Measuring | None = None,
     ) -> None:
         self.shape = shape
+        if scenario.cache_source not in SOURCES:
+            raise ValueError(
+                f"scenario {scenario.name}: cache source {scenario.cache_source!r} "
+                f"is not one of {', '.join(SOURCES)}"
+            )
+        self.drift = drift if drift is not None and drift.active else None
+        self.measuring = measuring or phases.Measuring.of_product()
+        #: Whether what jobs do, or what the scheduler believes of them, changes as they run.
+        self._phased = self.drift is not None or scenario.cache_source != DECLARED
+        if self._phased:
+            if host_classes:
+                raise ValueError(
+                    f"scenario {scenario.name}: drifting phases and measured cache scores "
+                    "replay on plan() over every host, not on host classes"
+                )
+            host_classes = False
         if span_cost < 0:
             raise ValueError(f"span_cost must be 0 or more, not {span_cost!r}")
         self.span_cost = span_cost
@@ -302,10 +347,19 @@ class Simulator:
         #: The truth's slowdowns by host content, and by host since the last change.
         self._predicted: dict[tuple, tuple[float, ...]] = {}
         self._row_slowdowns: dict[int, dict[str, float]] = {}
+        #: The profiles the scheduler knows: the jobs' own, but for the cache
+        #: scores of running jobs when those drift or are measured.
+        self._known_profile_of = {} if self._phased else self._profile_of
+        #: Each job's declared cache score, by application id (its job id).
+        self._score_of: dict[str, float] = {}
+        #: Each job's change of phase, by application id (its job id): the
+        #: same under every scenario and cache source of one seed.
+        self.phase_of: dict[str, phases.Phase] = {}
+        draws = phases.PhaseDraws(self.drift, self.seed) if self.drift else None
         self._rule = None
         if self.scenario.admission is not None:
             self._rule = ModelRule(
-                self.scenario.admission, self.scenario.tolerance, self._profile_of
+                self.scenario.admission, self.scenario.tolerance, self._known_profile_of
             )
         self._releases = 0
         self._speeds = self.shape.speeds()
@@ -329,7 +383,13 @@ class Simulator:
             arrival = 0.0 if self.all_at_once else job.submit - first_submit
             score = rng.uniform(*self.cache_scores) if self.cache_scores else 0.0
             if self._profiled:
-                self._profile_of[self._app_name(job)] = self._job_profile(job, score, profile_rng)
+                profile = self._job_profile(job, score, profile_rng)
+                self._profile_of[self._app_name(job)] = profile
+                self._known_profile_of[self._app_name(job)] = profile
+            self._score_of[str(job.job_id)] = score
+            phase = draws.next(score) if draws else None
+            if phase is not None:
+                self.phase_of[str(job.job_id)] = phase
             self._push(arrival, _ARRIVAL, (job, score))
         queue: collections.deque[tuple[Job, float, float]] = collections.deque()
         outcomes: list[Outcome] = []
@@ -342,6 +402,10 @@ class Simulator:
                 break
             if kind == _WINDOW:
                 self._plan_window(now, queue)
+            elif kind == _PHASE:
+                self._change_phase(*payload, now)
+            elif kind == _MEASURE:
+                self._measure(*payload)
             elif kind == _FINISH:
                 app_id, version = payload
                 running = self._running.get(app_id)
@@ -386,6 +450,7 @@ class Simulator:
             total_cores=self.shape.total_cores,
             levels=self.shape.levels if self.spans else (),
             topology_refused=topology_refused,
+            cache_source=self.scenario.cache_source,
         )
 
     def _memory_per_vm(self, job: Job) -> float:
@@ -505,9 +570,11 @@ class Simulator:
         """Whether a job refused when ``releases`` jobs had finished, on
         ``hosts_freed`` hosts, lacking ``shortfall``, is worth trying again."""
         # Placing VMs only ever takes room, cache budget and hosts away, so a
-        # job refused since the last release would be refused again. (An
-        # interference model need not be monotone: a host may come to admit a
-        # job after another joins it. The replay waits for the next release.)
+        # job refused since the last release would be refused again. A
+        # release is a finished job, or a running one the scheduler comes to
+        # count with a lower cache score (see _measure). (An interference
+        # model need not be monotone: a host may come to admit a job after
+        # another joins it. The replay waits for the next release.)
         if releases == self._releases:
             return False
         # Nor do releases that cannot make up what it lacked let it fit.
@@ -522,17 +589,82 @@ class Simulator:
 
     def _launch(self, job: Job, arrival: float, now: float, app_id: str) -> None:
         """Run a job whose VMs were just placed."""
+        score = self._score_of[app_id]
         nominal = job.run_time * self.scenario.runtime_factor
         spans = self._spans(app_id, job) if self.spans else ()
         # The network's cost is the job's own, whatever its co-runners do:
         # more work, so that interference and host speed still apply to it.
         work = nominal * (1 + self.span_cost / 100.0 * (spans[0] - 1)) if spans else nominal
-        running = _Running(job, arrival, now, nominal, remaining=work, since=now, spans=spans)
+        running = _Running(
+            job,
+            arrival,
+            now,
+            nominal,
+            remaining=work,
+            since=now,
+            spans=spans,
+            declared=score,
+            true_score=score,
+            planned=score,
+        )
+        phase = self.phase_of.get(app_id)
+        if phase is not None:
+            running.phase_left = work * (1.0 - phase.point)
         self._running[app_id] = running
+        if self.scenario.cache_source != DECLARED:
+            self._measure_later(app_id, score, now)
         if self.interference is None and self._uniform_speed:
             self._push(now + work, _FINISH, (app_id, 0))
+            if running.phase_left is not None:
+                self._push(now + work - running.phase_left, _PHASE, (app_id, 0))
         else:
             self._repace(self._affected(app_id) | {app_id}, now)
+
+    def _change_phase(self, app_id: str, version: int, now: float) -> None:
+        """The job's next phase begins: its co-runners now meet what it really does."""
+        running = self._running.get(app_id)
+        if running is None or running.version != version or running.phase_left is None:
+            return  # superseded: the job's pace changed since
+        running.phase_left = None
+        running.true_score = self.phase_of[app_id].score
+        if self._profiled:
+            name = _application_name(app_id)
+            self._profile_of[name] = dataclasses.replace(
+                self._profile_of[name], cache_score=running.true_score
+            )
+        if self.scenario.cache_source != DECLARED:
+            self._measure_later(app_id, running.true_score, now)
+        # Every job on its hosts is judged again, as when a job arrives.
+        self._repace(self._affected(app_id) | {app_id}, now)
+
+    def _measure_later(self, app_id: str, true_score: float, now: float) -> None:
+        """The measured score of a phase of ``true_score`` begun at ``now``
+        counts once it has been measured for the lag."""
+        self._push(
+            now + self.measuring.lag, _MEASURE, (app_id, self.measuring.measured(true_score))
+        )
+
+    def _measure(self, app_id: str, measured: float) -> None:
+        """The scheduler counts the running job with its measured score from now on."""
+        running = self._running.get(app_id)
+        if running is None:
+            return  # it ended before it was measured
+        planned = counted_score(self.scenario.cache_source, running.declared, measured)
+        if planned == running.planned:
+            return
+        lower = planned < running.planned
+        running.planned = planned
+        self._cloud.rescore(app_id, planned)
+        if self._profiled:
+            name = _application_name(app_id)
+            self._known_profile_of[name] = dataclasses.replace(
+                self._known_profile_of[name], cache_score=planned
+            )
+        # A lower score leaves the cache thresholds budget they did not have:
+        # a refused job may fit now, so it counts as a release. An admission
+        # model need not be monotone: there any change may let one in.
+        if lower or self._rule is not None:
+            self._releases += 1
 
     def _spans(self, app_id: str, job: Job) -> tuple[int, ...]:
         """How many domains of each level the job's hosts are in."""
@@ -558,7 +690,7 @@ class Simulator:
         cpu, mem = kind.demand(job.processors, memory)
         name = self._app_name(job)
         # A planner that reads no features still names each application.
-        return BatchApp(self._profile_of.get(name) or ProfileRecord(name), cpu, mem)
+        return BatchApp(self._known_profile_of.get(name) or ProfileRecord(name), cpu, mem)
 
     def _plan_window(self, now: float, queue) -> None:
         """Place a window's jobs with the batch planner, the rest falling back
@@ -615,6 +747,10 @@ class Simulator:
             running.pace = self._pace(app_id)
             running.version += 1
             self._push(now + running.remaining / running.pace, _FINISH, (app_id, running.version))
+            if running.phase_left is not None:
+                # The phase changes once the work left comes down to phase_left.
+                ahead = max(0.0, running.remaining - running.phase_left) / running.pace
+                self._push(now + ahead, _PHASE, (app_id, running.version))
 
     def _pace(self, app_id: str) -> float:
         """Work per second: each VM runs at its host's speed over its slowdown,
@@ -626,12 +762,14 @@ class Simulator:
             if isinstance(self.interference, InterferenceModel):
                 slowdown = self._application_slowdown(row, app_id)
             elif self.interference is not None:
+                # What the VMs really do: the scheduler may count them otherwise.
                 vms = cloud.vms_on(row)
                 own = next(vm for vm in vms if vm.application_id == app_id)
                 others = list(vms)
                 others.remove(own)
                 slowdown = self.interference.slowdown(
-                    own.cache_score, [vm.cache_score for vm in others]
+                    self._running[app_id].true_score,
+                    [self._running[vm.application_id].true_score for vm in others],
                 )
             slowest = min(slowest, self._speeds[row] / slowdown)
         return slowest

@@ -77,3 +77,20 @@ class TestScore(testtools.TestCase):
             found,
         )
         self.assertLessEqual(measured, 60.0)
+
+    @given(
+        st.floats(min_value=0, max_value=500),
+        st.one_of(st.none(), st.floats(min_value=0, max_value=500)),
+        st.sampled_from(pressure.SOURCES),
+    )
+    def test_the_counted_score_is_the_scores_rule(self, declared, measured, source):
+        # The simulator replays placement with counted_score: it must be the
+        # rule Scores applies, so that the two cannot disagree.
+        counted = pressure.counted_score(source, declared, measured)
+        if measured is None or source == pressure.DECLARED:
+            self.assertEqual(declared, counted)
+        elif source == pressure.MEASURED:
+            self.assertEqual(measured, counted)
+        else:
+            self.assertEqual(max(declared, measured), counted)
+            self.assertGreaterEqual(counted, declared)
