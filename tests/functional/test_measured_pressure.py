@@ -182,9 +182,15 @@ class TestBandwidthWeigher(MeasuredCloud):
 
 
 class TestMeasuredRebalance(MeasuredCloud):
-    """``measured-rebalance``: the agent's task, live migrations through Nova's API."""
+    """``measured-rebalance``: the agent's task, live migrations through Nova's API.
+
+    Under ``max``, where a declared score is a floor: occupancies of one host
+    add up to at most its cache, so under ``measured`` alone a host whose
+    VMs are all measured never passes beta.
+    """
 
     HOSTS = {"n1": Shape(), "n2": Shape()}
+    SOURCE = "max"
 
     def setUp(self) -> None:
         super().setUp()
@@ -204,19 +210,21 @@ class TestMeasuredRebalance(MeasuredCloud):
         self._start_compute("n1")
 
     def overloaded(self) -> list[dict]:
-        """Two SyncHPC VMs declared at 10 on n1, each measured at 36: 72 over beta."""
-        servers = self.launch(self.sync(10), 2)
+        """SyncHPC VMs declared at 40 and at 10 on n1 (50); the second's phase
+        fills the cache: it measures 33 of it and the first 27, which counts
+        its declared 40: 73, over beta."""
+        servers = [*self.launch(self.sync(40)), *self.launch(self.sync(10))]
         self.assertEqual({"n1": 2}, self.hosts_of(servers))
         self._start_compute("n2")
-        for server in servers:
-            self.measure(server, 0.6)
+        for server, share in zip(servers, (0.45, 0.55), strict=True):
+            self.measure(server, share)
         return servers
 
     def test_the_fewest_vms_move_and_the_host_is_back_within_beta(self) -> None:
         servers = self.overloaded()
         (decision,) = self.rebalancer.measured_rebalance()
         self.assertEqual(
-            ("n1", 72.0, BETA, False, ()),
+            ("n1", 73.0, BETA, False, ()),
             (
                 decision.host,
                 round(decision.total, 6),
@@ -229,7 +237,7 @@ class TestMeasuredRebalance(MeasuredCloud):
         server = next(s for s in servers if s["id"] == moved)
         self._wait_for_migration_status(server, ["completed"])
         self._wait_for_server_parameter(server, {"OS-EXT-SRV-ATTR:host": "n2", "status": "ACTIVE"})
-        # The plugin's record follows the VM; n1 holds 36 now, within beta.
+        # The plugin's record follows the VM; what n1 holds now is within beta.
         rows = {row.instance_uuid: row.host for row in self.database.list_running()}
         self.assertEqual("n2", rows[moved])
         self.assertEqual([], self.rebalancer.measured_rebalance())
