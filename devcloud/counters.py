@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from devcloud import fake_pmu
+from hpc_nova_scheduler import atomicfile
 from hpc_nova_scheduler.characterise.counters import ResctrlMount
 from hpc_nova_scheduler.demo.measured_host import WORKLOAD_NS
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
@@ -134,10 +135,8 @@ def read_phases(path: Path) -> dict[str, float]:
 
 def write_phases(folder: Path, phases: Mapping[str, float]) -> None:
     """Replace ``phases.json`` whole (the stress: applications change phase)."""
-    target = folder / PHASES_FILE
-    scratch = target.with_name(f".{PHASES_FILE}.new")
-    scratch.write_text(json.dumps(dict(phases)))
-    scratch.replace(target)
+    with atomicfile.open_replacing(str(folder / PHASES_FILE)) as stream:
+        json.dump(dict(phases), stream)
 
 
 class Host:

@@ -28,6 +28,7 @@ from nova import conf as nova_conf
 from nova.virt import fake
 from oslo_log import log as logging
 
+from hpc_nova_scheduler import atomicfile
 from hpc_nova_scheduler import conf as hpc_conf
 from hpc_nova_scheduler.demo.measured_host import status_xml
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
@@ -89,19 +90,17 @@ class MeasuredFakeDriver(fake.MediumFakeDriver):
         try:
             self.tree.ensure_monitoring_group(instance.uuid)
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            target = self.status_file(instance)
-            scratch = target.with_name(f".{target.name}.new")
-            # This process stands for the guest's QEMU.
-            scratch.write_text(
-                status_xml(
-                    instance.name,
-                    instance.uuid,
-                    os.getpid(),
-                    vcpus=instance.flavor.vcpus,
-                    cache_score=true_cache_score(instance),
+            with atomicfile.open_replacing(str(self.status_file(instance))) as stream:
+                # This process stands for the guest's QEMU.
+                stream.write(
+                    status_xml(
+                        instance.name,
+                        instance.uuid,
+                        os.getpid(),
+                        vcpus=instance.flavor.vcpus,
+                        cache_score=true_cache_score(instance),
+                    )
                 )
-            )
-            os.replace(scratch, target)
         except OSError as error:
             LOG.warning("instance %s: cannot write its status file: %s", instance.uuid, error)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hpc_nova_scheduler import atomicfile
 from hpc_nova_scheduler.demo.resctrl_tree import ResctrlTree
 
 #: The XML namespace of the fake hypervisor's ``<workload>`` in a domain's
@@ -75,7 +76,8 @@ class MeasuredHost:
             return
         name = f"instance-{len(self._names) + 1:08x}"
         self._names[uuid] = name
-        (self.run_dir / f"{name}.xml").write_text(status_xml(name, uuid, pid))
+        with atomicfile.open_replacing(str(self.run_dir / f"{name}.xml")) as stream:
+            stream.write(status_xml(name, uuid, pid))
         # The kernel fills a monitoring group's files at mkdir; done here
         # first, so the collector's mkdir finds the group made.
         if not self.group(uuid).exists():

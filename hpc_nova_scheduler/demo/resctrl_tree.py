@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from hpc_nova_scheduler import atomicfile
 from hpc_nova_scheduler.characterise.counters import RESCTRL_COUNTERS
 
 #: What the kernel writes into a counter it cannot read.
@@ -24,11 +25,11 @@ ERROR = "Error"
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` whole."""
+    """Replace ``path`` whole (several processes may write one file: the
+    devcloud's counters and a compute's driver)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.new")
-    scratch.write_text(text)
-    os.replace(scratch, path)
+    with atomicfile.open_replacing(str(path)) as stream:
+        stream.write(text)
 
 
 class ResctrlTree:
