@@ -31,6 +31,7 @@ instance from host to host.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import signal
@@ -171,9 +172,7 @@ class Host:
             self.moved[uuid] = self.moved.get(uuid, 0.0) + counters.bytes_per_second * seconds
             moved = int(self.moved[uuid])
             try:
-                self.tree.set(group, "llc_occupancy", _spread(counters.occupancy, self.tree))
-                self.tree.set(group, "mbm_total_bytes", _spread(moved, self.tree))
-                self.tree.set(group, "mbm_local_bytes", _spread(moved, self.tree))
+                self._set(group, counters.occupancy, moved)
             except OSError:
                 continue  # the collector removed the group meanwhile
             counted += 1
@@ -184,18 +183,20 @@ class Host:
         self.host_moved += sum(c.bytes_per_second for c in measured.values()) * seconds
         moved_here = int(self.host_moved)
         occupied = sum(c.occupancy for c in measured.values())
-        try:
-            self.tree.set(self.tree.root, "llc_occupancy", _spread(occupied, self.tree))
-            self.tree.set(self.tree.root, "mbm_total_bytes", _spread(moved_here, self.tree))
-            self.tree.set(self.tree.root, "mbm_local_bytes", _spread(moved_here, self.tree))
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            self._set(self.tree.root, occupied, moved_here)
         running = {g.uuid for g in guests}
         for uuid in [u for u in self.moved if u not in running]:
             del self.moved[uuid]
         for uuid in [u for u in self.executed if u not in running]:
             del self.executed[uuid]
         return counted
+
+    def _set(self, group: Path, occupancy: int, moved: int) -> None:
+        """A group's occupancy, and the bytes it moved (all to local memory)."""
+        self.tree.set_total(group, "llc_occupancy", occupancy)
+        for counter in ("mbm_total_bytes", "mbm_local_bytes"):
+            self.tree.set_total(group, counter, moved)
 
     def _run(self, guest: Guest, counters: Counters, seconds: float) -> None:
         """The guest's cycles and instructions of ``seconds`` (:mod:`devcloud.fake_pmu`)."""
@@ -213,12 +214,6 @@ class Host:
         folder.mkdir(parents=True, exist_ok=True)
         fake_pmu.write_counter(folder / "cycles", cycles, elapsed)
         fake_pmu.write_counter(folder / "instructions", instructions, elapsed)
-
-
-def _spread(total: int, tree: ResctrlTree) -> list[int]:
-    count = len(tree.domains)
-    share, rest = divmod(int(total), count)
-    return [share + (1 if index < rest else 0) for index in range(count)]
 
 
 def hosts_under(folder: Path) -> Iterable[Path]:

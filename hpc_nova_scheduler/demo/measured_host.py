@@ -93,16 +93,10 @@ class MeasuredHost:
 
     def occupy(self, uuid: str, occupancy: int) -> None:
         """Instance ``uuid`` holds ``occupancy`` bytes of the LLC, spread over the domains."""
-        self._spread(uuid, "llc_occupancy", occupancy)
+        self.tree.set_total(self.group(uuid), "llc_occupancy", occupancy)
 
     def move(self, uuid: str, nbytes: int) -> None:
         """Instance ``uuid`` moves ``nbytes`` more to and from memory (all local)."""
         self._moved[uuid] = self._moved.get(uuid, 0) + nbytes
-        self._spread(uuid, "mbm_total_bytes", self._moved[uuid])
-        self._spread(uuid, "mbm_local_bytes", self._moved[uuid])
-
-    def _spread(self, uuid: str, counter: str, total: int) -> None:
-        count = len(self.tree.domains)
-        share, rest = divmod(int(total), count)
-        values = [share + (1 if index < rest else 0) for index in range(count)]
-        self.tree.set(self.group(uuid), counter, values)
+        for counter in ("mbm_total_bytes", "mbm_local_bytes"):
+            self.tree.set_total(self.group(uuid), counter, self._moved[uuid])

@@ -136,6 +136,12 @@ class ResctrlTree:
         for domain, value in zip(self.domains, values, strict=True):
             _write(group / "mon_data" / domain / counter, f"{value}\n")
 
+    def set_total(self, group: Path, counter: str, total: int) -> None:
+        """``counter`` of ``group`` summing to ``total`` over the cache domains,
+        spread evenly (what a reader sums back)."""
+        share, rest = divmod(int(total), len(self.domains))
+        self.set(group, counter, [share + (index < rest) for index in range(len(self.domains))])
+
     def read(self, group: Path, counter: str) -> list[int]:
         """``counter`` of ``group`` per domain as this tree holds it (numbers only)."""
         return [int((group / "mon_data" / d / counter).read_text()) for d in self.domains]
