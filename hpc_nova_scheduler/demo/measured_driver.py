@@ -42,11 +42,14 @@ WORKLOAD_KEY = "fake_cache_score"
 
 def true_cache_score(instance) -> float:
     """What the guest really uses: ``fake_cache_score`` if booted with one, else declared."""
-    for source, key in (
-        (_metadata(instance), WORKLOAD_KEY),
-        (_extra_specs(instance), "hpc:cache_score"),
+    for read, key in (
+        (lambda: instance.metadata, WORKLOAD_KEY),
+        (lambda: instance.flavor.extra_specs, "hpc:cache_score"),
     ):
-        text = source.get(key)
+        try:
+            text = (read() or {}).get(key)
+        except Exception:  # a migrating instance whose fields cannot be loaded
+            continue
         if text is None:
             continue
         try:
@@ -57,20 +60,6 @@ def true_cache_score(instance) -> float:
         if score >= 0:
             return score
     return 0.0
-
-
-def _metadata(instance) -> dict:
-    try:
-        return dict(instance.metadata or {})
-    except Exception:  # a migrating instance whose metadata cannot be loaded
-        return {}
-
-
-def _extra_specs(instance) -> dict:
-    try:
-        return dict(instance.flavor.extra_specs or {})
-    except Exception:
-        return {}
 
 
 class MeasuredFakeDriver(fake.MediumFakeDriver):
