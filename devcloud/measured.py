@@ -136,26 +136,23 @@ class Scene:
 
     def delete(self, uuids: list[str]) -> None:
         """Delete ``uuids`` and wait until they are gone."""
-        for uuid in uuids:
-            self.conn.compute.delete_server(uuid, ignore_missing=True)
-        left = set(uuids)
-        deadline = time.monotonic() + stress.BUILD_TIMEOUT
-        while left and time.monotonic() < deadline:
-            left &= {s.id for s in stress.read(lambda: list(self.conn.compute.servers()))}
-            if left:
-                time.sleep(LOOK)
+        stress.delete_and_wait(self.conn, uuids, stress.BUILD_TIMEOUT)
         self.servers = [uuid for uuid in self.servers if uuid not in uuids]
 
-    def scores(self, source: str) -> pressure.Scores:
-        """Every VM's score under ``source``, as the cloud's schedulers count it now."""
-        settings = pressure.Settings(
+    @staticmethod
+    def settings(source: str) -> pressure.Settings:
+        """The cloud's ``measured_*`` options (``up --measured``), under ``source``."""
+        return pressure.Settings(
             source=source,
             stale_after=float(config.MEASURED["measured_stale_after"]),
             min_samples=int(config.MEASURED["measured_min_samples"]),
         )
+
+    def scores(self, source: str) -> pressure.Scores:
+        """Every VM's score under ``source``, as the cloud's schedulers count it now."""
         reports = {r.host: r for r in self.database.measured_hosts()}
         instances = self.database.measured_instances()
-        return pressure.Scores(settings, reports, instances, timeutils.utcnow())
+        return pressure.Scores(self.settings(source), reports, instances, timeutils.utcnow())
 
     def measured(self, uuid: str, at_least: float) -> float | None:
         """Wait until VM ``uuid`` counts with a measured score of ``at_least``; that score."""
@@ -302,7 +299,7 @@ def scene_rebalance(scene: Scene, host: str, *, on_time: bool) -> list[str]:
 
 def _suspected(scene: Scene, victim: str, antagonist: str) -> bool:
     """Whether CPI2's rule, on the figures now, names ``victim`` and ``antagonist``."""
-    settings = scene.scores(pressure.MEASURED).settings
+    settings = scene.settings(pressure.MEASURED)
     fresh = suspects.fresh_figures(
         scene.database.measured_instances(), timeutils.utcnow(), settings
     )

@@ -405,16 +405,20 @@ def clear(conn, say: Say, timeout: float = 180.0) -> None:
     ]
     if not left:
         return
-    for uuid in left:
-        conn.compute.delete_server(uuid, ignore_missing=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        remaining = {s.id for s in read(lambda: list(conn.compute.servers(all_projects=True)))}
-        remaining &= set(left)
-        if not remaining:
-            break
-        time.sleep(1)
+    delete_and_wait(conn, left, timeout)
     say(f"deleted {len(left)} stress server(s)")
+
+
+def delete_and_wait(conn, uuids: list[str], timeout: float = 180.0) -> None:
+    """Delete the servers ``uuids`` (of any project) and wait until Nova lists none of them."""
+    for uuid in uuids:
+        conn.compute.delete_server(uuid, ignore_missing=True)
+    remaining = set(uuids)
+    deadline = time.monotonic() + timeout
+    while remaining and time.monotonic() < deadline:
+        remaining &= {s.id for s in read(lambda: list(conn.compute.servers(all_projects=True)))}
+        if remaining:
+            time.sleep(1)
 
 
 def start_clients(
